@@ -1,0 +1,85 @@
+// Dew's operations: each validates its arguments (errors start with [op]), picks an implementation
+// through the selector, records the route and runs it. Outputs are fresh contiguous tensors.
+#pragma once
+
+#include <dew/tensor.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dew {
+
+enum class Activation : uint8_t { none, relu, gelu_erf, gelu_tanh, silu };
+
+struct MatmulOptions {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  Tensor bias;      // (N), optional
+  Activation activation = Activation::none;
+  Tensor residual;  // the output's shape, optional
+  double scale = 1.0;
+};
+// act(scale * op(a) @ op(b) + bias) + residual
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
+
+// Elementwise, one input.
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor silu(const Tensor& x);
+Tensor gelu(const Tensor& x, bool tanh_approximation = false);
+Tensor relu(const Tensor& x);
+
+// Elementwise, two inputs with numpy broadcasting; same dtype.
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+
+// Comparisons give bool tensors; where(cond, a, b) picks per element.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+
+// Converts to dtype with the rounding rules of dtype.h (floats to integers truncate toward zero).
+Tensor cast(const Tensor& x, DType dtype);
+
+// Reductions over the listed axes (all axes when empty); keepdim keeps them as size 1.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim = false);  // i64, first index of the max
+Tensor softmax(const Tensor& x, int64_t axis = -1);
+Tensor log_softmax(const Tensor& x, int64_t axis = -1);
+Tensor cumsum(const Tensor& x, int64_t axis);
+
+// y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
+
+// The route log (DESIGN.md "Operations and the selector").
+struct RouteRecord {
+  std::string op, implementation, case_label;
+  int64_t count = 0;
+};
+std::vector<RouteRecord> routes();
+void reset_routes();
+// DEW_IMPL syntax: "op:impl" pins, "op:-impl" excludes, comma-separated. Replaces the environment's.
+void set_impl_overrides(const std::string& spec);
+
+}  // namespace dew

@@ -1,0 +1,54 @@
+// Process-wide runtime services: allocator counters, the thread pool, and counter-based randomness.
+// Contract: parallel_for splits [0, n) into the same contiguous ranges for a given (n, grain, threads);
+// random fills depend on (seed, stream, element index) only, never on thread count or call order.
+#pragma once
+
+#include <dew/tensor.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+
+namespace dew {
+
+struct MemoryStats {
+  int64_t bytes_in_use = 0;  // live tensor bytes
+  int64_t peak_bytes = 0;    // max of bytes_in_use since the last reset_peak_memory()
+  int64_t bytes_cached = 0;  // freed blocks kept for reuse
+};
+MemoryStats cpu_memory_stats();
+void reset_peak_memory();
+void release_cached_memory();  // returns cached blocks to the system
+
+// Threads: sized to the machine; DEW_THREADS overrides. set_num_threads is for tests and benchmarks.
+int num_threads();
+void set_num_threads(int n);
+// Runs body(begin, end) over contiguous chunks of [0, n) of at least `grain` items, on the pool.
+// Nested calls from inside a body run inline.
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+
+// Philox-4x32-10 (Salmon et al., SC'11): 4 output words per (counter, key).
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::array<uint32_t, 2> key);
+
+// Named streams keep initialization, data order, dropout, noise and sampling independent.
+// Element i of a fill uses counter block i/4 (word i%4) keyed by seed, with the stream in the high
+// counter words; `counter_base` lets a caller continue a sequence from a saved position.
+struct RandomKey {
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+  uint64_t counter_base = 0;  // in blocks of 4 words
+};
+void fill_uniform(Tensor& t, RandomKey key, double low, double high);  // [low, high)
+void fill_normal(Tensor& t, RandomKey key, double mean, double stddev);
+void fill_bernoulli(Tensor& t, RandomKey key, double p);            // 1 with probability p
+void fill_randint(Tensor& t, RandomKey key, int64_t low, int64_t high);  // [low, high)
+
+// Which instruction sets this CPU offers (cpuid), for the selector's cpu_has requirement.
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool avx512f = false;
+};
+const CpuFeatures& cpu_features();
+
+}  // namespace dew

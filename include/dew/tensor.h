@@ -1,0 +1,109 @@
+// Tensor: a typed, strided view of reference-counted storage on one device. Views share storage;
+// nothing moves between devices implicitly. Not an operation library: arithmetic lives in ops.h.
+// Contract: strides are in elements; storage is 64-byte aligned and counted by its allocator.
+#pragma once
+
+#include <dew/dtype.h>
+#include <dew/error.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dew {
+
+using Shape = std::vector<int64_t>;
+using Strides = std::vector<int64_t>;
+
+int64_t numel_of(const Shape& shape);
+Strides contiguous_strides(const Shape& shape);
+std::string shape_str(const Shape& shape);
+
+struct Device {
+  enum class Kind : uint8_t { cpu, cuda };
+  Kind kind = Kind::cpu;
+  int index = 0;
+  static Device cpu() { return {}; }
+  static Device cuda(int i) { return {Kind::cuda, i}; }
+  // "cpu" or "cuda:N"; throws naming the accepted spellings.
+  static Device parse(const std::string& text);
+  std::string str() const;
+  bool operator==(const Device&) const = default;
+};
+
+// One allocation. Freed through the allocator that made it, which may cache it for reuse.
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  Storage(size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Uninitialized storage of numel_of(shape) elements.
+  static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu());
+  static Tensor full(const Shape& shape, double value, DType dtype, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype, Device device = Device::cpu()) {
+    return full(shape, 0.0, dtype, device);
+  }
+  // Values rounded to dtype by the rules of dtype.h.
+  static Tensor from_values(const std::vector<double>& values, const Shape& shape, DType dtype);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  const Strides& strides() const { return strides_; }
+  int64_t dim() const { return int64_t(shape_.size()); }
+  int64_t size(int64_t d) const;  // negative d counts from the end
+  int64_t numel() const { return numel_of(shape_); }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_ ? storage_->device : Device{}; }
+  int64_t offset() const { return offset_; }
+  bool is_contiguous() const;
+  bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  std::string describe() const;  // "f32[4,8] (cpu)"
+
+  void* raw_data() const;
+  template <class T>
+  T* data() const {
+    DEW_REQUIRE(Scalar<T>::dtype == dtype_, "[tensor] data<{}>() on a {} tensor",
+                dtype_name(Scalar<T>::dtype), dtype_name(dtype_));
+    return static_cast<T*>(raw_data());
+  }
+
+  // Views: share storage, never copy.
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;  // drops dim
+  Tensor permute(const std::vector<int64_t>& order) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor reshape(const Shape& shape) const;  // contiguous data only; one -1 allowed
+  Tensor expand(const Shape& shape) const;   // broadcast: size-1 dims get stride 0
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+
+  // A contiguous copy when not contiguous, else this tensor.
+  Tensor contiguous() const;
+  Tensor clone() const;  // always a fresh contiguous copy
+  // Reads every element as double (tests, printing); exact for every dtype but i64 beyond 2^53.
+  std::vector<double> to_f64_vector() const;
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  int64_t offset_ = 0;
+  Shape shape_;
+  Strides strides_;
+  DType dtype_ = DType::f32;
+  Tensor with_geometry(Shape shape, Strides strides, int64_t offset) const;
+};
+
+// Broadcast result of two shapes (numpy rules); throws naming `what` and both shapes.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* what);
+// Normalizes a possibly negative axis; throws naming `what` and the valid range.
+int64_t normalize_axis(int64_t axis, int64_t rank, const char* what);
+
+}  // namespace dew

@@ -1,0 +1,50 @@
+// `dew check`: the float64 gate from the command line, one table row per (op, implementation, dtype,
+// case), closing with "N passed, N failed"; non-zero exit on any failure.
+#include <dew/runtime.h>
+
+#include "catalog.h"
+#include "cli/commands.h"
+
+namespace dew::cli {
+
+int run_check(const CheckOptions& o) {
+  if (!o.op.empty() && !gate::find_op(o.op)) {
+    std::vector<std::string> names;
+    for (const auto& e : gate::catalog()) names.push_back(e.name);
+    fail("--op {} is not an operation; expected one of: {}", o.op, fmt::join(names, ", "));
+  }
+  std::optional<DType> only_dtype;
+  if (!o.dtype.empty()) only_dtype = parse_dtype(o.dtype);
+  uint64_t seed = o.seed ? *o.seed : gate::gate_seed();
+  int passed = 0, failed = 0, skipped = 0;
+  fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9} {:>9}  {}\n", "op", "impl", "dtype", "case", "rms", "worst", "verdict");
+  for (const auto& e : gate::catalog()) {
+    if (!o.op.empty() && e.name != o.op) continue;
+    for (const auto& impl : e.implementations) {
+      if (!o.implementation.empty() && impl.name != o.implementation) continue;
+      for (const auto& c : e.cases) {
+        if (!c.has_tag(o.tag)) continue;
+        for (DType t : c.dtypes) {
+          if (only_dtype && t != *only_dtype) continue;
+          gate::Report r = e.check(impl.name, c.name, t, seed);
+          if (!r.ran) {
+            ++skipped;
+            continue;
+          }
+          double rms = 0, worst = 0;
+          for (const auto& out : r.outputs) {
+            rms = std::max(rms, out.rms_ratio());
+            worst = std::max(worst, out.worst_row_ratio());
+          }
+          (r.passed() ? passed : failed)++;
+          fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", e.name, impl.name, dtype_name(t), c.name,
+                     rms, worst, r.verdict());
+        }
+      }
+    }
+  }
+  fmt::print("{} passed, {} failed ({} skipped: refused on this machine; seed {})\n", passed, failed, skipped, seed);
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace dew::cli

@@ -1,0 +1,17 @@
+// The subcommands of `dew`, each a function over the library.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dew::cli {
+
+struct CheckOptions {
+  std::string op, implementation, dtype, tag = "ci";
+  std::optional<uint64_t> seed;
+};
+int run_check(const CheckOptions& options);
+int run_ops(bool markdown);
+
+}  // namespace dew::cli

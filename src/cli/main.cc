@@ -1,0 +1,35 @@
+// The dew command: a thin layer over the library. Exit codes: 0 success, 1 user error (dew::Error,
+// message on stderr), 2 usage error.
+#include <CLI/CLI.hpp>
+#include <dew/error.h>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dew: train and serve language and diffusion models"};
+  app.require_subcommand(1);
+  dew::cli::CheckOptions check;
+  auto* check_cmd = app.add_subcommand("check", "run the float64 gate over every op, implementation, dtype and case");
+  check_cmd->add_option("--op", check.op, "only this op");
+  check_cmd->add_option("--impl", check.implementation, "only this implementation");
+  check_cmd->add_option("--dtype", check.dtype, "only this dtype (f64, f32, bf16, f16)");
+  check_cmd->add_option("--tag", check.tag, "cases with this tag")->default_val("ci");
+  check_cmd->add_option("--seed", check.seed, "replay a seed printed by a failure");
+  auto* ops_cmd = app.add_subcommand("ops", "print the support matrix: ops x implementations x requirements");
+  bool markdown = false;
+  ops_cmd->add_flag("--markdown", markdown, "as the Markdown of docs/ops.md");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    if (*check_cmd) return dew::cli::run_check(check);
+    if (*ops_cmd) return dew::cli::run_ops(markdown);
+  } catch (const dew::Error& e) {
+    fmt::print(stderr, "dew: {}\n", e.what());
+    return 1;
+  }
+  return 2;
+}

@@ -1,0 +1,26 @@
+// `dew ops`: the support matrix, printed from the registry's data (the same data as docs/ops.md).
+#include "catalog.h"
+#include "cli/commands.h"
+
+namespace dew::cli {
+
+int run_ops(bool markdown) {
+  if (markdown) {
+    fmt::print("# Operations\n\nPrinted by `dew ops --markdown` from the registry; do not edit by hand.\n\n");
+    fmt::print("| op | implementation | requirements | cases |\n|---|---|---|---|\n");
+  }
+  for (const auto& e : gate::catalog()) {
+    std::vector<std::string> cases;
+    for (const auto& c : e.cases) cases.push_back(c.name);
+    for (const auto& impl : e.implementations) {
+      std::string reqs = fmt::format("{}", fmt::join(impl.requirements, "; "));
+      if (markdown)
+        fmt::print("| {} | {} | {} | {} |\n", e.name, impl.name, reqs, fmt::join(cases, ", "));
+      else
+        fmt::print("{:<14} {:<14} {}\n", e.name, impl.name, reqs);
+    }
+  }
+  return 0;
+}
+
+}  // namespace dew::cli

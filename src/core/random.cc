@@ -1,0 +1,83 @@
+// Philox-4x32-10 and the random fills built on it. A value depends on (seed, stream, element index)
+// only: each element computes its own counter block, so fills are identical at any thread count.
+#include <dew/runtime.h>
+
+#include <cmath>
+#include <numbers>
+
+namespace dew {
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  constexpr uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    uint64_t p0 = uint64_t(M0) * c[0], p1 = uint64_t(M1) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k[1], uint32_t(p0)};
+    k = {k[0] + W0, k[1] + W1};
+  }
+  return c;
+}
+
+namespace {
+
+// The 4 words of counter block `block` of (seed, stream).
+std::array<uint32_t, 4> block_words(const RandomKey& key, uint64_t block) {
+  uint64_t ctr = key.counter_base + block;
+  return philox4x32_10({uint32_t(ctr), uint32_t(ctr >> 32), uint32_t(key.stream), uint32_t(key.stream >> 32)},
+                       {uint32_t(key.seed), uint32_t(key.seed >> 32)});
+}
+
+// (0, 1]: never 0, so log() in Box-Muller is finite.
+double open_unit(uint32_t w) { return (double(w) + 1.0) * 0x1p-32; }
+
+template <class Value>
+void fill_with(Tensor& t, const RandomKey& key, Value value) {
+  DEW_REQUIRE(t.is_contiguous(), "[random] fill of {} needs a contiguous tensor", t.describe());
+  visit_dtype(t.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    T* p = static_cast<T*>(t.raw_data());
+    parallel_for(t.numel(), 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        auto words = block_words(key, uint64_t(i) / 4);
+        p[i] = Scalar<T>::from_f64(value(words, int(i % 4)));
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void fill_uniform(Tensor& t, RandomKey key, double low, double high) {
+  DEW_REQUIRE(low < high, "[random] uniform range [{}, {}) is empty; expected low < high", low, high);
+  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
+    return low + (high - low) * (double(w[size_t(j)]) * 0x1p-32);
+  });
+}
+
+void fill_normal(Tensor& t, RandomKey key, double mean, double stddev) {
+  DEW_REQUIRE(stddev >= 0, "[random] normal stddev {} is negative; expected >= 0", stddev);
+  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
+    // Box-Muller on the word pair (0,1) or (2,3); even j takes the cosine, odd the sine.
+    int pair = j & ~1;
+    double r = std::sqrt(-2.0 * std::log(open_unit(w[size_t(pair)])));
+    double angle = 2.0 * std::numbers::pi * (double(w[size_t(pair + 1)]) * 0x1p-32);
+    return mean + stddev * r * ((j & 1) ? std::sin(angle) : std::cos(angle));
+  });
+}
+
+void fill_bernoulli(Tensor& t, RandomKey key, double p) {
+  DEW_REQUIRE(p >= 0 && p <= 1, "[random] bernoulli p={} is not a probability; expected 0 <= p <= 1", p);
+  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
+    return double(w[size_t(j)]) * 0x1p-32 < p ? 1.0 : 0.0;
+  });
+}
+
+void fill_randint(Tensor& t, RandomKey key, int64_t low, int64_t high) {
+  DEW_REQUIRE(low < high && uint64_t(high - low) <= (uint64_t(1) << 32),
+              "[random] randint range [{}, {}) must be non-empty and at most 2^32 wide", low, high);
+  uint64_t range = uint64_t(high - low);
+  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
+    return double(low + int64_t((uint64_t(w[size_t(j)]) * range) >> 32));
+  });
+}
+
+}  // namespace dew

@@ -1,0 +1,139 @@
+// The thread pool behind parallel_for: one set of workers, static contiguous chunking (so a chunk's
+// range depends only on n, grain and the thread count), and inline execution for nested calls.
+#include <dew/runtime.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace dew {
+namespace {
+
+thread_local bool inside_pool_body = false;
+
+int default_threads() {
+  if (const char* env = std::getenv("DEW_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    DEW_REQUIRE(end != env && *end == '\0' && n >= 1 && n <= 1024,
+                "DEW_THREADS='{}' is not a thread count; expected an integer from 1 to 1024", env);
+    return int(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+class Pool {
+ public:
+  explicit Pool(int threads) { resize(threads); }
+  ~Pool() { stop(); }
+
+  int size() const { return threads_; }
+
+  void resize(int threads) {
+    stop();
+    threads_ = threads;
+    quit_ = false;
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+
+  // Runs job(chunk) for chunk in [0, chunks), chunk 0 on the calling thread.
+  void run(int chunks, const std::function<void(int)>& job) {
+    std::unique_lock call_lock(call_mutex_);
+    {
+      std::lock_guard lock(mutex_);
+      job_ = &job;
+      chunks_ = chunks;
+      pending_ = chunks - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    inside_pool_body = true;
+    std::exception_ptr error;
+    try {
+      job(0);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    inside_pool_body = false;
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [&] { return pending_ == 0; });
+    if (!error) error = error_;
+    error_ = nullptr;
+    job_ = nullptr;
+    if (error) std::rethrow_exception(error);
+  }
+
+ private:
+  void work(int index) {
+    uint64_t seen = 0;
+    inside_pool_body = true;
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return quit_ || generation_ != seen; });
+      if (quit_) return;
+      seen = generation_;
+      if (index >= chunks_) continue;
+      const auto* job = job_;
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        (*job)(index);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (error && !error_) error_ = error;
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  int threads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex call_mutex_, mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* job_ = nullptr;
+  int chunks_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool quit_ = false;
+  std::exception_ptr error_;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool(default_threads());  // never destroyed: workers must outlive static teardown
+  return *p;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  DEW_REQUIRE(n >= 1 && n <= 1024, "set_num_threads({}): expected 1 to 1024 threads", n);
+  if (n != pool().size()) pool().resize(n);
+}
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int64_t chunks = std::min<int64_t>(pool().size(), (n + grain - 1) / grain);
+  if (chunks <= 1 || inside_pool_body) return body(0, n);
+  pool().run(int(chunks), [&](int c) {
+    int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+    body(begin, end);
+  });
+}
+
+}  // namespace dew

@@ -1,0 +1,31 @@
+// cast: converts a tensor to another dtype. Floats round to nearest even (NaN and Inf kept); floats to
+// integers truncate toward zero, saturate at the integer's range, and send NaN to 0; to bool is x != 0.
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct CastArgs {
+  Tensor x;
+  DType to;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const { return {&x}; }
+  std::vector<Tensor*> mutable_inputs() { return {&x}; }
+};
+
+struct Cast {
+  using Args = CastArgs;
+  static std::string_view name(const Args&) { return "cast"; }
+  static std::string case_label(const Args& a);
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+// Casts into an existing contiguous tensor of x's shape (its dtype is the target).
+void cast_into(const Tensor& x, Tensor& out);
+
+}  // namespace dew::ops

@@ -1,0 +1,140 @@
+// matmul's public function, validation, output rule, cases and registry.
+#include "ops/matmul/matmul.h"
+
+#include "core/strided.h"
+#include "ops/activation.h"
+
+namespace dew::ops {
+
+std::vector<const Tensor*> MatmulArgs::inputs() const {
+  std::vector<const Tensor*> v{&a, &b};
+  if (options.bias.defined()) v.push_back(&options.bias);
+  if (options.residual.defined()) v.push_back(&options.residual);
+  return v;
+}
+
+std::vector<Tensor*> MatmulArgs::mutable_inputs() {
+  std::vector<Tensor*> v{&a, &b};
+  if (options.bias.defined()) v.push_back(&options.bias);
+  if (options.residual.defined()) v.push_back(&options.residual);
+  return v;
+}
+
+MatmulGeometry matmul_geometry(const MatmulArgs& args) {
+  const auto& o = args.options;
+  DEW_REQUIRE(args.a.dim() >= 2 && args.b.dim() >= 2,
+              "[matmul] a is {} and b is {}; expected both of rank >= 2 (..., rows, cols)", args.a.describe(),
+              args.b.describe());
+  Tensor a = o.transpose_a ? args.a.transpose(-1, -2) : args.a;
+  Tensor b = o.transpose_b ? args.b.transpose(-1, -2) : args.b;
+  MatmulGeometry g;
+  g.M = a.size(-2);
+  g.K = a.size(-1);
+  g.N = b.size(-1);
+  DEW_REQUIRE(b.size(-2) == g.K,
+              "[matmul] inner dims differ: op(a) is {} and op(b) is {}; expected op(a) (...,M,K) and op(b) (...,K,N)",
+              shape_str(a.shape()), shape_str(b.shape()));
+  Shape a_batch(a.shape().begin(), a.shape().end() - 2), b_batch(b.shape().begin(), b.shape().end() - 2);
+  g.batch = broadcast_shapes(a_batch, b_batch, "matmul");
+  Shape a_full = g.batch, b_full = g.batch;
+  a_full.insert(a_full.end(), {g.M, g.K});
+  b_full.insert(b_full.end(), {g.K, g.N});
+  g.a = a.expand(a_full);
+  g.b = b.expand(b_full);
+  return g;
+}
+
+std::vector<int64_t> batch_offsets(const Tensor& t, size_t batch_rank) {
+  Shape shape(t.shape().begin(), t.shape().begin() + int64_t(batch_rank));
+  Strides strides(t.strides().begin(), t.strides().begin() + int64_t(batch_rank));
+  std::vector<int64_t> out;
+  out.reserve(size_t(numel_of(shape)));
+  detail::for_each_offset(shape, strides, [&](int64_t off) { out.push_back(off); });
+  return out;
+}
+
+std::string Matmul::case_label(const Args& a) {
+  const auto& o = a.options;
+  std::string label(dtype_name(a.dtype()));
+  if (o.transpose_a) label += " ta";
+  if (o.transpose_b) label += " tb";
+  if (o.bias.defined()) label += " bias";
+  if (o.activation != Activation::none) label += fmt::format(" {}", activation_name(o.activation));
+  if (o.residual.defined()) label += " residual";
+  return label;
+}
+
+std::vector<OutputSpec> Matmul::infer(const Args& args) {
+  require_same_device("matmul", args.inputs());
+  for (const Tensor* t : args.inputs())
+    DEW_REQUIRE(t->dtype() == args.dtype(), "[matmul] {} has dtype {}; expected every operand in a's dtype {}",
+                t->describe(), dtype_name(t->dtype()), dtype_name(args.dtype()));
+  DEW_REQUIRE(is_floating(args.dtype()), "[matmul] a is {}; expected a floating dtype (f64, f32, bf16, f16)",
+              args.a.describe());
+  MatmulGeometry g = matmul_geometry(args);
+  Shape out = g.batch;
+  out.insert(out.end(), {g.M, g.N});
+  const auto& o = args.options;
+  if (o.bias.defined())
+    DEW_REQUIRE(o.bias.dim() == 1 && o.bias.size(0) == g.N, "[matmul] bias is {}; expected shape [{}]",
+                o.bias.describe(), g.N);
+  if (o.residual.defined())
+    DEW_REQUIRE(o.residual.shape() == out, "[matmul] residual is {}; expected the output's shape {}",
+                o.residual.describe(), shape_str(out));
+  return {{out, args.dtype()}};
+}
+
+const select::Registry<MatmulArgs>& Matmul::registry() {
+  static const select::Registry<MatmulArgs> r = [] {
+    select::Registry<MatmulArgs> reg;
+    add_matmul_blas(reg);
+    add_matmul_portable(reg);
+    return reg;
+  }();
+  return r;
+}
+
+std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
+  const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
+  auto plain = [](Shape as, Shape bs, bool ta, bool tb) {
+    return [=](DType t, RandomKey k) {
+      MatmulArgs args{random_input(as, t, k), random_input(bs, t, {k.seed, k.stream + 1}), {}};
+      args.options.transpose_a = ta;
+      args.options.transpose_b = tb;
+      return args;
+    };
+  };
+  auto epilogue = [](Activation act, bool residual) {
+    return [=](DType t, RandomKey k) {
+      MatmulArgs args{random_input({2, 5, 24}, t, k), random_input({24, 12}, t, {k.seed, k.stream + 1}), {}};
+      args.options.bias = random_input({12}, t, {k.seed, k.stream + 2});
+      args.options.activation = act;
+      args.options.scale = 0.75;
+      if (residual) args.options.residual = random_input({2, 5, 12}, t, {k.seed, k.stream + 3});
+      return args;
+    };
+  };
+  return {
+      {"square_64", {"ci"}, all, plain({64, 64}, {64, 64}, false, false)},
+      {"odd_shapes", {"ci", "edge"}, all, plain({7, 33}, {33, 5}, false, false)},
+      {"transposed_both", {"ci"}, all, plain({40, 17}, {9, 40}, true, true)},
+      {"batched_broadcast", {"ci"}, all, plain({3, 1, 6, 16}, {4, 16, 10}, false, false)},
+      {"linear_3d", {"ci"}, all, plain({2, 9, 32}, {48, 32}, false, true)},
+      {"long_k", {"ci"}, all, plain({4, 2048}, {2048, 4}, false, false)},
+      {"bias_relu_residual", {"ci"}, all, epilogue(Activation::relu, true)},
+      {"bias_gelu_tanh", {"ci"}, all, epilogue(Activation::gelu_tanh, false)},
+      {"bias_silu_residual", {"ci"}, all, epilogue(Activation::silu, true)},
+      {"gpt2_mlp_up", {"bench"}, {DType::f32, DType::bf16}, plain({4096, 768}, {768, 3072}, false, false)},
+      {"llama8b_qkv", {"bench"}, {DType::f32, DType::bf16}, plain({512, 4096}, {6144, 4096}, false, true)},
+  };
+}
+
+}  // namespace dew::ops
+
+namespace dew {
+
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
+  return ops::run_op<ops::Matmul>(ops::MatmulArgs{a, b, options})[0];
+}
+
+}  // namespace dew

@@ -1,0 +1,47 @@
+// matmul: the GEMM template. out = act(scale * op(a) @ op(b) + bias) + residual, where op() transposes
+// the last two dims when asked. a (...,M,K), b (...,K,N) with broadcast batch dims; bias (N);
+// residual (...,M,N) of the output's shape. f32/bf16/f16/f64 operands, one dtype for all; bf16 and f16
+// accumulate in f32.
+#pragma once
+
+#include <dew/ops.h>
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct MatmulArgs {
+  Tensor a, b;
+  MatmulOptions options;
+  DType dtype() const { return a.dtype(); }
+  Device device() const { return a.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+// Logical operands after the transposes, expanded to the common batch shape: (batch..., M, K) and
+// (batch..., K, N), as views.
+struct MatmulGeometry {
+  Tensor a, b;
+  Shape batch;
+  int64_t M = 0, N = 0, K = 0;
+  int64_t batch_count() const { return numel_of(batch); }
+};
+MatmulGeometry matmul_geometry(const MatmulArgs& args);
+// Element offsets of each batch entry's matrix in a (batch..., R, C) view.
+std::vector<int64_t> batch_offsets(const Tensor& t, size_t batch_rank);
+
+struct Matmul {
+  using Args = MatmulArgs;
+  static std::string_view name(const Args&) { return "matmul"; }
+  static std::string case_label(const Args& a);
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+void add_matmul_portable(select::Registry<MatmulArgs>& r);
+void add_matmul_blas(select::Registry<MatmulArgs>& r);
+
+}  // namespace dew::ops

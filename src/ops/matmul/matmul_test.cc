@@ -1,0 +1,55 @@
+// matmul's own tests beyond OpSuite: refusals of bad arguments, and values on a hand-checked product.
+#include <dew/ops.h>
+#include <gtest/gtest.h>
+
+namespace dew {
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Matmul, HandCheckedProductWithEpilogue) {
+  Tensor a = Tensor::from_values({1, 2, 3, 4}, {2, 2}, DType::f32);
+  Tensor b = Tensor::from_values({5, 6, 7, 8}, {2, 2}, DType::f32);
+  MatmulOptions o;
+  o.bias = Tensor::from_values({-100, 1}, {2}, DType::f32);
+  o.activation = Activation::relu;
+  o.residual = Tensor::from_values({1, 1, 1, 1}, {2, 2}, DType::f32);
+  // a@b = [[19,22],[43,50]]; +bias = [[-81,23],[-57,51]]; relu; +1
+  EXPECT_EQ(matmul(a, b, o).to_f64_vector(), (std::vector<double>{1, 24, 1, 52}));
+  o = {};
+  o.transpose_a = true;
+  o.scale = 0.5;
+  // a^T@b = [[26,30],[38,44]]
+  EXPECT_EQ(matmul(a, b, o).to_f64_vector(), (std::vector<double>{13, 15, 19, 22}));
+}
+
+TEST(Matmul, RefusesBadShapesAndDtypesNamingThem) {
+  Tensor a = Tensor::zeros({2, 3}, DType::f32), b = Tensor::zeros({4, 5}, DType::f32);
+  EXPECT_NE(error_of([&] { matmul(a, b); }).find("[matmul] inner dims differ: op(a) is [2,3] and op(b) is [4,5]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { matmul(a, Tensor::zeros({3, 5}, DType::bf16)); }).find("expected every operand in a's dtype f32"),
+            std::string::npos);
+  MatmulOptions o;
+  o.bias = Tensor::zeros({4}, DType::f32);
+  EXPECT_NE(error_of([&] { matmul(a, Tensor::zeros({3, 5}, DType::f32), o); }).find("bias is f32[4] (cpu); expected shape [5]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { matmul(Tensor::zeros({3}, DType::f32), a); }).find("expected both of rank >= 2"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { matmul(Tensor::zeros({2, 3}, DType::i32), Tensor::zeros({3, 2}, DType::i32)); })
+                .find("expected a floating dtype"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { matmul(Tensor::zeros({2, 2, 3}, DType::f32), Tensor::zeros({3, 3, 2}, DType::f32)); })
+                .find("do not broadcast"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew

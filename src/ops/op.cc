@@ -1,0 +1,52 @@
+// Shared helpers of the op framework: random gate inputs and device checks.
+#include "ops/op.h"
+
+#include "ops/activation.h"
+
+#include <cmath>
+
+namespace dew::ops {
+
+Tensor random_input(const Shape& shape, DType dtype, RandomKey key, double scale) {
+  Tensor draws = Tensor::empty(shape, DType::f64);
+  fill_normal(draws, key, 0.0, 1.0);
+  std::vector<double> v = draws.to_f64_vector();
+  for (double& x : v) x = scale * std::copysign(0.05 + std::fabs(x), x);
+  return Tensor::from_values(v, shape, dtype);
+}
+
+void require_same_device(const char* op, const std::vector<const Tensor*>& inputs) {
+  for (const Tensor* t : inputs) {
+    DEW_REQUIRE(t->defined(), "[{}] an input is an undefined tensor; expected a tensor", op);
+    DEW_REQUIRE(t->device() == inputs[0]->device(),
+                "[{}] inputs are on two devices, {} and {}; move them with to(device) first", op,
+                inputs[0]->device().str(), t->device().str());
+  }
+}
+
+std::string_view activation_name(Activation a) {
+  switch (a) {
+    case Activation::none: return "none";
+    case Activation::relu: return "relu";
+    case Activation::gelu_erf: return "gelu";
+    case Activation::gelu_tanh: return "gelu_tanh";
+    case Activation::silu: return "silu";
+  }
+  return "?";
+}
+
+}  // namespace dew::ops
+
+namespace dew {
+
+std::vector<RouteRecord> routes() {
+  std::vector<RouteRecord> out;
+  for (const auto& r : select::routes()) out.push_back({r.op, r.implementation, r.case_label, r.count});
+  return out;
+}
+
+void reset_routes() { select::reset_routes(); }
+
+void set_impl_overrides(const std::string& spec) { select::set_impl_overrides(spec); }
+
+}  // namespace dew

@@ -1,0 +1,75 @@
+// The shape every operation shares: typed Args, an output rule, a float64 reference with the error
+// magnitudes the gate needs, named cases, and a registry. run_op() is the one call path:
+// validate + infer outputs -> allocate -> select -> run.
+#pragma once
+
+#include <dew/runtime.h>
+#include <dew/tensor.h>
+
+#include <string>
+#include <vector>
+
+#include "select/registry.h"
+#include "select/requirements.h"
+
+namespace dew::ops {
+
+struct OutputSpec {
+  Shape shape;
+  DType dtype;
+};
+
+// The float64 reference's answer for one output: the value, and the error scale of each element.
+// NOTE [certified bound]: an element computed by `steps` roundings at unit roundoff u from terms whose
+// absolute values sum to `magnitude` is off by at most gamma(steps, u) * magnitude (Higham, ch. 3).
+// The gate allows twice that (candidate and reference both round) plus the output's own rounding.
+struct Truth {
+  Tensor value;      // f64 (or the output's integer dtype, compared exactly)
+  Tensor magnitude;  // f64, same shape; undefined for integer outputs
+  int64_t steps = 1;
+};
+
+template <class Args>
+struct Case {
+  std::string name;
+  std::vector<std::string> tags;  // "ci", "bench", "edge"
+  std::vector<DType> dtypes;
+  std::function<Args(DType, RandomKey)> make;  // fresh random inputs, never zeros
+};
+
+// Normal draws kept away from zero (|x| >= 0.05), so no input is accidentally exact or zero.
+Tensor random_input(const Shape& shape, DType dtype, RandomKey key, double scale = 1.0);
+
+template <class Op>
+std::vector<Tensor> allocate_outputs(const typename Op::Args& args) {
+  std::vector<Tensor> outs;
+  for (const OutputSpec& s : Op::infer(args)) outs.push_back(Tensor::empty(s.shape, s.dtype, args.device()));
+  return outs;
+}
+
+// Runs into caller-provided outputs of the inferred shapes and dtypes (contiguous).
+template <class Op>
+void run_op_into(const typename Op::Args& args, std::vector<Tensor>& outs) {
+  std::vector<OutputSpec> specs = Op::infer(args);
+  DEW_REQUIRE(outs.size() == specs.size(), "[{}] {} outputs given; expected {}", Op::name(args), outs.size(),
+              specs.size());
+  for (size_t i = 0; i < specs.size(); ++i)
+    DEW_REQUIRE(outs[i].shape() == specs[i].shape && outs[i].dtype() == specs[i].dtype && outs[i].is_contiguous(),
+                "[{}] output {} is {}; expected a contiguous {}{}", Op::name(args), i, outs[i].describe(),
+                dtype_name(specs[i].dtype), shape_str(specs[i].shape));
+  const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
+  impl.run(args, outs);
+}
+
+template <class Op>
+std::vector<Tensor> run_op(const typename Op::Args& args) {
+  std::vector<Tensor> outs = allocate_outputs<Op>(args);
+  const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
+  impl.run(args, outs);
+  return outs;
+}
+
+// Every input on one device; refuses naming both devices.
+void require_same_device(const char* op, const std::vector<const Tensor*>& inputs);
+
+}  // namespace dew::ops

@@ -1,0 +1,59 @@
+// Requirement values shared by every operation. Each has a fixed text (what the support matrix
+// prints) and a check that returns the reason when a call does not meet it. An op's Args provide
+// dtype(), device() and inputs() (the tensors it reads).
+#pragma once
+
+#include <dew/runtime.h>
+
+#include <algorithm>
+
+#include "select/registry.h"
+
+namespace dew::select {
+
+template <class Args>
+Requirement<Args> dtype_in(std::vector<DType> allowed) {
+  std::vector<std::string> names;
+  for (DType t : allowed) names.emplace_back(dtype_name(t));
+  return {fmt::format("dtype in {{{}}}", fmt::join(names, ", ")),
+          [allowed, names](const Args& a) -> std::optional<std::string> {
+            if (std::find(allowed.begin(), allowed.end(), a.dtype()) != allowed.end()) return std::nullopt;
+            return fmt::format("dtype is {}", dtype_name(a.dtype()));
+          }};
+}
+
+template <class Args>
+Requirement<Args> on_cpu() {
+  return {"device cpu", [](const Args& a) -> std::optional<std::string> {
+            if (a.device().kind == Device::Kind::cpu) return std::nullopt;
+            return fmt::format("device is {}", a.device().str());
+          }};
+}
+
+template <class Args>
+Requirement<Args> cpu_has_avx2() {
+  return {"cpu_has(avx2, fma)", [](const Args&) -> std::optional<std::string> {
+            if (cpu_features().avx2 && cpu_features().fma) return std::nullopt;
+            return std::string("this CPU lacks AVX2/FMA");
+          }};
+}
+
+template <class Args>
+Requirement<Args> contiguous_inputs() {
+  return {"contiguous inputs", [](const Args& a) -> std::optional<std::string> {
+            for (const Tensor* t : a.inputs())
+              if (!t->is_contiguous()) return fmt::format("input {} is strided", t->describe());
+            return std::nullopt;
+          }};
+}
+
+// An op-specific requirement from a predicate and a description of the call that fails it.
+template <class Args, class Pred, class Why>
+Requirement<Args> requires_that(std::string text, Pred pred, Why why) {
+  return {std::move(text), [pred, why](const Args& a) -> std::optional<std::string> {
+            if (pred(a)) return std::nullopt;
+            return why(a);
+          }};
+}
+
+}  // namespace dew::select

@@ -1,0 +1,95 @@
+// Views share storage and address the right elements; bad geometry is refused with a message.
+#include <dew/tensor.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace dew {
+namespace {
+
+Tensor iota(const Shape& shape) {
+  std::vector<double> v(size_t(numel_of(shape)));
+  std::iota(v.begin(), v.end(), 0.0);
+  return Tensor::from_values(v, shape, DType::f32);
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Tensor, SliceSelectAndStepAddressTheRightElements) {
+  Tensor t = iota({4, 5});
+  EXPECT_EQ(t.slice(1, 1, 4).to_f64_vector(), (std::vector<double>{1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18}));
+  EXPECT_EQ(t.slice(0, 0, 4, 2).select(1, -1).to_f64_vector(), (std::vector<double>{4, 14}));
+  EXPECT_TRUE(t.slice(0, 1, 3).shares_storage_with(t));
+  EXPECT_FALSE(t.slice(1, 1, 4).is_contiguous());
+}
+
+TEST(Tensor, WritesThroughAViewAreSeenByTheBase) {
+  Tensor t = Tensor::zeros({3, 3}, DType::f32);
+  Tensor col = t.transpose(0, 1).select(0, 2);  // column 2
+  float* base = t.data<float>();
+  for (int64_t i = 0; i < 3; ++i) base[col.offset() + i * col.strides()[0]] = float(i + 1);
+  EXPECT_EQ(t.to_f64_vector(), (std::vector<double>{0, 0, 1, 0, 0, 2, 0, 0, 3}));
+}
+
+TEST(Tensor, PermuteTransposeAndContiguous) {
+  Tensor t = iota({2, 3, 4});
+  Tensor p = t.permute({2, 0, 1});
+  EXPECT_EQ(p.shape(), (Shape{4, 2, 3}));
+  Tensor c = p.contiguous();
+  EXPECT_TRUE(c.is_contiguous());
+  EXPECT_FALSE(c.shares_storage_with(t));
+  EXPECT_EQ(c.to_f64_vector()[1], 4.0);  // p[0][0][1] = t[0][1][0]
+  EXPECT_EQ(c.to_f64_vector()[3], 12.0); // p[0][1][0] = t[1][0][0]
+  EXPECT_EQ(t.transpose(-1, 0).shape(), (Shape{4, 3, 2}));
+}
+
+TEST(Tensor, ReshapeInfersOneDimAndRefusesStridedData) {
+  Tensor t = iota({2, 6});
+  EXPECT_EQ(t.reshape({3, -1}).shape(), (Shape{3, 4}));
+  EXPECT_TRUE(t.reshape({12}).shares_storage_with(t));
+  EXPECT_NE(error_of([&] { t.transpose(0, 1).reshape({12}); }).find("not contiguous"), std::string::npos);
+  EXPECT_NE(error_of([&] { t.reshape({5, -1}); }).find("cannot infer"), std::string::npos);
+  EXPECT_NE(error_of([&] { t.reshape({5, 2}); }).find("expected a shape of 12 elements"), std::string::npos);
+}
+
+TEST(Tensor, ExpandBroadcastsWithZeroStrides) {
+  Tensor row = iota({1, 3});
+  Tensor e = row.expand({2, 4, 3});
+  EXPECT_EQ(e.strides()[0], 0);
+  EXPECT_EQ(e.strides()[1], 0);
+  EXPECT_EQ(e.contiguous().to_f64_vector()[10], 1.0);
+  EXPECT_NE(error_of([&] { iota({2, 3}).expand({4, 3}); }).find("expected 1 or 4"), std::string::npos);
+}
+
+TEST(Tensor, SqueezeAndUnsqueeze) {
+  Tensor t = iota({3, 1, 2});
+  EXPECT_EQ(t.squeeze(1).shape(), (Shape{3, 2}));
+  EXPECT_EQ(t.unsqueeze(-1).shape(), (Shape{3, 1, 2, 1}));
+  EXPECT_EQ(t.unsqueeze(0).shape(), (Shape{1, 3, 1, 2}));
+  EXPECT_NE(error_of([&] { t.squeeze(0); }).find("expected 1"), std::string::npos);
+}
+
+TEST(Tensor, BroadcastShapesFollowNumpy) {
+  EXPECT_EQ(broadcast_shapes({3, 1, 5}, {4, 1}, "t"), (Shape{3, 4, 5}));
+  EXPECT_NE(error_of([] { broadcast_shapes({3, 2}, {4, 2}, "add"); }).find("[add] shapes [3,2] and [4,2]"),
+            std::string::npos);
+}
+
+TEST(Tensor, AxisAndDeviceErrorsNameWhatWouldBeRight) {
+  EXPECT_NE(error_of([] { iota({2, 2}).slice(2, 0, 1); }).find("expected -2 <= axis < 2"), std::string::npos);
+  EXPECT_NE(error_of([] { Device::parse("gpu0"); }).find("expected 'cpu', 'cuda' or 'cuda:N'"), std::string::npos);
+  EXPECT_EQ(Device::parse("cuda:1").str(), "cuda:1");
+  EXPECT_NE(error_of([] { Tensor::empty({2}, DType::f32, Device::cuda(0)); }).find("expected cpu"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew

@@ -1,0 +1,53 @@
+// Builds the catalog from ops.def: one type-erased entry per op name.
+#include "catalog.h"
+
+#include <algorithm>
+
+#include "ops/cast/cast.h"
+#include "ops/matmul/matmul.h"
+
+namespace dew::gate {
+namespace {
+
+template <class Op>
+OpEntry make_entry(const std::string& name, const std::string& folder) {
+  OpEntry e{name, folder, {}, {}, {}};
+  for (const auto& impl : Op::registry().implementations()) {
+    ImplInfo info{impl.name, {}};
+    for (const auto& req : impl.requirements) info.requirements.push_back(req.text);
+    e.implementations.push_back(info);
+  }
+  for (const auto& c : Op::cases(name)) e.cases.push_back({c.name, c.tags, c.dtypes});
+  e.check = [name](const std::string& impl, const std::string& case_name, DType dtype, uint64_t seed) {
+    for (const auto& c : Op::cases(name))
+      if (c.name == case_name) return run_gate<Op>(name, impl, c, dtype, seed);
+    fail("[check] op {} has no case '{}'", name, case_name);
+  };
+  return e;
+}
+
+}  // namespace
+
+bool CaseInfo::has_tag(std::string_view tag) const {
+  return std::find(tags.begin(), tags.end(), tag) != tags.end();
+}
+
+const std::vector<OpEntry>& catalog() {
+  using namespace dew::ops;
+  static const std::vector<OpEntry> entries = [] {
+    std::vector<OpEntry> v;
+#define DEW_OP(name, folder, type) v.push_back(make_entry<type>(#name, #folder));
+#include "ops/ops.def"
+#undef DEW_OP
+    return v;
+  }();
+  return entries;
+}
+
+const OpEntry* find_op(std::string_view name) {
+  for (const auto& e : catalog())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+}  // namespace dew::gate

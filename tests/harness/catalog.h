@@ -1,0 +1,35 @@
+// The catalog: every op of ops.def with its implementations, their requirements, its cases and a
+// type-erased entry into the gate. `dew ops`, `dew check` and the test suite all read it.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gate.h"
+
+namespace dew::gate {
+
+struct ImplInfo {
+  std::string name;
+  std::vector<std::string> requirements;
+};
+
+struct CaseInfo {
+  std::string name;
+  std::vector<std::string> tags;
+  std::vector<DType> dtypes;
+  bool has_tag(std::string_view tag) const;
+};
+
+struct OpEntry {
+  std::string name, folder;
+  std::vector<ImplInfo> implementations;
+  std::vector<CaseInfo> cases;
+  std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> check;
+};
+
+const std::vector<OpEntry>& catalog();
+const OpEntry* find_op(std::string_view name);
+
+}  // namespace dew::gate

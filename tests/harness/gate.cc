@@ -1,0 +1,124 @@
+// The gate's comparison: RMS and worst-row ratios to the reference arm, certified per-element bounds,
+// poisoned (never written) elements, exact integer outputs.
+#include "gate.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+
+namespace dew::gate {
+namespace {
+
+// gamma_n = n*u / (1 - n*u) (Higham); infinite once n*u >= 1, which no case reaches.
+double gamma(int64_t n, double u) {
+  double nu = double(n) * u;
+  return nu < 1 ? nu / (1 - nu) : std::numeric_limits<double>::infinity();
+}
+
+// The smallest magnitude that rounds to infinity in dtype t.
+double overflow_threshold(DType t) {
+  switch (t) {
+    case DType::f16: return 65520.0;
+    case DType::bf16: return (2.0 - 0x1p-8) * 0x1p127;
+    case DType::f32: return (2.0 - 0x1p-24) * 0x1p127;
+    default: return std::numeric_limits<double>::infinity();
+  }
+}
+
+double ratio(double candidate, double base) {
+  if (base == 0) return candidate == 0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return candidate / base;
+}
+
+}  // namespace
+
+double OutputReport::rms_ratio() const { return ratio(rms_candidate, rms_base); }
+double OutputReport::worst_row_ratio() const { return ratio(worst_row_candidate, worst_row_base); }
+
+OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth, DType dtype) {
+  OutputReport r;
+  DEW_REQUIRE(candidate.shape() == truth.value.shape(), "[gate] output is {} but the reference made {}",
+              candidate.describe(), truth.value.describe());
+  std::vector<double> c = candidate.to_f64_vector(), b = base.to_f64_vector(), t = truth.value.to_f64_vector();
+  if (!is_floating(candidate.dtype())) {
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i] != t[i] && r.integer_mismatch++ == 0)
+        r.first_violation = fmt::format("element {}: {} != reference {}", i, c[i], t[i]);
+    return r;
+  }
+  std::vector<double> m = truth.magnitude.to_f64_vector();
+  const double u_acc = unit_roundoff(dtype == DType::f64 ? DType::f64 : DType::f32);
+  const double u_out = unit_roundoff(candidate.dtype());
+  const double eta = smallest_subnormal(candidate.dtype());
+  const double g2 = 2 * gamma(truth.steps, u_acc);
+  const double overflow = overflow_threshold(candidate.dtype());
+  const int64_t row = candidate.dim() == 0 ? 1 : std::max<int64_t>(1, candidate.size(-1));
+  double sum_c = 0, sum_b = 0, row_c = 0, row_b = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (std::isnan(c[i]) && !std::isnan(t[i])) {
+      if (r.unwritten++ == 0) r.first_violation = fmt::format("element {} is NaN (never written?)", i);
+      continue;
+    }
+    double ec, eb;
+    if (std::fabs(t[i]) >= overflow) {  // must round to the infinity of t's sign
+      ec = c[i] == std::copysign(INFINITY, t[i]) ? 0.0 : INFINITY;
+      eb = b[i] == std::copysign(INFINITY, t[i]) ? 0.0 : INFINITY;
+    } else {
+      ec = c[i] - t[i];
+      eb = b[i] - t[i];
+      double bound = (1 + u_out) * g2 * m[i] + u_out * std::fabs(t[i]) + eta;
+      if (!(std::fabs(ec) <= bound) && r.outside_bound++ == 0)
+        r.first_violation = fmt::format("element {}: {} vs reference {} (error {:.3g} > bound {:.3g})", i, c[i],
+                                        t[i], std::fabs(ec), bound);
+    }
+    sum_c += ec * ec;
+    sum_b += eb * eb;
+    row_c += ec * ec;
+    row_b += eb * eb;
+    if ((int64_t(i) + 1) % row == 0) {
+      r.worst_row_candidate = std::max(r.worst_row_candidate, std::sqrt(row_c / double(row)));
+      r.worst_row_base = std::max(r.worst_row_base, std::sqrt(row_b / double(row)));
+      row_c = row_b = 0;
+    }
+  }
+  double n = std::max<double>(1, double(c.size()));
+  r.rms_candidate = std::sqrt(sum_c / n);
+  r.rms_base = std::sqrt(sum_b / n);
+  return r;
+}
+
+bool Report::passed() const {
+  if (!ran) return true;
+  for (const auto& o : outputs)
+    if (o.unwritten || o.outside_bound || o.integer_mismatch || !(o.rms_ratio() <= 1.5) ||
+        !(o.worst_row_ratio() <= 2.0))
+      return false;
+  return true;
+}
+
+std::string Report::verdict() const {
+  if (!ran) return "skip: needs " + refusal;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto& o = outputs[i];
+    std::string why;
+    if (o.unwritten) why = fmt::format("{} unwritten; {}", o.unwritten, o.first_violation);
+    else if (o.integer_mismatch) why = fmt::format("{} mismatches; {}", o.integer_mismatch, o.first_violation);
+    else if (o.outside_bound) why = fmt::format("{} outside bound; {}", o.outside_bound, o.first_violation);
+    else if (!(o.rms_ratio() <= 1.5)) why = fmt::format("RMS ratio {:.3g} > 1.5", o.rms_ratio());
+    else if (!(o.worst_row_ratio() <= 2.0)) why = fmt::format("worst-row ratio {:.3g} > 2", o.worst_row_ratio());
+    if (!why.empty()) return fmt::format("FAIL output {}: {} (seed {})", i, why, seed);
+  }
+  return "pass";
+}
+
+uint64_t gate_seed() {
+  if (const char* env = std::getenv("DEW_GATE_SEED")) {
+    char* end = nullptr;
+    uint64_t s = std::strtoull(env, &end, 10);
+    DEW_REQUIRE(end != env && *end == '\0', "DEW_GATE_SEED='{}' is not an unsigned integer", env);
+    return s;
+  }
+  return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+}  // namespace dew::gate

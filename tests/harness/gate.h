@@ -1,0 +1,80 @@
+// The float64 gate (DESIGN.md "The float64 gate"): judges one implementation of one op on one case at
+// one dtype against the float64 reference, with the portable implementation at the same dtype as the
+// reference arm. Used by the test suite (OpSuite) and by `dew check`.
+#pragma once
+
+#include <dew/runtime.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/op.h"
+
+namespace dew::gate {
+
+struct OutputReport {
+  double rms_candidate = 0, rms_base = 0;  // RMS(x - truth)
+  double worst_row_candidate = 0, worst_row_base = 0;
+  int64_t unwritten = 0;        // NaN where the truth is a number: never written
+  int64_t outside_bound = 0;    // elements beyond their certified roundoff bound
+  int64_t integer_mismatch = 0;
+  std::string first_violation;
+  double rms_ratio() const;
+  double worst_row_ratio() const;
+};
+
+struct Report {
+  std::string op, implementation, case_name;
+  DType dtype = DType::f32;
+  uint64_t seed = 0;
+  bool ran = false;             // false: the implementation refused the case (not a failure)
+  std::string refusal;
+  std::vector<OutputReport> outputs;
+  bool passed() const;
+  std::string verdict() const;  // "pass", "FAIL: ...", "skip: ..."
+};
+
+// Judges candidate vs base vs truth for one output; `dtype` is the call's compute dtype.
+OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth, DType dtype);
+
+// The seed for a run: DEW_GATE_SEED when set (to replay a failure), else fresh from the clock.
+uint64_t gate_seed();
+
+template <class Op>
+Report run_gate(const std::string& op_name, const std::string& impl_name, const ops::Case<typename Op::Args>& c,
+                DType dtype, uint64_t seed) {
+  using Args = typename Op::Args;
+  Report report{op_name, impl_name, c.name, dtype, seed};
+  Args args = c.make(dtype, RandomKey{seed, 0x6a7e, 0});
+  const auto& registry = Op::registry();
+  const auto* impl = registry.find(impl_name);
+  const auto* base = registry.find("portable");
+  DEW_REQUIRE(impl && base, "[gate] {} has no implementation '{}' or no portable one", op_name, impl_name);
+  auto verdict = registry.judge(*impl, args);
+  if (!verdict.eligible) {
+    report.refusal = verdict.requirement + " (" + verdict.reason + ")";
+    return report;
+  }
+  auto poisoned = [&] {
+    std::vector<Tensor> outs = ops::allocate_outputs<Op>(args);
+    for (Tensor& t : outs)
+      if (is_floating(t.dtype())) t = Tensor::full(t.shape(), std::nan(""), t.dtype());
+    return outs;
+  };
+  std::vector<Tensor> cand = poisoned(), ref_arm = poisoned();
+  impl->run(args, cand);
+  base->run(args, ref_arm);
+  Args args64 = args;
+  for (Tensor* t : args64.mutable_inputs())
+    if (is_floating(t->dtype()) && t->dtype() != DType::f64)
+      *t = Tensor::from_values(t->to_f64_vector(), t->shape(), DType::f64);
+    else if (t->dtype() == DType::f64)
+      *t = t->contiguous();
+  std::vector<ops::Truth> truth = Op::reference(args64);
+  report.ran = true;
+  for (size_t i = 0; i < cand.size(); ++i) report.outputs.push_back(compare_output(cand[i], ref_arm[i], truth[i], dtype));
+  return report;
+}
+
+}  // namespace dew::gate

@@ -1,0 +1,62 @@
+// OpSuite: every op x implementation x case tagged "ci" x dtype through the float64 gate, as one
+// parameterized test each. An implementation that refuses a case on this machine is reported skipped.
+#include <gtest/gtest.h>
+
+#include "catalog.h"
+
+namespace dew::gate {
+namespace {
+
+struct GateParam {
+  const OpEntry* op;
+  std::string impl, case_name;
+  DType dtype;
+};
+
+std::vector<GateParam> all_params() {
+  std::vector<GateParam> v;
+  for (const auto& e : catalog())
+    for (const auto& impl : e.implementations)
+      for (const auto& c : e.cases)
+        if (c.has_tag("ci"))
+          for (DType t : c.dtypes) v.push_back({&e, impl.name, c.name, t});
+  return v;
+}
+
+void PrintTo(const GateParam& p, std::ostream* os) {
+  *os << p.op->name << "/" << p.impl << "/" << dtype_name(p.dtype) << "/" << p.case_name;
+}
+
+class OpSuite : public ::testing::TestWithParam<GateParam> {};
+
+TEST_P(OpSuite, PassesTheFloat64Gate) {
+  const GateParam& p = GetParam();
+  Report r = p.op->check(p.impl, p.case_name, p.dtype, gate_seed());
+  if (!r.ran) GTEST_SKIP() << r.verdict();
+  EXPECT_TRUE(r.passed()) << p.op->name << " " << p.impl << " " << dtype_name(p.dtype) << " " << p.case_name << ": "
+                          << r.verdict();
+}
+
+std::string param_name(const ::testing::TestParamInfo<GateParam>& info) {
+  std::string name = fmt::format("{}_{}_{}_{}", info.param.op->name, info.param.impl, dtype_name(info.param.dtype),
+                                 info.param.case_name);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gate, OpSuite, ::testing::ValuesIn(all_params()), param_name);
+
+// Every op declares at least one case tagged ci and a portable implementation (the reference arm).
+TEST(Catalog, EveryOpHasCiCasesAndAPortableImplementation) {
+  for (const auto& e : catalog()) {
+    bool has_ci = std::any_of(e.cases.begin(), e.cases.end(), [](const CaseInfo& c) { return c.has_tag("ci"); });
+    bool has_portable = std::any_of(e.implementations.begin(), e.implementations.end(),
+                                    [](const ImplInfo& i) { return i.name == "portable"; });
+    EXPECT_TRUE(has_ci) << e.name;
+    EXPECT_TRUE(has_portable) << e.name;
+  }
+}
+
+}  // namespace
+}  // namespace dew::gate

@@ -1,0 +1,98 @@
+// The selector's choices, refusals and overrides, observed through the route log and the errors.
+#include <dew/ops.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "catalog.h"
+#include "ops/matmul/matmul.h"
+#include "routes.h"
+
+namespace dew {
+namespace {
+
+Tensor ones(const Shape& s, DType t) { return Tensor::full(s, 1.0, t); }
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class Selector : public ::testing::Test {
+ protected:
+  void TearDown() override { set_impl_overrides(""); }
+};
+
+TEST_F(Selector, MatmulTakesBlasForF32AndBf16AndPortableForF64) {
+  EXPECT_ROUTE("matmul", "cpu.blas", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
+  EXPECT_ROUTE("matmul", "cpu.blas", matmul(ones({4, 8}, DType::bf16), ones({8, 3}, DType::bf16)));
+  EXPECT_ROUTE("matmul", "portable", matmul(ones({4, 8}, DType::f64), ones({8, 3}, DType::f64)));
+}
+
+TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
+  ops::MatmulArgs args{ones({2, 2}, DType::f64), ones({2, 2}, DType::f64), {}};
+  auto verdicts = ops::Matmul::registry().explain(args);
+  ASSERT_EQ(verdicts.size(), 2u);
+  EXPECT_EQ(verdicts[0].implementation, "cpu.blas");
+  EXPECT_FALSE(verdicts[0].eligible);
+  EXPECT_EQ(verdicts[0].requirement, "dtype in {f32, bf16, f16}");
+  EXPECT_EQ(verdicts[0].reason, "dtype is f64");
+  EXPECT_TRUE(verdicts[1].eligible);
+}
+
+TEST_F(Selector, PinAndExcludeThroughDewImpl) {
+  set_impl_overrides("matmul:portable");
+  EXPECT_ROUTE("matmul", "portable", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
+  set_impl_overrides("matmul:-cpu.blas");
+  EXPECT_ROUTE("matmul", "portable", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
+}
+
+TEST_F(Selector, APinnedImplementationThatRefusesNamesTheRequirement) {
+  set_impl_overrides("matmul:cpu.blas");
+  std::string e = error_of([] { matmul(ones({2, 2}, DType::f64), ones({2, 2}, DType::f64)); });
+  EXPECT_NE(e.find("[matmul] no implementation accepts this call (f64)"), std::string::npos) << e;
+  EXPECT_NE(e.find("cpu.blas: needs dtype in {f32, bf16, f16} (dtype is f64)"), std::string::npos) << e;
+}
+
+TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
+  set_impl_overrides("matmul:cpu.magic");
+  std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
+  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.blas, portable"), std::string::npos) << e;
+  EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);
+}
+
+TEST_F(Selector, RouteLogCountsCallsPerCase) {
+  reset_routes();
+  for (int i = 0; i < 3; ++i) matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32));
+  auto r = routes();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].count, 3);
+  EXPECT_EQ(r[0].case_label, "f32");
+}
+
+// ops.def and the folders of src/ops/ name the same operations.
+TEST(OpsDef, ListsExactlyTheOpFolders) {
+  namespace fs = std::filesystem;
+  std::set<std::string> folders, listed;
+  for (const auto& entry : fs::directory_iterator(fs::path(DEW_SOURCE_DIR) / "src/ops"))
+    if (entry.is_directory()) folders.insert(entry.path().filename().string());
+  std::ifstream def(fs::path(DEW_SOURCE_DIR) / "src/ops/ops.def");
+  std::regex line(R"(^DEW_OP\((\w+), (\w+), (\w+)\))");
+  std::string text;
+  std::smatch m;
+  while (std::getline(def, text))
+    if (std::regex_search(text, m, line)) listed.insert(m[2]);
+  EXPECT_EQ(folders, listed);
+  EXPECT_EQ(gate::catalog().size() > 0, true);
+}
+
+}  // namespace
+}  // namespace dew

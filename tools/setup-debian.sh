@@ -1,0 +1,10 @@
+#!/bin/sh
+# Installs what a fresh Debian 12 machine needs to build and test Dew (see README "Dependencies").
+set -eu
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+  g++ cmake ninja-build ccache pkg-config \
+  libfmt-dev libcli11-dev libopenblas-dev libopenblas0-pthread \
+  libgtest-dev libbenchmark-dev >/dev/null
