@@ -3,6 +3,7 @@
 // validate + infer outputs -> allocate -> select -> run.
 #pragma once
 
+#include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/tensor.h>
 

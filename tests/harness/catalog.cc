@@ -3,8 +3,11 @@
 
 #include <algorithm>
 
+#include "ops/binary/binary.h"
 #include "ops/cast/cast.h"
 #include "ops/matmul/matmul.h"
+#include "ops/unary/unary.h"
+#include "ops/where/where.h"
 
 namespace dew::gate {
 namespace {

@@ -1,0 +1,34 @@
+// The two-input elementwise ops with numpy broadcasting: arithmetic (add sub mul div pow maximum
+// minimum, output in the inputs' dtype) and comparisons (eq ne lt le gt ge, output bool).
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+enum class BinaryFn : uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
+
+std::string_view binary_name(BinaryFn f);
+BinaryFn binary_from_name(std::string_view name);
+inline bool is_comparison(BinaryFn f) { return f >= BinaryFn::eq; }
+
+struct BinaryArgs {
+  Tensor a, b;
+  BinaryFn fn;
+  DType dtype() const { return a.dtype(); }
+  Device device() const { return a.device(); }
+  std::vector<const Tensor*> inputs() const { return {&a, &b}; }
+  std::vector<Tensor*> mutable_inputs() { return {&a, &b}; }
+};
+
+struct Binary {
+  using Args = BinaryArgs;
+  static std::string_view name(const Args& a) { return binary_name(a.fn); }
+  static std::string case_label(const Args& a);
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+}  // namespace dew::ops

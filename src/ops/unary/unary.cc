@@ -1,0 +1,116 @@
+// Unary ops: names, output rule, float64 reference with error magnitudes, portable implementation,
+// cases and the public functions.
+#include "ops/unary/unary.h"
+
+#include "ops/elementwise.h"
+#include "ops/kernel_types.h"
+#include "ops/unary/scalar.h"
+
+namespace dew::ops {
+namespace {
+
+constexpr std::array<std::string_view, 13> kNames{"neg",     "abs",  "exp",  "log",  "sqrt",      "rsqrt", "square",
+                                                  "tanh",    "sigmoid", "silu", "gelu", "gelu_tanh", "relu"};
+
+template <class T>
+void unary_portable(const UnaryArgs& a, Tensor& out) {
+  using Acc = AccumulatorOf<T>;
+  T* y = out.data<T>();
+  for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
+    const T* x = static_cast<const T*>(v.in[0]);
+    for (int64_t i = 0; i < v.length; ++i) y[o + i] = narrow<T>(unary_value<Acc>(a.fn, widen<Acc>(x[i * v.stride[0]])));
+  });
+}
+
+// Which inputs a function is defined on: log, sqrt and rsqrt take positive draws.
+bool positive_domain(UnaryFn f) { return f == UnaryFn::log || f == UnaryFn::sqrt || f == UnaryFn::rsqrt; }
+
+}  // namespace
+
+std::string_view unary_name(UnaryFn f) { return kNames[size_t(f)]; }
+
+UnaryFn unary_from_name(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i)
+    if (kNames[i] == name) return UnaryFn(i);
+  fail("'{}' is not a unary op; expected one of {}", name, fmt::join(kNames, ", "));
+}
+
+std::vector<OutputSpec> Unary::infer(const Args& a) {
+  require_same_device(unary_name(a.fn).data(), a.inputs());
+  DEW_REQUIRE(is_floating(a.dtype()), "[{}] x is {}; expected a floating dtype (f64, f32, bf16, f16)",
+              unary_name(a.fn), a.x.describe());
+  return {{a.x.shape(), a.dtype()}};
+}
+
+std::vector<Truth> Unary::reference(const Args& a) {
+  // Magnitudes (NOTE [certified bound]): relative error for most functions; log's error is absolute
+  // near 1, so its scale adds 1; the activations carry their argument's error by a Lipschitz bound.
+  std::vector<double> x = a.x.to_f64_vector(), y(x.size()), m(x.size());
+  int64_t steps = 1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    y[i] = unary_value<double>(a.fn, x[i]);
+    switch (a.fn) {
+      case UnaryFn::neg: case UnaryFn::abs: case UnaryFn::square: case UnaryFn::relu:
+        m[i] = std::fabs(y[i]);
+        break;
+      case UnaryFn::log: m[i] = std::fabs(y[i]) + 1.0, steps = 4; break;
+      case UnaryFn::silu: case UnaryFn::gelu: case UnaryFn::gelu_tanh:
+        m[i] = 1.13 * std::fabs(x[i]) + std::fabs(y[i]), steps = 8;
+        break;
+      default: m[i] = std::fabs(y[i]), steps = 4;
+    }
+  }
+  return {{Tensor::from_values(y, a.x.shape(), DType::f64), Tensor::from_values(m, a.x.shape(), DType::f64), steps}};
+}
+
+const select::Registry<UnaryArgs>& Unary::registry() {
+  static const select::Registry<UnaryArgs> r = [] {
+    select::Registry<UnaryArgs> reg;
+    reg.add({"portable", {select::on_cpu<UnaryArgs>()}, [](const UnaryArgs& a, std::vector<Tensor>& outs) {
+               visit_floating(a.dtype(), [&](auto zero) { unary_portable<decltype(zero)>(a, outs[0]); });
+             }});
+    return reg;
+  }();
+  return r;
+}
+
+std::vector<Case<UnaryArgs>> Unary::cases(std::string_view op) {
+  UnaryFn fn = unary_from_name(op);
+  auto make = [fn](Shape shape, bool strided) {
+    return [=](DType t, RandomKey k) {
+      Tensor x = random_input(shape, t, k, 2.0);
+      if (positive_domain(fn)) x = abs(x);
+      if (strided) x = x.transpose(0, 1);
+      return UnaryArgs{x, fn};
+    };
+  };
+  const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
+  return {{"rows_1000", {"ci"}, all, make({8, 1000}, false)},
+          {"odd_tail", {"ci", "edge"}, all, make({3, 37}, false)},
+          {"transposed", {"ci", "edge"}, all, make({19, 6}, true)},
+          {"gpt2_mlp", {"bench"}, {DType::f32, DType::bf16}, make({4096, 3072}, false)}};
+}
+
+}  // namespace dew::ops
+
+namespace dew {
+namespace {
+Tensor unary(ops::UnaryFn fn, const Tensor& x) { return ops::run_op<ops::Unary>(ops::UnaryArgs{x, fn})[0]; }
+}  // namespace
+
+Tensor neg(const Tensor& x) { return unary(ops::UnaryFn::neg, x); }
+Tensor abs(const Tensor& x) { return unary(ops::UnaryFn::abs, x); }
+Tensor exp(const Tensor& x) { return unary(ops::UnaryFn::exp, x); }
+Tensor log(const Tensor& x) { return unary(ops::UnaryFn::log, x); }
+Tensor sqrt(const Tensor& x) { return unary(ops::UnaryFn::sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(ops::UnaryFn::rsqrt, x); }
+Tensor square(const Tensor& x) { return unary(ops::UnaryFn::square, x); }
+Tensor tanh(const Tensor& x) { return unary(ops::UnaryFn::tanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(ops::UnaryFn::sigmoid, x); }
+Tensor silu(const Tensor& x) { return unary(ops::UnaryFn::silu, x); }
+Tensor gelu(const Tensor& x, bool tanh_approximation) {
+  return unary(tanh_approximation ? ops::UnaryFn::gelu_tanh : ops::UnaryFn::gelu, x);
+}
+Tensor relu(const Tensor& x) { return unary(ops::UnaryFn::relu, x); }
+
+}  // namespace dew

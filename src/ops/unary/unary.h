@@ -1,0 +1,34 @@
+// The one-input elementwise ops (neg abs exp log sqrt rsqrt square tanh sigmoid silu gelu gelu_tanh
+// relu): one family type, one op name per function, the output in the input's dtype.
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+enum class UnaryFn : uint8_t { neg, abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, silu, gelu, gelu_tanh, relu };
+
+std::string_view unary_name(UnaryFn f);
+UnaryFn unary_from_name(std::string_view name);
+
+struct UnaryArgs {
+  Tensor x;
+  UnaryFn fn;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const { return {&x}; }
+  std::vector<Tensor*> mutable_inputs() { return {&x}; }
+};
+
+struct Unary {
+  using Args = UnaryArgs;
+  static std::string_view name(const Args& a) { return unary_name(a.fn); }
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+
+}  // namespace dew::ops

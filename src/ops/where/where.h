@@ -1,0 +1,26 @@
+// where(condition, a, b): a where condition is true, else b; the three broadcast together.
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct WhereArgs {
+  Tensor condition, a, b;
+  DType dtype() const { return a.dtype(); }
+  Device device() const { return a.device(); }
+  std::vector<const Tensor*> inputs() const { return {&condition, &a, &b}; }
+  std::vector<Tensor*> mutable_inputs() { return {&condition, &a, &b}; }
+};
+
+struct Where {
+  using Args = WhereArgs;
+  static std::string_view name(const Args&) { return "where"; }
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+}  // namespace dew::ops

@@ -1,0 +1,77 @@
+// The gate itself must fail what is wrong: an element outside its bound, an unwritten element, an
+// implementation less accurate than the portable one, an integer mismatch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gate.h"
+
+namespace dew::gate {
+namespace {
+
+struct Fixture {
+  std::vector<double> truth;
+  ops::Truth t;
+  Fixture() {
+    for (int i = 0; i < 64; ++i) truth.push_back(1.0 + i / 7.0 + 1e-9 * i);
+    t = {Tensor::from_values(truth, {4, 16}, DType::f64), Tensor::from_values(truth, {4, 16}, DType::f64), 1};
+  }
+  Tensor rounded() const { return Tensor::from_values(truth, {4, 16}, DType::f32); }
+};
+
+TEST(Gate, PassesTheCorrectlyRoundedResult) {
+  Fixture f;
+  OutputReport r = compare_output(f.rounded(), f.rounded(), f.t, DType::f32);
+  EXPECT_EQ(r.outside_bound, 0);
+  EXPECT_DOUBLE_EQ(r.rms_ratio(), 1.0);
+}
+
+TEST(Gate, FailsAnElementBeyondItsCertifiedBound) {
+  Fixture f;
+  std::vector<double> off = f.truth;
+  off[5] *= 1 + 1e-5;  // ~170 ulps in f32
+  OutputReport r = compare_output(Tensor::from_values(off, {4, 16}, DType::f32), f.rounded(), f.t, DType::f32);
+  EXPECT_EQ(r.outside_bound, 1);
+  EXPECT_NE(r.first_violation.find("element 5"), std::string::npos) << r.first_violation;
+}
+
+TEST(Gate, FailsAnUnwrittenElement) {
+  Fixture f;
+  Tensor c = f.rounded();
+  c.data<float>()[63] = std::nanf("");
+  EXPECT_EQ(compare_output(c, f.rounded(), f.t, DType::f32).unwritten, 1);
+}
+
+TEST(Gate, FailsACandidateLessAccurateThanThePortableArm) {
+  Fixture f;
+  // Every element one ulp off in the same direction: within the bound, but worse in RMS than rounding.
+  Tensor c = f.rounded();
+  for (int i = 0; i < 64; ++i) c.data<float>()[i] = std::nextafter(c.data<float>()[i], INFINITY);
+  ops::Truth loose = f.t;
+  loose.steps = 8;
+  OutputReport r = compare_output(c, f.rounded(), loose, DType::f32);
+  EXPECT_EQ(r.outside_bound, 0);
+  EXPECT_GT(r.rms_ratio(), 1.5);
+  Report rep{"x", "y", "z", DType::f32, 1, true, "", {r}};
+  EXPECT_FALSE(rep.passed());
+  EXPECT_NE(rep.verdict().find("RMS ratio"), std::string::npos);
+}
+
+TEST(Gate, AnExactBaseDemandsAnExactCandidate) {
+  Fixture f;
+  Tensor exact = Tensor::from_values(f.truth, {4, 16}, DType::f64);
+  std::vector<double> tiny = f.truth;
+  tiny[0] = std::nextafter(tiny[0], 10.0);
+  OutputReport r = compare_output(Tensor::from_values(tiny, {4, 16}, DType::f64), exact, f.t, DType::f64);
+  EXPECT_TRUE(std::isinf(r.rms_ratio()));
+}
+
+TEST(Gate, IntegerOutputsMatchExactly) {
+  Tensor t = Tensor::from_values({1, 2, 3}, {3}, DType::i64), c = Tensor::from_values({1, 2, 4}, {3}, DType::i64);
+  ops::Truth truth{t, Tensor(), 0};
+  EXPECT_EQ(compare_output(c, t, truth, DType::f32).integer_mismatch, 1);
+  EXPECT_EQ(compare_output(t, t, truth, DType::f32).integer_mismatch, 0);
+}
+
+}  // namespace
+}  // namespace dew::gate
