@@ -50,3 +50,30 @@ void reset_routes() { select::reset_routes(); }
 void set_impl_overrides(const std::string& spec) { select::set_impl_overrides(spec); }
 
 }  // namespace dew
+
+#include "core/strided.h"
+#include "ops/rows.h"
+
+namespace dew::ops {
+
+std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, const char* op) {
+  std::vector<int64_t> out;
+  if (axes.empty()) {
+    out.resize(size_t(rank));
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  for (int64_t a : axes) out.push_back(normalize_axis(a, rank, op));
+  std::sort(out.begin(), out.end());
+  DEW_REQUIRE(std::adjacent_find(out.begin(), out.end()) == out.end(), "[{}] axes [{}] repeat an axis; expected distinct axes",
+              op, fmt::join(axes, ","));
+  return out;
+}
+
+void restore_order(const Tensor& y, const std::vector<int64_t>& order, Tensor& out) {
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
+  detail::copy_strided(y.permute(inverse), out);
+}
+
+}  // namespace dew::ops

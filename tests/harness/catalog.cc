@@ -6,6 +6,8 @@
 #include "ops/binary/binary.h"
 #include "ops/cast/cast.h"
 #include "ops/matmul/matmul.h"
+#include "ops/reduce/reduce.h"
+#include "ops/softmax/softmax.h"
 #include "ops/unary/unary.h"
 #include "ops/where/where.h"
 

@@ -1,0 +1,168 @@
+// Reductions: output rule, float64 reference with error magnitudes, portable implementation over
+// contiguous rows (axes moved last), cases and public functions.
+#include "ops/reduce/reduce.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ops/kernel_types.h"
+#include "ops/rows.h"
+
+namespace dew::ops {
+namespace {
+
+constexpr std::array<std::string_view, 6> kNames{"sum", "mean", "max", "min", "logsumexp", "argmax"};
+
+// One row's result in the compute type Acc (argmax returns the index as Acc).
+template <class Acc, class T>
+Acc reduce_row(ReduceFn f, const T* x, int64_t n) {
+  switch (f) {
+    case ReduceFn::sum: case ReduceFn::mean: {
+      Acc s = 0;
+      for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]);
+      return f == ReduceFn::mean ? s / Acc(n) : s;
+    }
+    case ReduceFn::max: case ReduceFn::min: case ReduceFn::argmax: {
+      Acc best = widen<Acc>(x[0]);
+      int64_t at = 0;
+      for (int64_t i = 1; i < n; ++i) {
+        Acc v = widen<Acc>(x[i]);
+        bool better = f == ReduceFn::min ? v < best : v > best;
+        if (better || (v != v && best == best)) best = v, at = i;  // NaN wins, as in PyTorch
+      }
+      return f == ReduceFn::argmax ? Acc(at) : best;
+    }
+    case ReduceFn::logsumexp: {
+      Acc m = -std::numeric_limits<Acc>::infinity();
+      for (int64_t i = 0; i < n; ++i) m = std::max(m, widen<Acc>(x[i]));
+      if (std::isinf(m)) return m;
+      Acc s = 0;
+      for (int64_t i = 0; i < n; ++i) s += std::exp(widen<Acc>(x[i]) - m);
+      return m + std::log(s);
+    }
+  }
+  return 0;
+}
+
+template <class T>
+void reduce_portable(const ReduceArgs& a, Tensor& out) {
+  using Acc = AccumulatorOf<T>;
+  RowLayout l = rows_along(a.x, a.axes);
+  const T* x = l.rows.data<T>();
+  const int64_t rows = numel_of(l.kept_shape), n = l.length;
+  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      Acc v = reduce_row<Acc>(a.fn, x + r * n, n);
+      if (a.fn == ReduceFn::argmax) out.data<int64_t>()[r] = int64_t(v);
+      else out.data<T>()[r] = narrow<T>(v);
+    }
+  });
+}
+
+}  // namespace
+
+std::string_view reduce_name(ReduceFn f) { return kNames[size_t(f)]; }
+
+ReduceFn reduce_from_name(std::string_view name) {
+  for (size_t i = 0; i < kNames.size(); ++i)
+    if (kNames[i] == name) return ReduceFn(i);
+  fail("'{}' is not a reduction; expected one of {}", name, fmt::join(kNames, ", "));
+}
+
+std::vector<OutputSpec> Reduce::infer(const Args& a) {
+  const char* op = reduce_name(a.fn).data();
+  require_same_device(op, a.inputs());
+  DEW_REQUIRE(is_floating(a.dtype()), "[{}] x is {}; expected a floating dtype", op, a.x.describe());
+  auto axes = normalize_axes(a.axes, a.x.dim(), op);
+  for (int64_t ax : axes)
+    DEW_REQUIRE(a.x.size(ax) > 0 || a.fn == ReduceFn::sum || a.fn == ReduceFn::mean,
+                "[{}] axis {} of {} is empty; expected a non-empty axis for {}", op, ax, a.x.describe(), op);
+  Shape s;
+  for (int64_t d = 0; d < a.x.dim(); ++d) {
+    bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (!reduced) s.push_back(a.x.size(d));
+    else if (a.keepdim) s.push_back(1);
+  }
+  return {{s, a.fn == ReduceFn::argmax ? DType::i64 : a.dtype()}};
+}
+
+std::vector<Truth> Reduce::reference(const Args& args) {
+  // Magnitudes (NOTE [certified bound]): a sum of n terms scales with sum |x|; max/min/argmax are
+  // exact; logsumexp's error is absolute, from exp's argument (|x - max|) and the log of the sum.
+  Shape out_shape = infer(args)[0].shape;
+  RowLayout l = rows_along(args.x, normalize_axes(args.axes, args.x.dim(), "reduce"));
+  const double* x = l.rows.data<double>();
+  const int64_t rows = numel_of(l.kept_shape), n = l.length;
+  std::vector<double> y(static_cast<size_t>(rows)), m(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {  // rows of the kept axes
+    const double* row = x + r * n;
+    y[size_t(r)] = reduce_row<double>(args.fn, row, n);
+    double abs_sum = 0, mx = reduce_row<double>(ReduceFn::max, row, n), spread = 0;
+    for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(row[i]), spread = std::max(spread, mx - row[i]);
+    switch (args.fn) {
+      case ReduceFn::sum: m[size_t(r)] = abs_sum; break;
+      case ReduceFn::mean: m[size_t(r)] = abs_sum / double(n); break;
+      case ReduceFn::logsumexp: m[size_t(r)] = std::fabs(y[size_t(r)]) + std::fabs(mx) + 1 + spread; break;
+      default: m[size_t(r)] = 0;
+    }
+  }
+  if (args.fn == ReduceFn::argmax) return {{Tensor::from_values(y, out_shape, DType::i64), Tensor(), 0}};
+  return {{Tensor::from_values(y, out_shape, DType::f64), Tensor::from_values(m, out_shape, DType::f64), n + 4}};
+}
+
+const select::Registry<ReduceArgs>& Reduce::registry() {
+  static const select::Registry<ReduceArgs> r = [] {
+    select::Registry<ReduceArgs> reg;
+    reg.add({"portable", {select::on_cpu<ReduceArgs>()}, [](const ReduceArgs& a, std::vector<Tensor>& outs) {
+               ReduceArgs n = a;
+               n.axes = normalize_axes(a.axes, a.x.dim(), reduce_name(a.fn).data());
+               visit_floating(a.dtype(), [&](auto zero) { reduce_portable<decltype(zero)>(n, outs[0]); });
+             }});
+    return reg;
+  }();
+  return r;
+}
+
+std::vector<Case<ReduceArgs>> Reduce::cases(std::string_view op) {
+  ReduceFn fn = reduce_from_name(op);
+  auto make = [fn](Shape s, std::vector<int64_t> axes, bool keepdim) {
+    return [=](DType t, RandomKey k) { return ReduceArgs{random_input(s, t, k, 3.0), axes, keepdim, fn}; };
+  };
+  const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
+  if (fn == ReduceFn::argmax)
+    return {{"last_axis", {"ci"}, all, make({6, 500}, {-1}, false)},
+            {"first_axis_keepdim", {"ci", "edge"}, all, make({33, 5, 2}, {0}, true)}};
+  return {{"last_axis", {"ci"}, all, make({6, 500}, {-1}, false)},
+          {"middle_axis_keepdim", {"ci", "edge"}, all, make({4, 77, 3}, {1}, true)},
+          {"two_axes", {"ci"}, all, make({5, 6, 7}, {0, 2}, false)},
+          {"all_axes", {"ci"}, all, make({9, 130}, {}, false)},
+          {"long_row", {"ci"}, all, make({2, 8192}, {-1}, false)}};
+}
+
+}  // namespace dew::ops
+
+namespace dew {
+namespace {
+Tensor reduce(ops::ReduceFn fn, const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return ops::run_op<ops::Reduce>(ops::ReduceArgs{x, axes, keepdim, fn})[0];
+}
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce(ops::ReduceFn::sum, x, axes, keepdim);
+}
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce(ops::ReduceFn::mean, x, axes, keepdim);
+}
+Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce(ops::ReduceFn::max, x, axes, keepdim);
+}
+Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce(ops::ReduceFn::min, x, axes, keepdim);
+}
+Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
+  return reduce(ops::ReduceFn::logsumexp, x, axes, keepdim);
+}
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) { return reduce(ops::ReduceFn::argmax, x, {axis}, keepdim); }
+
+}  // namespace dew

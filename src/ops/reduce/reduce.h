@@ -1,0 +1,35 @@
+// Reductions over axes: sum mean max min logsumexp (output in x's dtype) and argmax (i64, one axis,
+// first index of the maximum). keepdim keeps the reduced axes as size 1.
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+enum class ReduceFn : uint8_t { sum, mean, max, min, logsumexp, argmax };
+
+std::string_view reduce_name(ReduceFn f);
+ReduceFn reduce_from_name(std::string_view name);
+
+struct ReduceArgs {
+  Tensor x;
+  std::vector<int64_t> axes;  // normalized by infer(); empty = all
+  bool keepdim = false;
+  ReduceFn fn;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const { return {&x}; }
+  std::vector<Tensor*> mutable_inputs() { return {&x}; }
+};
+
+struct Reduce {
+  using Args = ReduceArgs;
+  static std::string_view name(const Args& a) { return reduce_name(a.fn); }
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+}  // namespace dew::ops

@@ -1,0 +1,31 @@
+// Ops along one axis with an output of the input's shape: softmax and log_softmax (stable: the row
+// maximum is subtracted first) and cumsum.
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+enum class AlongAxisFn : uint8_t { softmax, log_softmax, cumsum };
+
+struct AlongAxisArgs {
+  Tensor x;
+  int64_t axis;
+  AlongAxisFn fn;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const { return {&x}; }
+  std::vector<Tensor*> mutable_inputs() { return {&x}; }
+};
+
+struct AlongAxis {
+  using Args = AlongAxisArgs;
+  static std::string_view name(const Args& a);
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+}  // namespace dew::ops
