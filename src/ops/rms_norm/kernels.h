@@ -1,0 +1,109 @@
+// rms_norm's row kernels, written once with L partial sums per reduction and compiled twice: L = 1 in
+// portable.cc (baseline x86-64) and L = 8 in cpu_avx2.cc (-mavx2 -mfma, where the compiler turns the
+// L lanes into one vector register).
+// NOTE [kernel namespaces]: each translation unit defines DEW_KERNEL_NS before including a kernels.h,
+// so its instantiations get their own symbols and an AVX2 body can never stand in for a baseline one.
+#pragma once
+
+#include <cmath>
+
+#include "ops/kernel_types.h"
+#include "ops/rms_norm/rms_norm.h"
+
+namespace dew::ops::DEW_KERNEL_NS {
+
+template <int L, class Acc, class T>
+Acc sum_of_squares(const T* x, int64_t n) {
+  Acc part[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) {
+      Acc v = widen<Acc>(x[i + l]);
+      part[l] += v * v;
+    }
+  Acc s = 0;
+  for (int l = 0; l < L; ++l) s += part[l];
+  for (; i < n; ++i) s += widen<Acc>(x[i]) * widen<Acc>(x[i]);
+  return s;
+}
+
+// sum_i a_i * b_i * c_i (c optional: then sum a_i b_i)
+template <int L, class Acc, class T>
+Acc sum_of_products(const T* a, const T* b, const T* c, int64_t n) {
+  Acc part[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l)
+      part[l] += widen<Acc>(a[i + l]) * widen<Acc>(b[i + l]) * (c ? widen<Acc>(c[i + l]) : Acc(1));
+  Acc s = 0;
+  for (int l = 0; l < L; ++l) s += part[l];
+  for (; i < n; ++i) s += widen<Acc>(a[i]) * widen<Acc>(b[i]) * (c ? widen<Acc>(c[i]) : Acc(1));
+  return s;
+}
+
+template <int L, class T, class R>
+void rms_norm_forward(const RmsNormArgs& a, Tensor& y_out, Tensor& rstd_out) {
+  using Acc = AccumulatorOf<T>;
+  Tensor xc = a.x.contiguous();
+  Tensor wc = a.weight.defined() ? a.weight.contiguous() : Tensor();
+  const T* x = xc.data<T>();
+  const T* w = wc.defined() ? wc.data<T>() : nullptr;
+  T* y = y_out.data<T>();
+  R* rstd = rstd_out.data<R>();
+  const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
+  const Acc eps = Acc(a.eps);
+  parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * C;
+      T* yr = y + r * C;
+      const Acc inv = Acc(1) / std::sqrt(sum_of_squares<L, Acc>(xr, C) / Acc(C) + eps);
+      rstd[r] = R(inv);
+      if (w)
+        for (int64_t i = 0; i < C; ++i) yr[i] = narrow<T>(widen<Acc>(xr[i]) * inv * widen<Acc>(w[i]));
+      else
+        for (int64_t i = 0; i < C; ++i) yr[i] = narrow<T>(widen<Acc>(xr[i]) * inv);
+    }
+  });
+}
+
+template <int L, class T, class R>
+void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) {
+  using Acc = AccumulatorOf<T>;
+  Tensor dyc = a.dy.contiguous(), xc = a.x.contiguous(), rc = a.rstd.contiguous();
+  Tensor wc = a.weight.defined() ? a.weight.contiguous() : Tensor();
+  const T* dy = dyc.data<T>();
+  const T* x = xc.data<T>();
+  const T* w = wc.defined() ? wc.data<T>() : nullptr;
+  const R* rstd = rc.data<R>();
+  T* dx = outs[0].data<T>();
+  const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
+  const int64_t blocks = (rows + kWeightGradBlockRows - 1) / kWeightGradBlockRows;
+  std::vector<Acc> dw_blocks(w ? size_t(blocks * C) : 0, Acc(0));
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      Acc* dwb = w ? dw_blocks.data() + b * C : nullptr;
+      for (int64_t r = b * kWeightGradBlockRows; r < std::min(rows, (b + 1) * kWeightGradBlockRows); ++r) {
+        const T* xr = x + r * C;
+        const T* dyr = dy + r * C;
+        const Acc inv = Acc(rstd[r]);
+        // dx = rstd * (dy*w - x * rstd^2 * mean(dy*w*x))
+        const Acc k = inv * inv * sum_of_products<L, Acc>(dyr, xr, w, C) / Acc(C);
+        for (int64_t i = 0; i < C; ++i) {
+          Acc g = widen<Acc>(dyr[i]) * (w ? widen<Acc>(w[i]) : Acc(1));
+          dx[r * C + i] = narrow<T>(inv * (g - widen<Acc>(xr[i]) * k));
+        }
+        if (dwb)
+          for (int64_t i = 0; i < C; ++i) dwb[i] += widen<Acc>(dyr[i]) * widen<Acc>(xr[i]) * inv;
+      }
+    }
+  });
+  if (!w) return;
+  T* dw = outs[1].data<T>();
+  for (int64_t i = 0; i < C; ++i) {
+    Acc s = 0;
+    for (int64_t b = 0; b < blocks; ++b) s += dw_blocks[size_t(b * C + i)];
+    dw[i] = narrow<T>(s);
+  }
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS

@@ -1,0 +1,56 @@
+// rms_norm: y = x * rstd * weight over the last dim C, rstd = 1/sqrt(mean(x^2) + eps), weight (C)
+// optional. Outputs y (x's dtype) and rstd (rows; f32, f64 for f64 input) for the backward op.
+// rms_norm_backward(dy, x, weight, rstd) -> dx, and dweight when weight is given (summed over rows
+// in fixed blocks, so the result does not depend on the thread count).
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct RmsNormArgs {
+  Tensor x, weight;
+  double eps;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct RmsNorm {
+  using Args = RmsNormArgs;
+  static std::string_view name(const Args&) { return "rms_norm"; }
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+struct RmsNormBackwardArgs {
+  Tensor dy, x, weight, rstd;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct RmsNormBackward {
+  using Args = RmsNormBackwardArgs;
+  static std::string_view name(const Args&) { return "rms_norm_backward"; }
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+// Rows of the fixed blocks whose partial weight gradients are summed in order (thread-independent).
+inline constexpr int64_t kWeightGradBlockRows = 32;
+
+void add_rms_norm_portable(select::Registry<RmsNormArgs>& r);
+void add_rms_norm_avx2(select::Registry<RmsNormArgs>& r);
+void add_rms_norm_backward_portable(select::Registry<RmsNormBackwardArgs>& r);
+void add_rms_norm_backward_avx2(select::Registry<RmsNormBackwardArgs>& r);
+
+}  // namespace dew::ops
