@@ -41,7 +41,7 @@ TEST(Cli, UnknownOpIsAUserErrorAndBadUsageIsTwo) {
 TEST(Cli, OpsPrintsTheSupportMatrix) {
   Result r = run("ops");
   EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("cpu.blas"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu.onednn"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dtype in {f32, bf16, f16}"), std::string::npos) << r.out;
 }
 

@@ -32,8 +32,8 @@ class Selector : public ::testing::Test {
 };
 
 TEST_F(Selector, MatmulTakesBlasForF32AndBf16AndPortableForF64) {
-  EXPECT_ROUTE("matmul", "cpu.blas", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
-  EXPECT_ROUTE("matmul", "cpu.blas", matmul(ones({4, 8}, DType::bf16), ones({8, 3}, DType::bf16)));
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({4, 8}, DType::bf16), ones({8, 3}, DType::bf16)));
   EXPECT_ROUTE("matmul", "portable", matmul(ones({4, 8}, DType::f64), ones({8, 3}, DType::f64)));
 }
 
@@ -41,7 +41,7 @@ TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
   ops::MatmulArgs args{ones({2, 2}, DType::f64), ones({2, 2}, DType::f64), {}};
   auto verdicts = ops::Matmul::registry().explain(args);
   ASSERT_EQ(verdicts.size(), 2u);
-  EXPECT_EQ(verdicts[0].implementation, "cpu.blas");
+  EXPECT_EQ(verdicts[0].implementation, "cpu.onednn");
   EXPECT_FALSE(verdicts[0].eligible);
   EXPECT_EQ(verdicts[0].requirement, "dtype in {f32, bf16, f16}");
   EXPECT_EQ(verdicts[0].reason, "dtype is f64");
@@ -51,21 +51,21 @@ TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
 TEST_F(Selector, PinAndExcludeThroughDewImpl) {
   set_impl_overrides("matmul:portable");
   EXPECT_ROUTE("matmul", "portable", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
-  set_impl_overrides("matmul:-cpu.blas");
+  set_impl_overrides("matmul:-cpu.onednn");
   EXPECT_ROUTE("matmul", "portable", matmul(ones({4, 8}, DType::f32), ones({8, 3}, DType::f32)));
 }
 
 TEST_F(Selector, APinnedImplementationThatRefusesNamesTheRequirement) {
-  set_impl_overrides("matmul:cpu.blas");
+  set_impl_overrides("matmul:cpu.onednn");
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f64), ones({2, 2}, DType::f64)); });
   EXPECT_NE(e.find("[matmul] no implementation accepts this call (f64)"), std::string::npos) << e;
-  EXPECT_NE(e.find("cpu.blas: needs dtype in {f32, bf16, f16} (dtype is f64)"), std::string::npos) << e;
+  EXPECT_NE(e.find("cpu.onednn: needs dtype in {f32, bf16, f16} (dtype is f64)"), std::string::npos) << e;
 }
 
 TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
   set_impl_overrides("matmul:cpu.magic");
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
-  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.blas, portable"), std::string::npos) << e;
+  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.onednn, portable"), std::string::npos) << e;
   EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);
 }
 

@@ -87,7 +87,7 @@ std::vector<OutputSpec> Matmul::infer(const Args& args) {
 const select::Registry<MatmulArgs>& Matmul::registry() {
   static const select::Registry<MatmulArgs> r = [] {
     select::Registry<MatmulArgs> reg;
-    add_matmul_blas(reg);
+    add_matmul_onednn(reg);
     add_matmul_portable(reg);
     return reg;
   }();

@@ -42,6 +42,6 @@ struct Matmul {
 };
 
 void add_matmul_portable(select::Registry<MatmulArgs>& r);
-void add_matmul_blas(select::Registry<MatmulArgs>& r);
+void add_matmul_onednn(select::Registry<MatmulArgs>& r);
 
 }  // namespace dew::ops

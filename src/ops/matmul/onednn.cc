@@ -1,8 +1,8 @@
-// matmul through OpenBLAS sgemm (chosen over BLIS and oneDNN by measurement: docs/perf.md).
-// f32 runs in place; bf16 and f16 operands are widened to f32 (exact) in one pass, since Debian's
-// OpenBLAS 0.3.21 has no sbgemm. Bias and residual fuse into sgemm's beta*C when there is no
-// activation; with one, the epilogue is one extra pass over C.
-#include <cblas.h>
+// matmul through oneDNN's sgemm (chosen over OpenBLAS and BLIS by measurement: docs/perf.md).
+// f32 runs in place; bf16 and f16 operands are widened to f32 (exact) in one pass (a bf16 GEMM through
+// oneDNN's matmul primitive is future work). Bias and residual fuse into sgemm's beta*C when there is
+// no activation; with one, the epilogue is one extra pass over C.
+#include <oneapi/dnnl/dnnl.h>
 
 #include "ops/cast/cast.h"
 #include "ops/kernel_types.h"
@@ -13,16 +13,16 @@ namespace dew::ops {
 namespace {
 
 struct BlasOperand {
-  CBLAS_TRANSPOSE trans;
+  char trans;  // 'N' or 'T', row-major
   int64_t ld;
 };
 
 // How BLAS reads a (rows, cols) matrix with these strides, or nothing when it cannot.
 std::optional<BlasOperand> blas_operand(int64_t rows, int64_t cols, int64_t srow, int64_t scol) {
   if ((scol == 1 || cols == 1) && (rows == 1 || srow >= std::max<int64_t>(1, cols)))
-    return BlasOperand{CblasNoTrans, rows == 1 ? std::max<int64_t>(1, cols) : srow};
+    return BlasOperand{'N', rows == 1 ? std::max<int64_t>(1, cols) : srow};
   if ((srow == 1 || rows == 1) && (cols == 1 || scol >= std::max<int64_t>(1, rows)))
-    return BlasOperand{CblasTrans, cols == 1 ? std::max<int64_t>(1, rows) : scol};
+    return BlasOperand{'T', cols == 1 ? std::max<int64_t>(1, rows) : scol};
   return std::nullopt;
 }
 
@@ -53,8 +53,10 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
         for (int64_t n = 0; n < g.N; ++n)
           Cb[m * g.N + n] = (bias ? bias[n] : 0.0f) + (fuse && residual ? residual[int64_t(bi) * mn + m * g.N + n] : 0.0f);
     }
-    cblas_sgemm(CblasRowMajor, la.trans, lb.trans, int(g.M), int(g.N), int(g.K), float(o.scale),
-                A + a_off[bi], int(la.ld), B + b_off[bi], int(lb.ld), beta, Cb, int(g.N));
+    dnnl_status_t status = dnnl_sgemm(la.trans, lb.trans, g.M, g.N, g.K, float(o.scale), A + a_off[bi], la.ld,
+                                      B + b_off[bi], lb.ld, beta, Cb, g.N);
+    DEW_REQUIRE(status == dnnl_success, "[matmul] oneDNN sgemm failed with status {} on M={} N={} K={}", int(status),
+                g.M, g.N, g.K);
   }
   if (!fuse) {
     int64_t total = int64_t(a_off.size()) * mn;
@@ -65,7 +67,7 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
   }
 }
 
-void matmul_blas(const MatmulArgs& args, Tensor& out) {
+void matmul_onednn(const MatmulArgs& args, Tensor& out) {
   MatmulArgs args32 = args;
   for (Tensor* t : args32.mutable_inputs())
     if (t->dtype() != DType::f32) *t = cast(*t, DType::f32);
@@ -82,10 +84,10 @@ void matmul_blas(const MatmulArgs& args, Tensor& out) {
 
 }  // namespace
 
-void add_matmul_blas(select::Registry<MatmulArgs>& r) {
-  r.add({"cpu.blas",
+void add_matmul_onednn(select::Registry<MatmulArgs>& r) {
+  r.add({"cpu.onednn",
          {select::on_cpu<MatmulArgs>(), select::dtype_in<MatmulArgs>({DType::f32, DType::bf16, DType::f16})},
-         [](const MatmulArgs& args, std::vector<Tensor>& outs) { matmul_blas(args, outs[0]); }});
+         [](const MatmulArgs& args, std::vector<Tensor>& outs) { matmul_onednn(args, outs[0]); }});
 }
 
 }  // namespace dew::ops
