@@ -4,6 +4,7 @@
 #include <dew/error.h>
 
 #include "cli/commands.h"
+#include "ops_bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dew: train and serve language and diffusion models"};
@@ -18,6 +19,14 @@ int main(int argc, char** argv) {
   auto* ops_cmd = app.add_subcommand("ops", "print the support matrix: ops x implementations x requirements");
   bool markdown = false;
   ops_cmd->add_flag("--markdown", markdown, "as the Markdown of docs/ops.md");
+  auto* bench_cmd = app.add_subcommand("bench", "benchmarks: a table for people, one JSON line last");
+  bench_cmd->require_subcommand(1);
+  dew::bench::OpsBenchOptions bench_ops;
+  auto* bench_ops_cmd = bench_cmd->add_subcommand("ops", "every op's bench cases against this machine's ceilings");
+  bench_ops_cmd->add_option("--op", bench_ops.op, "only this op");
+  bench_ops_cmd->add_option("--impl", bench_ops.implementation, "only this implementation");
+  bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype");
+  bench_ops_cmd->add_option("--reps", bench_ops.reps, "timed repetitions")->default_val(5);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -27,6 +36,7 @@ int main(int argc, char** argv) {
   try {
     if (*check_cmd) return dew::cli::run_check(check);
     if (*ops_cmd) return dew::cli::run_ops(markdown);
+    if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
     return 1;

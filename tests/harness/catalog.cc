@@ -2,6 +2,7 @@
 #include "catalog.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "ops/binary/binary.h"
 #include "ops/cast/cast.h"
@@ -16,8 +17,35 @@ namespace dew::gate {
 namespace {
 
 template <class Op>
+BenchTiming time_case(const std::string& impl_name, const ops::Case<typename Op::Args>& c, DType dtype, int reps) {
+  BenchTiming t;
+  auto args = c.make(dtype, RandomKey{1, 0x6a7e, 0});
+  const auto* impl = Op::registry().find(impl_name);
+  auto verdict = Op::registry().judge(*impl, args);
+  if (!verdict.eligible) {
+    t.refusal = verdict.requirement + " (" + verdict.reason + ")";
+    return t;
+  }
+  std::vector<Tensor> outs = ops::allocate_outputs<Op>(args);
+  for (const Tensor* in : args.inputs()) t.bytes += double(in->numel() * int64_t(dtype_size(in->dtype())));
+  for (const Tensor& out : outs) t.bytes += double(out.numel() * int64_t(dtype_size(out.dtype())));
+  if constexpr (requires { Op::flops(args); }) t.flops = Op::flops(args);
+  if constexpr (requires { Op::gemm_shape(args); }) t.gemm = Op::gemm_shape(args);
+  auto w0 = std::chrono::steady_clock::now();
+  impl->run(args, outs);  // warm-up; a call slower than a second is timed once more only
+  if (std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count() > 1.0) reps = 1;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    impl->run(args, outs);
+    t.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  t.ran = true;
+  return t;
+}
+
+template <class Op>
 OpEntry make_entry(const std::string& name, const std::string& folder) {
-  OpEntry e{name, folder, {}, {}, {}};
+  OpEntry e{name, folder, {}, {}, {}, {}};
   for (const auto& impl : Op::registry().implementations()) {
     ImplInfo info{impl.name, {}};
     for (const auto& req : impl.requirements) info.requirements.push_back(req.text);
@@ -28,6 +56,11 @@ OpEntry make_entry(const std::string& name, const std::string& folder) {
     for (const auto& c : Op::cases(name))
       if (c.name == case_name) return run_gate<Op>(name, impl, c, dtype, seed);
     fail("[check] op {} has no case '{}'", name, case_name);
+  };
+  e.bench = [name](const std::string& impl, const std::string& case_name, DType dtype, int reps) {
+    for (const auto& c : Op::cases(name))
+      if (c.name == case_name) return time_case<Op>(impl, c, dtype, reps);
+    fail("[bench] op {} has no case '{}'", name, case_name);
   };
   return e;
 }

@@ -22,11 +22,22 @@ struct CaseInfo {
   bool has_tag(std::string_view tag) const;
 };
 
+// One benchmark measurement of an implementation on a case: seconds per call over the repetitions,
+// and the work of one call (bytes of inputs and outputs; FLOPs where the op counts them).
+struct BenchTiming {
+  bool ran = false;
+  std::string refusal;
+  std::vector<double> seconds;
+  double bytes = 0, flops = 0;
+  std::vector<int64_t> gemm;  // {M, N, K, batch, transpose_b} for GEMM-shaped ops: the library is timed alone too
+};
+
 struct OpEntry {
   std::string name, folder;
   std::vector<ImplInfo> implementations;
   std::vector<CaseInfo> cases;
   std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> check;
+  std::function<BenchTiming(const std::string& impl, const std::string& case_name, DType, int reps)> bench;
 };
 
 const std::vector<OpEntry>& catalog();

@@ -84,6 +84,16 @@ std::vector<OutputSpec> Matmul::infer(const Args& args) {
   return {{out, args.dtype()}};
 }
 
+double Matmul::flops(const Args& a) {
+  MatmulGeometry g = matmul_geometry(a);
+  return 2.0 * double(g.M) * double(g.N) * double(g.K) * double(g.batch_count());
+}
+
+std::vector<int64_t> Matmul::gemm_shape(const Args& a) {
+  MatmulGeometry g = matmul_geometry(a);
+  return {g.M, g.N, g.K, g.batch_count(), a.options.transpose_b ? 1 : 0};
+}
+
 const select::Registry<MatmulArgs>& Matmul::registry() {
   static const select::Registry<MatmulArgs> r = [] {
     select::Registry<MatmulArgs> reg;

@@ -16,9 +16,16 @@ template <class T>
 void unary_portable(const UnaryArgs& a, Tensor& out) {
   using Acc = AccumulatorOf<T>;
   T* y = out.data<T>();
-  for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
-    const T* x = static_cast<const T*>(v.in[0]);
-    for (int64_t i = 0; i < v.length; ++i) y[o + i] = narrow<T>(unary_value<Acc>(a.fn, widen<Acc>(x[i * v.stride[0]])));
+  with_unary_fn(a.fn, [&](auto fn) {
+    constexpr UnaryFn F = decltype(fn)::value;
+    for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
+      const T* x = static_cast<const T*>(v.in[0]);
+      T* yo = y + o;
+      if (v.stride[0] == 1)  // contiguous rows: a plain loop the compiler vectorizes
+        for (int64_t i = 0; i < v.length; ++i) yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i])));
+      else
+        for (int64_t i = 0; i < v.length; ++i) yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i * v.stride[0]])));
+    });
   });
 }
 

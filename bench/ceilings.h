@@ -1,0 +1,15 @@
+// This machine's ceilings, measured in the same run as the thing compared against them
+// (BENCHMARKS.md: the host drifts 10-25% from minute to minute).
+#pragma once
+
+namespace dew::bench {
+
+// STREAM triad a = b + s*c over three arrays of `megabytes` each, on the thread pool; GB/s
+// counting 3 arrays moved (2 reads, 1 write), best of `reps`.
+double triad_gb_per_s(int megabytes = 400, int reps = 5);
+// oneDNN sgemm called directly at M = N = K = n: GFLOP/s, best of `reps`.
+double sgemm_gflop_per_s(int n = 2048, int reps = 5);
+// oneDNN sgemm called directly on a row-major (M,K) x (K,N) or x (N,K)^T product; seconds, median.
+double sgemm_seconds(long M, long N, long K, bool transpose_b, int reps);
+
+}  // namespace dew::bench

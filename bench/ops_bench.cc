@@ -1,0 +1,68 @@
+// The op benchmark: min/median/max seconds per call, then the rate against the ceiling that bounds
+// it: GEMM-shaped ops against the library's own sgemm on the same shape (and its 2048^3 peak),
+// everything else against STREAM triad bandwidth (bytes = inputs + outputs, a lower bound on traffic).
+#include "ops_bench.h"
+
+#include <dew/runtime.h>
+
+#include <algorithm>
+
+#include "catalog.h"
+#include "ceilings.h"
+
+namespace dew::bench {
+
+int run_ops_bench(const OpsBenchOptions& o) {
+  if (!o.op.empty() && !gate::find_op(o.op)) fail("--op {} is not an operation (see `dew ops`)", o.op);
+  DEW_REQUIRE(o.reps >= 1, "--reps {}: expected at least 1", o.reps);
+  const double triad = triad_gb_per_s();
+  const double peak = sgemm_gflop_per_s();
+  fmt::print("machine: {} threads, avx2={} avx512f={}; ceilings: triad {:.1f} GB/s, sgemm 2048^3 {:.1f} GFLOP/s\n",
+             num_threads(), cpu_features().avx2, cpu_features().avx512f, triad, peak);
+  fmt::print("{:<18} {:<11} {:<5} {:<18} {:>24} {:>10} {:>9}  {}\n", "op", "impl", "dtype", "case", "ms min/med/max",
+             "rate", "of ceil", "ceiling");
+  std::string json = fmt::format("{{\"bench\":\"ops\",\"threads\":{},\"triad_gb_s\":{:.2f},\"sgemm_gflop_s\":{:.2f},\"rows\":[",
+                                 num_threads(), triad, peak);
+  bool first = true;
+  for (const auto& e : gate::catalog()) {
+    if (!o.op.empty() && e.name != o.op) continue;
+    for (const auto& c : e.cases) {
+      if (!c.has_tag("bench")) continue;
+      for (DType t : c.dtypes) {
+        if (!o.dtype.empty() && dtype_name(t) != o.dtype) continue;
+        for (const auto& impl : e.implementations) {
+          if (!o.implementation.empty() && impl.name != o.implementation) continue;
+          gate::BenchTiming b = e.bench(impl.name, c.name, t, o.reps);
+          if (!b.ran) continue;
+          std::sort(b.seconds.begin(), b.seconds.end());
+          const double med = b.seconds[b.seconds.size() / 2];
+          double rate, fraction;
+          std::string unit, ceiling;
+          if (!b.gemm.empty()) {
+            double direct = sgemm_seconds(b.gemm[0], b.gemm[1], b.gemm[2], b.gemm[4] != 0, o.reps) * double(b.gemm[3]);
+            rate = b.flops / med * 1e-9;
+            fraction = direct / med;
+            unit = "GFLOP/s";
+            ceiling = fmt::format("sgemm direct {:.1f} GFLOP/s", b.flops / direct * 1e-9);
+          } else {
+            rate = b.bytes / med * 1e-9;
+            fraction = rate / triad;
+            unit = "GB/s";
+            ceiling = "triad";
+          }
+          fmt::print("{:<18} {:<11} {:<5} {:<18} {:>7.3f}/{:>7.3f}/{:>7.3f} {:>6.1f} {:<7} {:>5.0f}%  {}\n", e.name,
+                     impl.name, dtype_name(t), c.name, b.seconds.front() * 1e3, med * 1e3, b.seconds.back() * 1e3, rate,
+                     unit, 100 * fraction, ceiling);
+          json += fmt::format("{}{{\"op\":\"{}\",\"impl\":\"{}\",\"dtype\":\"{}\",\"case\":\"{}\",\"median_ms\":{:.4f},"
+                              "\"rate\":{:.2f},\"unit\":\"{}\",\"fraction_of_ceiling\":{:.3f}}}",
+                              first ? "" : ",", e.name, impl.name, dtype_name(t), c.name, med * 1e3, rate, unit, fraction);
+          first = false;
+        }
+      }
+    }
+  }
+  fmt::print("{}]}}\n", json);
+  return 0;
+}
+
+}  // namespace dew::bench
