@@ -72,6 +72,19 @@ Tensor cumsum(const Tensor& x, int64_t axis);
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+struct CrossEntropyOptions {
+  int64_t ignore_index = -100;
+  Tensor weights;  // (N) per-token weights, f32 (f64 for f64 logits); optional
+  double z_loss = 0;
+};
+struct CrossEntropyResult {
+  Tensor loss;      // scalar: weighted mean over rows whose target is not ignore_index (0 if none)
+  Tensor d_logits;  // d loss / d logits, in logits' dtype
+  Tensor lse;       // (N) log-sum-exp of each row
+};
+// Loss and d_logits in one op; logits (..., V), targets (...) i64.
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options = {});
+
 // The route log (DESIGN.md "Operations and the selector").
 struct RouteRecord {
   std::string op, implementation, case_label;
