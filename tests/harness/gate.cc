@@ -81,10 +81,28 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
       row_c = row_b = 0;
     }
   }
+  r.sum_sq_candidate = sum_c;
+  r.sum_sq_base = sum_b;
+  r.elements = int64_t(c.size());
   double n = std::max<double>(1, double(c.size()));
   r.rms_candidate = std::sqrt(sum_c / n);
   r.rms_base = std::sqrt(sum_b / n);
   return r;
+}
+
+void OutputReport::merge(const OutputReport& o) {
+  sum_sq_candidate += o.sum_sq_candidate;
+  sum_sq_base += o.sum_sq_base;
+  elements += o.elements;
+  double n = std::max<double>(1, double(elements));
+  rms_candidate = std::sqrt(sum_sq_candidate / n);
+  rms_base = std::sqrt(sum_sq_base / n);
+  worst_row_candidate = std::max(worst_row_candidate, o.worst_row_candidate);
+  worst_row_base = std::max(worst_row_base, o.worst_row_base);
+  if (!unwritten && !outside_bound && !integer_mismatch) first_violation = o.first_violation;
+  unwritten += o.unwritten;
+  outside_bound += o.outside_bound;
+  integer_mismatch += o.integer_mismatch;
 }
 
 bool Report::passed() const {
