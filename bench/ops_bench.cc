@@ -1,6 +1,6 @@
 // The op benchmark: min/median/max seconds per call, then the rate against the ceiling that bounds
-// it: GEMM-shaped ops against the library's own sgemm on the same shape (and its 2048^3 peak),
-// everything else against STREAM triad bandwidth (bytes = inputs + outputs, a lower bound on traffic).
+// it: GEMM-shaped ops against the library's own sgemm on the same shape, ops that count FLOPs
+// (attention) against the sgemm 2048^3 rate, everything else against STREAM triad bandwidth (bytes = inputs + outputs, a lower bound on traffic).
 #include "ops_bench.h"
 
 #include <dew/runtime.h>
@@ -44,6 +44,11 @@ int run_ops_bench(const OpsBenchOptions& o) {
             fraction = direct / med;
             unit = "GFLOP/s";
             ceiling = fmt::format("sgemm direct {:.1f} GFLOP/s", b.flops / direct * 1e-9);
+          } else if (b.flops > 0) {
+            rate = b.flops / med * 1e-9;
+            fraction = rate / peak;
+            unit = "GFLOP/s";
+            ceiling = "sgemm 2048^3";
           } else {
             rate = b.bytes / med * 1e-9;
             fraction = rate / triad;

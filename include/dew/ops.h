@@ -72,6 +72,27 @@ Tensor cumsum(const Tensor& x, int64_t axis);
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+struct AttentionOptions {
+  bool causal = false;
+  double scale = 0;         // 0: 1/sqrt(D)
+  double softcap = 0;       // 0: none; else scores become softcap * tanh(scores / softcap)
+  int64_t window = 0;       // 0: none; else query t sees keys t - window < j <= t
+  Tensor q_segments;        // (B,T) i64 document ids of packed rows; with k_segments (B,S)
+  Tensor k_segments;
+  Tensor sinks;             // (H) f32 (f64 for f64 q) learned logit per head, optional
+};
+struct AttentionResult {
+  Tensor out;  // (B,T,H,D)
+  Tensor lse;  // (B,H,T) natural-log normalizer of each query row
+};
+// q (B,T,H,D), k and v (B,S,Hkv,D); flash-style: never materializes T x S.
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {});
+struct AttentionGradients {
+  Tensor dq, dk, dv, dsinks;  // dsinks only when options.sinks is set
+};
+AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionResult& forward, const AttentionOptions& options = {});
+
 struct CrossEntropyOptions {
   int64_t ignore_index = -100;
   Tensor weights;  // (N) per-token weights, f32 (f64 for f64 logits); optional

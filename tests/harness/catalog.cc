@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "ops/attention/attention.h"
 #include "ops/binary/binary.h"
 #include "ops/cast/cast.h"
 #include "ops/cross_entropy/cross_entropy.h"

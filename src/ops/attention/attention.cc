@@ -1,0 +1,230 @@
+// attention and attention_backward: validation, output rules, registries, cases and the public
+// functions. The float64 references are in reference.cc.
+#include "ops/attention/attention.h"
+
+#include <cmath>
+
+namespace dew::ops {
+namespace {
+
+DType stat_dtype(DType q) { return q == DType::f64 ? DType::f64 : DType::f32; }
+
+std::vector<const Tensor*> with_options(std::vector<const Tensor*> v, const AttentionOptions& o) {
+  for (const Tensor* t : {&o.q_segments, &o.k_segments, &o.sinks})
+    if (t->defined()) v.push_back(t);
+  return v;
+}
+
+// The floating tensors the gate widens: q, k, v (and the others given), plus sinks.
+std::vector<Tensor*> with_options(std::vector<Tensor*> v, AttentionOptions& o) {
+  if (o.sinks.defined()) v.push_back(&o.sinks);
+  return v;
+}
+
+void validate(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  DEW_REQUIRE(is_floating(q.dtype()) && q.dim() == 4, "[{}] q is {}; expected a floating (B,T,H,D) tensor", op,
+              q.describe());
+  DEW_REQUIRE(k.dim() == 4 && k.dtype() == q.dtype() && k.size(0) == q.size(0) && k.size(3) == q.size(3),
+              "[{}] k is {}; expected {}(B={},S,Hkv,D={})", op, k.describe(), dtype_name(q.dtype()), q.size(0), q.size(3));
+  DEW_REQUIRE(v.shape() == k.shape() && v.dtype() == k.dtype(), "[{}] v is {}; expected k's shape and dtype {}", op,
+              v.describe(), k.describe());
+  DEW_REQUIRE(k.size(2) > 0 && q.size(2) % k.size(2) == 0,
+              "[{}] q has {} heads and k has {}; expected the KV heads to divide the query heads", op, q.size(2),
+              k.size(2));
+  DEW_REQUIRE(o.window >= 0 && o.softcap >= 0 && o.scale >= 0 && std::isfinite(o.scale) && std::isfinite(o.softcap),
+              "[{}] window {}, softcap {}, scale {}; expected each >= 0 and finite", op, o.window, o.softcap, o.scale);
+  DEW_REQUIRE(o.q_segments.defined() == o.k_segments.defined(),
+              "[{}] only one of q_segments and k_segments is given; expected both or neither", op);
+  if (o.q_segments.defined()) {
+    DEW_REQUIRE(o.q_segments.dtype() == DType::i64 && o.q_segments.shape() == Shape({q.size(0), q.size(1)}),
+                "[{}] q_segments is {}; expected i64[{},{}]", op, o.q_segments.describe(), q.size(0), q.size(1));
+    DEW_REQUIRE(o.k_segments.dtype() == DType::i64 && o.k_segments.shape() == Shape({k.size(0), k.size(1)}),
+                "[{}] k_segments is {}; expected i64[{},{}]", op, o.k_segments.describe(), k.size(0), k.size(1));
+  }
+  if (o.sinks.defined())
+    DEW_REQUIRE(o.sinks.shape() == Shape({q.size(2)}) && o.sinks.dtype() == stat_dtype(q.dtype()),
+                "[{}] sinks is {}; expected {}[{}], one logit per query head", op, o.sinks.describe(),
+                dtype_name(stat_dtype(q.dtype())), q.size(2));
+}
+
+std::string label(const Tensor& q, const AttentionOptions& o) {
+  std::string s(dtype_name(q.dtype()));
+  if (o.causal) s += " causal";
+  if (o.window) s += " window";
+  if (o.softcap > 0) s += " softcap";
+  if (o.q_segments.defined()) s += " segments";
+  if (o.sinks.defined()) s += " sinks";
+  return s;
+}
+
+}  // namespace
+
+AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, int64_t b, const Tensor& q_seg,
+                             const Tensor& k_seg) {
+  AttentionMask m{T, S, o.window, o.causal, nullptr, nullptr};
+  if (q_seg.defined()) {
+    m.q_segments = q_seg.data<int64_t>() + b * T;
+    m.k_segments = k_seg.data<int64_t>() + b * S;
+  }
+  return m;
+}
+
+std::vector<const Tensor*> AttentionArgs::inputs() const { return with_options({&q, &k, &v}, options); }
+std::vector<Tensor*> AttentionArgs::mutable_inputs() { return with_options({&q, &k, &v}, options); }
+std::vector<const Tensor*> AttentionBackwardArgs::inputs() const {
+  return with_options({&dout, &q, &k, &v, &out, &lse}, options);
+}
+std::vector<Tensor*> AttentionBackwardArgs::mutable_inputs() {
+  return with_options({&dout, &q, &k, &v, &out, &lse}, options);
+}
+
+std::string Attention::case_label(const Args& a) { return label(a.q, a.options); }
+std::string AttentionBackward::case_label(const Args& a) { return label(a.q, a.options); }
+
+std::vector<OutputSpec> Attention::infer(const Args& a) {
+  require_same_device("attention", a.inputs());
+  validate("attention", a.q, a.k, a.v, a.options);
+  return {{a.q.shape(), a.dtype()}, {{a.q.size(0), a.q.size(2), a.q.size(1)}, stat_dtype(a.dtype())}};
+}
+
+double Attention::flops(const Args& a) {
+  double f = 4.0 * double(a.q.size(0) * a.q.size(2) * a.q.size(1)) * double(a.k.size(1) * a.q.size(3));
+  return a.options.causal ? f / 2 : f;
+}
+
+std::vector<OutputSpec> AttentionBackward::infer(const Args& a) {
+  require_same_device("attention_backward", a.inputs());
+  validate("attention_backward", a.q, a.k, a.v, a.options);
+  DEW_REQUIRE(a.dout.shape() == a.q.shape() && a.out.shape() == a.q.shape() && a.dout.dtype() == a.dtype() &&
+                  a.out.dtype() == a.dtype(),
+              "[attention_backward] dout is {} and out is {}; expected q's shape and dtype {}", a.dout.describe(),
+              a.out.describe(), a.q.describe());
+  DEW_REQUIRE(a.lse.shape() == Shape({a.q.size(0), a.q.size(2), a.q.size(1)}) && a.lse.dtype() == stat_dtype(a.dtype()),
+              "[attention_backward] lse is {}; expected {}[{},{},{}] from attention", a.lse.describe(),
+              dtype_name(stat_dtype(a.dtype())), a.q.size(0), a.q.size(2), a.q.size(1));
+  std::vector<OutputSpec> out{{a.q.shape(), a.dtype()}, {a.k.shape(), a.dtype()}, {a.v.shape(), a.dtype()}};
+  if (a.options.sinks.defined()) out.push_back({a.options.sinks.shape(), a.options.sinks.dtype()});
+  return out;
+}
+
+double AttentionBackward::flops(const Args& a) {
+  return 2.5 * Attention::flops(AttentionArgs{a.q, a.k, a.v, a.options});
+}
+
+const select::Registry<AttentionArgs>& Attention::registry() {
+  static const select::Registry<AttentionArgs> r = [] {
+    select::Registry<AttentionArgs> reg;
+    add_attention_avx2(reg);
+    add_attention_portable(reg);
+    return reg;
+  }();
+  return r;
+}
+
+const select::Registry<AttentionBackwardArgs>& AttentionBackward::registry() {
+  static const select::Registry<AttentionBackwardArgs> r = [] {
+    select::Registry<AttentionBackwardArgs> reg;
+    add_attention_backward_avx2(reg);
+    add_attention_backward_portable(reg);
+    return reg;
+  }();
+  return r;
+}
+
+namespace {
+
+struct AttentionCaseShape {
+  int64_t B, T, S, H, Hkv, D;
+};
+
+// Random q, k, v and the options of a case; segments are 3 documents per row at random cut points.
+AttentionArgs make_attention(const AttentionCaseShape& c, DType t, RandomKey k, AttentionOptions o, bool segments,
+                             bool sinks) {
+  AttentionArgs a{random_input({c.B, c.T, c.H, c.D}, t, k), random_input({c.B, c.S, c.Hkv, c.D}, t, {k.seed, k.stream + 1}),
+                  random_input({c.B, c.S, c.Hkv, c.D}, t, {k.seed, k.stream + 2}), o};
+  if (segments) {
+    a.options.q_segments = Tensor::empty({c.B, c.T}, DType::i64);
+    a.options.k_segments = Tensor::empty({c.B, c.S}, DType::i64);
+    for (int64_t b = 0; b < c.B; ++b)
+      for (int64_t j = 0; j < c.S; ++j) {
+        int64_t doc = j * 3 / c.S + (b == 1 && j > c.S / 2 ? 1 : 0);
+        a.options.k_segments.data<int64_t>()[b * c.S + j] = doc;
+        if (j >= c.S - c.T) a.options.q_segments.data<int64_t>()[b * c.T + j - (c.S - c.T)] = doc;
+      }
+  }
+  if (sinks) a.options.sinks = random_input({c.H}, stat_dtype(t), {k.seed, k.stream + 3});
+  return a;
+}
+
+struct NamedAttentionCase {
+  std::string name;
+  std::vector<std::string> tags;
+  AttentionCaseShape shape;
+  AttentionOptions options;
+  bool segments, sinks;
+};
+
+std::vector<NamedAttentionCase> attention_case_table() {
+  AttentionOptions causal;
+  causal.causal = true;
+  AttentionOptions window_cap = causal;
+  window_cap.window = 9;
+  window_cap.softcap = 5;
+  AttentionOptions scaled;
+  scaled.scale = 0.3;
+  return {{"causal_gqa", {"ci"}, {2, 40, 40, 4, 2, 16}, causal, false, false},
+          {"cross_bidirectional", {"ci"}, {1, 7, 33, 2, 1, 8}, scaled, false, false},
+          {"window_softcap", {"ci", "edge"}, {1, 50, 50, 2, 2, 8}, window_cap, false, false},
+          {"packed_segments", {"ci", "edge"}, {2, 48, 48, 2, 1, 8}, causal, true, false},
+          {"sinks", {"ci"}, {1, 24, 24, 3, 1, 8}, causal, false, true},
+          {"decode_one_token", {"ci", "edge"}, {2, 1, 37, 4, 2, 16}, causal, false, false},
+          {"gpt2_layer", {"bench"}, {4, 1024, 1024, 12, 12, 64}, causal, false, false},
+          {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false}};
+}
+
+}  // namespace
+
+std::vector<Case<AttentionArgs>> Attention::cases(std::string_view) {
+  std::vector<Case<AttentionArgs>> out;
+  for (const auto& c : attention_case_table()) {
+    std::vector<DType> dtypes = c.tags[0] == "bench" ? std::vector<DType>{DType::f32, DType::bf16}
+                                                     : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+    out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
+                     return make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
+                   }});
+  }
+  return out;
+}
+
+std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_view) {
+  std::vector<Case<AttentionBackwardArgs>> out;
+  for (const auto& c : attention_case_table()) {
+    std::vector<DType> dtypes = c.tags[0] == "bench" ? std::vector<DType>{DType::f32, DType::bf16}
+                                                     : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+    out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
+                     AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
+                     std::vector<Tensor> fwd = run_op<Attention>(f);
+                     return AttentionBackwardArgs{random_input(f.q.shape(), t, {k.seed, k.stream + 4}), f.q, f.k, f.v,
+                                                  fwd[0], fwd[1], f.options};
+                   }});
+  }
+  return out;
+}
+
+}  // namespace dew::ops
+
+namespace dew {
+
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+  auto outs = ops::run_op<ops::Attention>(ops::AttentionArgs{q, k, v, options});
+  return {outs[0], outs[1]};
+}
+
+AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                      const AttentionResult& forward, const AttentionOptions& options) {
+  auto outs = ops::run_op<ops::AttentionBackward>(
+      ops::AttentionBackwardArgs{dout, q, k, v, forward.out, forward.lse, options});
+  return {outs[0], outs[1], outs[2], outs.size() > 3 ? outs[3] : Tensor()};
+}
+
+}  // namespace dew

@@ -1,0 +1,81 @@
+// attention: q (B,T,H,D), k and v (B,S,Hkv,D), Hkv dividing H (grouped KV heads). Scores
+// s = scale * q.k, optionally soft-capped (c * tanh(s / c)); masks from coordinates: causal (query t
+// sits at key position t + S - T, bottom-right aligned as in flash-attention), a sliding window of W
+// keys (t - W < j <= t), segment ids (a packed document attends only within itself); optional sinks,
+// one learned logit per head that joins the softmax's denominator with no value.
+// Outputs out (B,T,H,D) in q's dtype and lse (B,H,T) f32 (f64 for f64), -inf for a row that sees no key
+// (its out is 0). attention_backward(dout, q, k, v, out, lse) -> dq, dk, dv (and dsinks).
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct AttentionArgs {
+  Tensor q, k, v;
+  AttentionOptions options;
+  DType dtype() const { return q.dtype(); }
+  Device device() const { return q.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct Attention {
+  using Args = AttentionArgs;
+  static std::string_view name(const Args&) { return "attention"; }
+  static std::string case_label(const Args& a);
+  static std::vector<OutputSpec> infer(const Args& a);
+  static double flops(const Args& a);  // 4 B H T S D, halved when causal
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+struct AttentionBackwardArgs {
+  Tensor dout, q, k, v, out, lse;
+  AttentionOptions options;
+  DType dtype() const { return q.dtype(); }
+  Device device() const { return q.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct AttentionBackward {
+  using Args = AttentionBackwardArgs;
+  static std::string_view name(const Args&) { return "attention_backward"; }
+  static std::string case_label(const Args& a);
+  static std::vector<OutputSpec> infer(const Args& a);
+  static double flops(const Args& a);  // 2.5 x the forward's
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+// Which keys query t of a row may see; shared by every implementation and the reference.
+struct AttentionMask {
+  int64_t T, S, window;
+  bool causal;
+  const int64_t* q_segments;  // (T) of this batch row, or null
+  const int64_t* k_segments;  // (S)
+  // [first, last) keys worth visiting for query t (before segment checks)
+  std::pair<int64_t, int64_t> key_range(int64_t t) const {
+    int64_t pos = t + S - T, lo = 0, hi = S;
+    if (causal) hi = std::min(S, pos + 1);
+    if (window > 0) lo = std::max<int64_t>(0, pos - window + 1);
+    return {lo, std::max(lo, hi)};
+  }
+  bool visible(int64_t t, int64_t j) const {
+    if (q_segments && q_segments[t] != k_segments[j]) return false;
+    auto [lo, hi] = key_range(t);
+    return j >= lo && j < hi;
+  }
+};
+AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, int64_t b, const Tensor& q_seg,
+                             const Tensor& k_seg);
+
+void add_attention_portable(select::Registry<AttentionArgs>& r);
+void add_attention_avx2(select::Registry<AttentionArgs>& r);
+void add_attention_backward_portable(select::Registry<AttentionBackwardArgs>& r);
+void add_attention_backward_avx2(select::Registry<AttentionBackwardArgs>& r);
+
+}  // namespace dew::ops

@@ -1,0 +1,59 @@
+// attention's own tests beyond OpSuite: hand-checked values, masks seen through outputs, refusals.
+#include <dew/ops.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace dew {
+namespace {
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// With all scores equal, each query averages the values it may see: causal rows see a prefix.
+TEST(Attention, EqualScoresAverageTheVisibleValues) {
+  const int64_t S = 4;
+  Tensor q = Tensor::zeros({1, S, 1, 2}, DType::f64), k = Tensor::zeros({1, S, 1, 2}, DType::f64);
+  Tensor v = Tensor::from_values({1, 10, 2, 20, 3, 30, 4, 40}, {1, S, 1, 2}, DType::f64);
+  AttentionOptions o;
+  o.causal = true;
+  auto r = attention(q, k, v, o);
+  EXPECT_EQ(r.out.to_f64_vector(), (std::vector<double>{1, 10, 1.5, 15, 2, 20, 2.5, 25}));
+  auto lse = r.lse.to_f64_vector();
+  for (int64_t t = 0; t < S; ++t) EXPECT_DOUBLE_EQ(lse[size_t(t)], std::log(double(t + 1)));
+  o.window = 2;  // query t sees keys t-1 and t
+  EXPECT_EQ(attention(q, k, v, o).out.to_f64_vector(), (std::vector<double>{1, 10, 1.5, 15, 2.5, 25, 3.5, 35}));
+}
+
+TEST(Attention, SegmentsKeepPackedDocumentsApart) {
+  Tensor q = Tensor::zeros({1, 4, 1, 1}, DType::f64), k = Tensor::zeros({1, 4, 1, 1}, DType::f64);
+  Tensor v = Tensor::from_values({1, 2, 3, 4}, {1, 4, 1, 1}, DType::f64);
+  AttentionOptions o;
+  o.causal = true;
+  o.q_segments = Tensor::from_values({0, 0, 1, 1}, {1, 4}, DType::i64);
+  o.k_segments = o.q_segments;
+  EXPECT_EQ(attention(q, k, v, o).out.to_f64_vector(), (std::vector<double>{1, 1.5, 3, 3.5}));
+}
+
+TEST(Attention, RefusesMismatchedHeadsAndShapes) {
+  Tensor q = Tensor::zeros({1, 4, 3, 8}, DType::f32), k = Tensor::zeros({1, 4, 2, 8}, DType::f32);
+  EXPECT_NE(error_of([&] { attention(q, k, k); }).find("expected the KV heads to divide the query heads"),
+            std::string::npos);
+  Tensor k8 = Tensor::zeros({1, 4, 1, 4}, DType::f32);
+  EXPECT_NE(error_of([&] { attention(q, k8, k8); }).find("[attention] k is f32[1,4,1,4] (cpu); expected f32(B=1,S,Hkv,D=8)"),
+            std::string::npos);
+  AttentionOptions o;
+  o.q_segments = Tensor::zeros({1, 4}, DType::i64);
+  Tensor k1 = Tensor::zeros({1, 4, 1, 8}, DType::f32);
+  EXPECT_NE(error_of([&] { attention(q, k1, k1, o); }).find("expected both or neither"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew
