@@ -38,6 +38,15 @@ struct Case {
   std::function<Args(DType, RandomKey)> make;  // fresh random inputs, never zeros
 };
 
+// The Args of an op reading one tensor x: ops extend it with their attributes.
+struct OneInputArgs {
+  Tensor x;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const { return {&x}; }
+  std::vector<Tensor*> mutable_inputs() { return {&x}; }
+};
+
 // Normal draws kept away from zero (|x| >= 0.05), so no input is accidentally exact or zero.
 Tensor random_input(const Shape& shape, DType dtype, RandomKey key, double scale = 1.0);
 

@@ -45,4 +45,18 @@ TEST(Cli, OpsPrintsTheSupportMatrix) {
   EXPECT_NE(r.out.find("dtype in {f32, bf16, f16}"), std::string::npos) << r.out;
 }
 
+// docs/ops.md is printed from the registry: a stale page fails here (regenerate with
+// `build/dew ops --markdown > docs/ops.md`).
+TEST(Cli, DocsOpsMdMatchesTheRegistry) {
+  Result r = run("ops --markdown");
+  ASSERT_EQ(r.code, 0);
+  FILE* f = fopen(DEW_SOURCE_DIR "/docs/ops.md", "r");
+  ASSERT_NE(f, nullptr);
+  std::string doc;
+  std::array<char, 4096> buf;
+  while (size_t n = fread(buf.data(), 1, buf.size(), f)) doc.append(buf.data(), n);
+  fclose(f);
+  EXPECT_EQ(doc, r.out);
+}
+
 }  // namespace

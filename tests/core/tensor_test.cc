@@ -2,6 +2,8 @@
 #include <dew/tensor.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include <numeric>
 
 namespace dew {
@@ -13,15 +15,7 @@ Tensor iota(const Shape& shape) {
   return Tensor::from_values(v, shape, DType::f32);
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Tensor, SliceSelectAndStepAddressTheRightElements) {
   Tensor t = iota({4, 5});

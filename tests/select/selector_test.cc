@@ -2,6 +2,8 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -16,15 +18,7 @@ namespace {
 
 Tensor ones(const Shape& s, DType t) { return Tensor::full(s, 1.0, t); }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 class Selector : public ::testing::Test {
  protected:

@@ -59,6 +59,10 @@ std::string label(const Tensor& q, const AttentionOptions& o) {
 
 }  // namespace
 
+AttentionGeometry::AttentionGeometry(const Tensor& q, const Tensor& k, const AttentionOptions& o)
+    : B(q.size(0)), T(q.size(1)), S(k.size(1)), H(q.size(2)), Hkv(k.size(2)), D(q.size(3)), group(H / Hkv),
+      scale(o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(D))), cap(o.softcap) {}
+
 AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, int64_t b, const Tensor& q_seg,
                              const Tensor& k_seg) {
   AttentionMask m{T, S, o.window, o.causal, nullptr, nullptr};

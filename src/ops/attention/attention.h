@@ -51,6 +51,16 @@ struct AttentionBackward {
   static std::vector<Case<Args>> cases(std::string_view op);
 };
 
+// Sizes and score constants of a call, shared by the kernels and the reference; offsets of the
+// contiguous (B,T,H,D) and (B,S,Hkv,D) layouts.
+struct AttentionGeometry {
+  int64_t B, T, S, H, Hkv, D, group;
+  double scale, cap;
+  AttentionGeometry(const Tensor& q, const Tensor& k, const AttentionOptions& o);
+  size_t q_at(int64_t b, int64_t t, int64_t h) const { return size_t(((b * T + t) * H + h) * D); }
+  size_t k_at(int64_t b, int64_t j, int64_t hk) const { return size_t(((b * S + j) * Hkv + hk) * D); }
+};
+
 // Which keys query t of a row may see; shared by every implementation and the reference.
 struct AttentionMask {
   int64_t T, S, window;

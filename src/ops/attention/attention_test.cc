@@ -2,20 +2,14 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 #include <cmath>
 
 namespace dew {
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 // With all scores equal, each query averages the values it may see: causal rows see a prefix.
 TEST(Attention, EqualScoresAverageTheVisibleValues) {

@@ -55,9 +55,9 @@ template <int L, bool FastExp, class T>
 void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   const AttentionOptions& o = a.options;
-  const int64_t B = a.q.size(0), T_ = a.q.size(1), H = a.q.size(2), D = a.q.size(3), S = a.k.size(1),
-                Hkv = a.k.size(2), group = H / Hkv;
-  const Acc scale = Acc(o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(D))), cap = Acc(o.softcap);
+  const AttentionGeometry g(a.q, a.k, o);
+  const int64_t B = g.B, T_ = g.T, H = g.H, D = g.D, S = g.S, Hkv = g.Hkv, group = g.group;
+  const Acc scale = Acc(g.scale), cap = Acc(g.cap);
   std::vector<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v);
   std::vector<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : std::vector<Acc>();
   T* out = outs[0].data<T>();
@@ -126,9 +126,9 @@ template <int L, bool FastExp, class T>
 void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   const AttentionOptions& o = a.options;
-  const int64_t B = a.q.size(0), T_ = a.q.size(1), H = a.q.size(2), D = a.q.size(3), S = a.k.size(1),
-                Hkv = a.k.size(2), group = H / Hkv;
-  const Acc scale = Acc(o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(D))), cap = Acc(o.softcap);
+  const AttentionGeometry g(a.q, a.k, o);
+  const int64_t B = g.B, T_ = g.T, H = g.H, D = g.D, S = g.S, Hkv = g.Hkv, group = g.group;
+  const Acc scale = Acc(g.scale), cap = Acc(g.cap);
   std::vector<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v),
                    dout = widened<Acc, T>(a.dout), out = widened<Acc, T>(a.out), lse = widened<Acc, Acc>(a.lse);
   std::vector<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : std::vector<Acc>();

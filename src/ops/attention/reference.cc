@@ -10,21 +10,8 @@
 namespace dew::ops {
 namespace {
 
-struct Geometry {
-  int64_t B, T, S, H, Hkv, D, group;
-  double scale, cap;
-  size_t q_at(int64_t b, int64_t t, int64_t h) const { return size_t(((b * T + t) * H + h) * D); }
-  size_t k_at(int64_t b, int64_t j, int64_t hk) const { return size_t(((b * S + j) * Hkv + hk) * D); }
-};
-
-Geometry geometry(const Tensor& q, const Tensor& k, const AttentionOptions& o) {
-  Geometry g{q.size(0), q.size(1), k.size(1), q.size(2), k.size(2), q.size(3), q.size(2) / k.size(2), 0, o.softcap};
-  g.scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(g.D));
-  return g;
-}
-
 // One query row: scores (NaN where masked) and their magnitudes a_j.
-void score_row(const Geometry& g, const AttentionMask& mask, const std::vector<double>& q, const std::vector<double>& k,
+void score_row(const AttentionGeometry& g, const AttentionMask& mask, const std::vector<double>& q, const std::vector<double>& k,
                int64_t b, int64_t t, int64_t h, std::vector<double>& s, std::vector<double>& a) {
   s.assign(size_t(g.S), std::nan(""));
   a.assign(size_t(g.S), 0.0);
@@ -46,7 +33,7 @@ void score_row(const Geometry& g, const AttentionMask& mask, const std::vector<d
 
 std::vector<Truth> Attention::reference(const Args& args) {
   const AttentionOptions& o = args.options;
-  Geometry g = geometry(args.q, args.k, o);
+  AttentionGeometry g(args.q, args.k, o);
   auto q = args.q.to_f64_vector(), k = args.k.to_f64_vector(), v = args.v.to_f64_vector();
   auto sinks = o.sinks.defined() ? o.sinks.to_f64_vector() : std::vector<double>();
   std::vector<double> out(q.size(), 0.0), mout(q.size(), 0.0), lse(size_t(g.B * g.H * g.T)), mlse(lse.size(), 0.0);
@@ -89,7 +76,7 @@ std::vector<Truth> Attention::reference(const Args& args) {
 
 std::vector<Truth> AttentionBackward::reference(const Args& args) {
   const AttentionOptions& o = args.options;
-  Geometry g = geometry(args.q, args.k, o);
+  AttentionGeometry g(args.q, args.k, o);
   auto q = args.q.to_f64_vector(), k = args.k.to_f64_vector(), v = args.v.to_f64_vector();
   auto dout = args.dout.to_f64_vector(), out = args.out.to_f64_vector(), lse = args.lse.to_f64_vector();
   auto sinks = o.sinks.defined() ? o.sinks.to_f64_vector() : std::vector<double>();

@@ -6,13 +6,8 @@
 
 namespace dew::ops {
 
-struct CastArgs {
-  Tensor x;
+struct CastArgs : OneInputArgs {
   DType to;
-  DType dtype() const { return x.dtype(); }
-  Device device() const { return x.device(); }
-  std::vector<const Tensor*> inputs() const { return {&x}; }
-  std::vector<Tensor*> mutable_inputs() { return {&x}; }
 };
 
 struct Cast {

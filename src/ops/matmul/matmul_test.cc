@@ -2,18 +2,12 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
+
 namespace dew {
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 
 TEST(Matmul, HandCheckedProductWithEpilogue) {
   Tensor a = Tensor::from_values({1, 2, 3, 4}, {2, 2}, DType::f32);

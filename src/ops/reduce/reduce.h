@@ -11,15 +11,10 @@ enum class ReduceFn : uint8_t { sum, mean, max, min, logsumexp, argmax };
 std::string_view reduce_name(ReduceFn f);
 ReduceFn reduce_from_name(std::string_view name);
 
-struct ReduceArgs {
-  Tensor x;
+struct ReduceArgs : OneInputArgs {
   std::vector<int64_t> axes;  // normalized by infer(); empty = all
   bool keepdim = false;
   ReduceFn fn;
-  DType dtype() const { return x.dtype(); }
-  Device device() const { return x.device(); }
-  std::vector<const Tensor*> inputs() const { return {&x}; }
-  std::vector<Tensor*> mutable_inputs() { return {&x}; }
 };
 
 struct Reduce {

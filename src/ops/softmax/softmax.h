@@ -8,14 +8,9 @@ namespace dew::ops {
 
 enum class AlongAxisFn : uint8_t { softmax, log_softmax, cumsum };
 
-struct AlongAxisArgs {
-  Tensor x;
+struct AlongAxisArgs : OneInputArgs {
   int64_t axis;
   AlongAxisFn fn;
-  DType dtype() const { return x.dtype(); }
-  Device device() const { return x.device(); }
-  std::vector<const Tensor*> inputs() const { return {&x}; }
-  std::vector<Tensor*> mutable_inputs() { return {&x}; }
 };
 
 struct AlongAxis {

@@ -11,13 +11,8 @@ enum class UnaryFn : uint8_t { neg, abs, exp, log, sqrt, rsqrt, square, tanh, si
 std::string_view unary_name(UnaryFn f);
 UnaryFn unary_from_name(std::string_view name);
 
-struct UnaryArgs {
-  Tensor x;
+struct UnaryArgs : OneInputArgs {
   UnaryFn fn;
-  DType dtype() const { return x.dtype(); }
-  Device device() const { return x.device(); }
-  std::vector<const Tensor*> inputs() const { return {&x}; }
-  std::vector<Tensor*> mutable_inputs() { return {&x}; }
 };
 
 struct Unary {
