@@ -51,18 +51,18 @@ int main(int argc, char** argv) {
     const double flop = 2.0 * s.M * s.N * s.K;
     std::vector<std::function<void()>> libs = {
         [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, s.transpose_b ? CblasTrans : CblasNoTrans, s.M, s.N, s.K, 1.0f,
-                      A.data(), s.K, B.data(), ldb, 0.0f, C.data(), s.N);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, s.transpose_b ? CblasTrans : CblasNoTrans, s.M, s.N, s.K,
+                      1.0f, A.data(), s.K, B.data(), ldb, 0.0f, C.data(), s.N);
         },
         [&] {
           float alpha = 1, beta = 0;
           inc_t rsb = s.transpose_b ? 1 : s.N, csb = s.transpose_b ? s.K : 1;
-          bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, s.M, s.N, s.K, &alpha, A.data(), s.K, 1, B.data(), rsb, csb,
-                    &beta, C.data(), s.N, 1);
+          bli_sgemm(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, s.M, s.N, s.K, &alpha, A.data(), s.K, 1, B.data(),
+                    rsb, csb, &beta, C.data(), s.N, 1);
         },
         [&] {
-          dnnl_sgemm('N', s.transpose_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A.data(), s.K, B.data(), ldb, 0.0f, C.data(),
-                     s.N);
+          dnnl_sgemm('N', s.transpose_b ? 'T' : 'N', s.M, s.N, s.K, 1.0f, A.data(), s.K, B.data(), ldb, 0.0f,
+                     C.data(), s.N);
         },
     };
     std::vector<std::vector<double>> rates(libs.size());

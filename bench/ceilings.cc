@@ -28,18 +28,18 @@ double triad_gb_per_s(int megabytes, int reps) {
   double best = 1e30;
   for (int r = 0; r < reps; ++r)
     best = std::min(best, time_of([&] {
-      parallel_for(n, 1 << 16, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; ++i) pa[i] = pb[i] + 3.0f * pc[i];
-      });
-    }));
+                      parallel_for(n, 1 << 16, [&](int64_t i0, int64_t i1) {
+                        for (int64_t i = i0; i < i1; ++i) pa[i] = pb[i] + 3.0f * pc[i];
+                      });
+                    }));
   return 3.0 * double(n) * 4 / best * 1e-9;
 }
 
 double sgemm_seconds(long M, long N, long K, bool transpose_b, int reps) {
   std::vector<float> A(size_t(M * K), 0.5f), B(size_t(K * N), 0.25f), C(size_t(M * N));
   auto run = [&] {
-    dnnl_sgemm('N', transpose_b ? 'T' : 'N', M, N, K, 1.0f, A.data(), K, B.data(), transpose_b ? K : N, 0.0f, C.data(),
-               N);
+    dnnl_sgemm('N', transpose_b ? 'T' : 'N', M, N, K, 1.0f, A.data(), K, B.data(), transpose_b ? K : N, 0.0f,
+               C.data(), N);
   };
   run();
   std::vector<double> t;
@@ -52,7 +52,8 @@ double sgemm_gflop_per_s(int n, int reps) {
   std::vector<float> A(size_t(n) * n, 0.5f), B(size_t(n) * n, 0.25f), C(size_t(n) * n);
   double best = 1e30;
   for (int r = 0; r <= reps; ++r) {
-    double t = time_of([&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n); });
+    double t =
+        time_of([&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n); });
     if (r > 0) best = std::min(best, t);  // the first call is warm-up
   }
   return 2.0 * n * double(n) * n / best * 1e-9;

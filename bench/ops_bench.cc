@@ -1,6 +1,7 @@
 // The op benchmark: min/median/max seconds per call, then the rate against the ceiling that bounds
 // it: GEMM-shaped ops against the library's own sgemm on the same shape, ops that count FLOPs
-// (attention) against the sgemm 2048^3 rate, everything else against STREAM triad bandwidth (bytes = inputs + outputs, a lower bound on traffic).
+// (attention) against the sgemm 2048^3 rate, everything else against STREAM triad bandwidth (bytes = inputs +
+// outputs, a lower bound on traffic).
 #include "ops_bench.h"
 
 #include <dew/runtime.h>
@@ -17,12 +18,14 @@ int run_ops_bench(const OpsBenchOptions& o) {
   DEW_REQUIRE(o.reps >= 1, "--reps {}: expected at least 1", o.reps);
   const double triad = triad_gb_per_s();
   const double peak = sgemm_gflop_per_s();
-  fmt::print("machine: {} threads, avx2={} avx512f={}; ceilings: triad {:.1f} GB/s, sgemm 2048^3 {:.1f} GFLOP/s\n",
-             num_threads(), cpu_features().avx2, cpu_features().avx512f, triad, peak);
-  fmt::print("{:<18} {:<11} {:<5} {:<18} {:>24} {:>10} {:>9}  {}\n", "op", "impl", "dtype", "case", "ms min/med/max",
-             "rate", "of ceil", "ceiling");
-  std::string json = fmt::format("{{\"bench\":\"ops\",\"threads\":{},\"triad_gb_s\":{:.2f},\"sgemm_gflop_s\":{:.2f},\"rows\":[",
-                                 num_threads(), triad, peak);
+  fmt::print(
+      "machine: {} threads, avx2={} avx512f={}; ceilings: triad {:.1f} GB/s, sgemm 2048^3 {:.1f} GFLOP/s\n",
+      num_threads(), cpu_features().avx2, cpu_features().avx512f, triad, peak);
+  fmt::print("{:<18} {:<11} {:<5} {:<18} {:>24} {:>10} {:>9}  {}\n", "op", "impl", "dtype", "case",
+             "ms min/med/max", "rate", "of ceil", "ceiling");
+  std::string json = fmt::format(
+      "{{\"bench\":\"ops\",\"threads\":{},\"triad_gb_s\":{:.2f},\"sgemm_gflop_s\":{:.2f},\"rows\":[",
+      num_threads(), triad, peak);
   bool first = true;
   for (const auto& e : gate::catalog()) {
     if (!o.op.empty() && e.name != o.op) continue;
@@ -39,7 +42,8 @@ int run_ops_bench(const OpsBenchOptions& o) {
           double rate, fraction;
           std::string unit, ceiling;
           if (!b.gemm.empty()) {
-            double direct = sgemm_seconds(b.gemm[0], b.gemm[1], b.gemm[2], b.gemm[4] != 0, o.reps) * double(b.gemm[3]);
+            double direct =
+                sgemm_seconds(b.gemm[0], b.gemm[1], b.gemm[2], b.gemm[4] != 0, o.reps) * double(b.gemm[3]);
             rate = b.flops / med * 1e-9;
             fraction = direct / med;
             unit = "GFLOP/s";
@@ -55,12 +59,13 @@ int run_ops_bench(const OpsBenchOptions& o) {
             unit = "GB/s";
             ceiling = "triad";
           }
-          fmt::print("{:<18} {:<11} {:<5} {:<18} {:>7.3f}/{:>7.3f}/{:>7.3f} {:>6.1f} {:<7} {:>5.0f}%  {}\n", e.name,
-                     impl.name, dtype_name(t), c.name, b.seconds.front() * 1e3, med * 1e3, b.seconds.back() * 1e3, rate,
-                     unit, 100 * fraction, ceiling);
-          json += fmt::format("{}{{\"op\":\"{}\",\"impl\":\"{}\",\"dtype\":\"{}\",\"case\":\"{}\",\"median_ms\":{:.4f},"
-                              "\"rate\":{:.2f},\"unit\":\"{}\",\"fraction_of_ceiling\":{:.3f}}}",
-                              first ? "" : ",", e.name, impl.name, dtype_name(t), c.name, med * 1e3, rate, unit, fraction);
+          fmt::print("{:<18} {:<11} {:<5} {:<18} {:>7.3f}/{:>7.3f}/{:>7.3f} {:>6.1f} {:<7} {:>5.0f}%  {}\n",
+                     e.name, impl.name, dtype_name(t), c.name, b.seconds.front() * 1e3, med * 1e3,
+                     b.seconds.back() * 1e3, rate, unit, 100 * fraction, ceiling);
+          json += fmt::format(
+              "{}{{\"op\":\"{}\",\"impl\":\"{}\",\"dtype\":\"{}\",\"case\":\"{}\",\"median_ms\":{:.4f},"
+              "\"rate\":{:.2f},\"unit\":\"{}\",\"fraction_of_ceiling\":{:.3f}}}",
+              first ? "" : ",", e.name, impl.name, dtype_name(t), c.name, med * 1e3, rate, unit, fraction);
           first = false;
         }
       }

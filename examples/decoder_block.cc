@@ -25,7 +25,8 @@ int main() {
   Tensor x = random({B, T, C}, 0, 1.0);
   Tensor norm1 = Tensor::full({C}, 1.0, DType::f32), norm2 = Tensor::full({C}, 1.0, DType::f32);
   // nn.Linear layout: weights are (out, in), so the products transpose b.
-  Tensor wq = random({H * D, C}, 1, 0.02), wk = random({Hkv * D, C}, 2, 0.02), wv = random({Hkv * D, C}, 3, 0.02);
+  Tensor wq = random({H * D, C}, 1, 0.02), wk = random({Hkv * D, C}, 2, 0.02),
+         wv = random({Hkv * D, C}, 3, 0.02);
   Tensor wo = random({C, H * D}, 4, 0.02), w_gate = random({F, C}, 5, 0.02), w_up = random({F, C}, 6, 0.02),
          w_down = random({C, F}, 7, 0.02);
   MatmulOptions linear;
@@ -51,9 +52,11 @@ int main() {
   Tensor y = matmul(mlp, w_down, down);
 
   Tensor mean_y = mean(y), rms_y = sqrt(mean(square(y)));
-  fmt::print("output {}: mean {:.5f}, rms {:.5f}\n", y.describe(), mean_y.to_f64_vector()[0], rms_y.to_f64_vector()[0]);
+  fmt::print("output {}: mean {:.5f}, rms {:.5f}\n", y.describe(), mean_y.to_f64_vector()[0],
+             rms_y.to_f64_vector()[0]);
   fmt::print("routes:\n");
-  for (const auto& r : routes()) fmt::print("  {:<10} {:<12} {:<28} x{}\n", r.op, r.implementation, r.case_label, r.count);
+  for (const auto& r : routes())
+    fmt::print("  {:<10} {:<12} {:<28} x{}\n", r.op, r.implementation, r.case_label, r.count);
   MemoryStats m = cpu_memory_stats();
   fmt::print("memory: {:.1f} MB in use, {:.1f} MB peak\n", m.bytes_in_use / 1e6, m.peak_bytes / 1e6);
   return 0;

@@ -10,19 +10,21 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    auto e_ = (x);                                                                   \
-    if (e_ != 0) {                                                                   \
+#define CHECK(x)                                                                         \
+  do {                                                                                   \
+    auto e_ = (x);                                                                       \
+    if (e_ != 0) {                                                                       \
       std::fprintf(stderr, "%s failed: %d at %s:%d\n", #x, int(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                                  \
-    }                                                                                \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)
 
 __global__ void fill_random(float* p, size_t n, unsigned seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
     unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 15; h *= 2246822519u; h ^= h >> 13;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
     p[i] = (float(h & 0xffffff) / 16777216.0f - 0.5f);
   }
 }
@@ -68,17 +70,26 @@ int main() {
 
   cublasHandle_t h;
   CHECK(cublasCreate(&h));
-  struct Shape { const char* name; int M, N, K; };
-  Shape shapes[] = {{"square 8192", 8192, 8192, 8192},        {"gpt2 mlp_up 16384x3072x768", 16384, 3072, 768},
-                    {"gpt2 qkv 16384x2304x768", 16384, 2304, 768}, {"llama8b mlp_up 4096x14336x4096", 4096, 14336, 4096},
+  struct Shape {
+    const char* name;
+    int M, N, K;
+  };
+  Shape shapes[] = {{"square 8192", 8192, 8192, 8192},
+                    {"gpt2 mlp_up 16384x3072x768", 16384, 3072, 768},
+                    {"gpt2 qkv 16384x2304x768", 16384, 2304, 768},
+                    {"llama8b mlp_up 4096x14336x4096", 4096, 14336, 4096},
                     {"llama8b qkv 4096x6144x4096", 4096, 6144, 4096}};
   std::printf("%-34s %10s %10s %10s  (TFLOP/s, median of 20)\n", "shape", "f32", "tf32", "bf16");
   for (const Shape& s : shapes) {
     size_t na = size_t(s.M) * s.K, nb = size_t(s.K) * s.N, nc = size_t(s.M) * s.N;
     float *A, *B, *C;
     __nv_bfloat16 *Ah, *Bh, *Ch;
-    CHECK(cudaMalloc(&A, na * 4)); CHECK(cudaMalloc(&B, nb * 4)); CHECK(cudaMalloc(&C, nc * 4));
-    CHECK(cudaMalloc(&Ah, na * 2)); CHECK(cudaMalloc(&Bh, nb * 2)); CHECK(cudaMalloc(&Ch, nc * 2));
+    CHECK(cudaMalloc(&A, na * 4));
+    CHECK(cudaMalloc(&B, nb * 4));
+    CHECK(cudaMalloc(&C, nc * 4));
+    CHECK(cudaMalloc(&Ah, na * 2));
+    CHECK(cudaMalloc(&Bh, nb * 2));
+    CHECK(cudaMalloc(&Ch, nc * 2));
     fill_random<<<4096, 256>>>(A, na, 2);
     fill_random<<<4096, 256>>>(B, nb, 3);
     to_bf16<<<4096, 256>>>(A, Ah, na);
@@ -87,15 +98,20 @@ int main() {
     double flop = 2.0 * s.M * s.N * s.K;
     // Row-major C = A B as column-major C^T = B^T A^T: weights as (N,K) => op(B) = T.
     auto gemm = [&](cudaDataType t, cublasComputeType_t ct, const void* a, const void* b, void* c) {
-      CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.N, s.M, s.K, &one, b, t, s.K, a, t, s.K, &zero, c, t, s.N, ct,
-                         CUBLAS_GEMM_DEFAULT));
+      CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.N, s.M, s.K, &one, b, t, s.K, a, t, s.K, &zero, c, t,
+                         s.N, ct, CUBLAS_GEMM_DEFAULT));
     };
     float f32 = median_ms([&] { gemm(CUDA_R_32F, CUBLAS_COMPUTE_32F_PEDANTIC, A, B, C); }, 3, 20);
     float tf32 = median_ms([&] { gemm(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, A, B, C); }, 3, 20);
     float bf = median_ms([&] { gemm(CUDA_R_16BF, CUBLAS_COMPUTE_32F, Ah, Bh, Ch); }, 3, 20);
-    std::printf("%-34s %10.1f %10.1f %10.1f\n", s.name, flop / f32 * 1e-9, flop / tf32 * 1e-9, flop / bf * 1e-9);
-    CHECK(cudaFree(A)); CHECK(cudaFree(B)); CHECK(cudaFree(C));
-    CHECK(cudaFree(Ah)); CHECK(cudaFree(Bh)); CHECK(cudaFree(Ch));
+    std::printf("%-34s %10.1f %10.1f %10.1f\n", s.name, flop / f32 * 1e-9, flop / tf32 * 1e-9,
+                flop / bf * 1e-9);
+    CHECK(cudaFree(A));
+    CHECK(cudaFree(B));
+    CHECK(cudaFree(C));
+    CHECK(cudaFree(Ah));
+    CHECK(cudaFree(Bh));
+    CHECK(cudaFree(Ch));
   }
   CHECK(cublasDestroy(h));
   return 0;

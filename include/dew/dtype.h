@@ -30,7 +30,9 @@ double unit_roundoff(DType t);
 // Smallest positive subnormal of a floating dtype: the absolute error floor of rounding near zero.
 double smallest_subnormal(DType t);
 
-inline float bf16_to_f32(bf16 h) { return std::bit_cast<float>(uint32_t(h.bits) << 16); }
+inline float bf16_to_f32(bf16 h) {
+  return std::bit_cast<float>(uint32_t(h.bits) << 16);
+}
 inline bf16 f32_to_bf16(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((x >> 16) | 0x40u)};  // quiet NaN, sign kept
@@ -47,7 +49,7 @@ inline float f16_to_f32(f16 h) {
   const float normalized = std::bit_cast<float>((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
   const float denormalized = std::bit_cast<float>((two_w >> 17) | (126u << 23)) - 0.5f;
   const uint32_t result = sign | (two_w < (1u << 27) ? std::bit_cast<uint32_t>(denormalized)
-                                                      : std::bit_cast<uint32_t>(normalized));
+                                                     : std::bit_cast<uint32_t>(normalized));
   return std::bit_cast<float>(result);
 }
 inline f16 f32_to_f16(float f) {
@@ -64,10 +66,15 @@ inline f16 f32_to_f16(float f) {
 }
 
 // double -> float rounded to odd: exact when representable, else the truncation with its last bit set.
-// Rounding that result to bf16/f16 (>= 2 fewer bits) equals rounding the double directly (no double rounding).
+// Rounding that result to bf16/f16 (>= 2 fewer bits) equals rounding the double directly (no double
+// rounding).
 float f64_to_f32_round_odd(double d);
-inline bf16 f64_to_bf16(double d) { return f32_to_bf16(f64_to_f32_round_odd(d)); }
-inline f16 f64_to_f16(double d) { return f32_to_f16(f64_to_f32_round_odd(d)); }
+inline bf16 f64_to_bf16(double d) {
+  return f32_to_bf16(f64_to_f32_round_odd(d));
+}
+inline f16 f64_to_f16(double d) {
+  return f32_to_f16(f64_to_f32_round_odd(d));
+}
 
 // Scalar conversions used by every kernel: to the compute type and back with the rules above.
 template <class T>
@@ -125,14 +132,22 @@ struct Scalar<bool> {
 template <class F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f64: return f(double{});
-    case DType::f32: return f(float{});
-    case DType::bf16: return f(bf16{});
-    case DType::f16: return f(f16{});
-    case DType::i64: return f(int64_t{});
-    case DType::i32: return f(int32_t{});
-    case DType::u8: return f(uint8_t{});
-    case DType::boolean: return f(bool{});
+    case DType::f64:
+      return f(double{});
+    case DType::f32:
+      return f(float{});
+    case DType::bf16:
+      return f(bf16{});
+    case DType::f16:
+      return f(f16{});
+    case DType::i64:
+      return f(int64_t{});
+    case DType::i32:
+      return f(int32_t{});
+    case DType::u8:
+      return f(uint8_t{});
+    case DType::boolean:
+      return f(bool{});
   }
   __builtin_unreachable();
 }

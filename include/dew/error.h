@@ -23,7 +23,7 @@ template <class... A>
 }  // namespace dew
 
 // DEW_REQUIRE(cond, "[op] argument 'x': expected ..., got {}", ...): throws dew::Error when cond is false.
-#define DEW_REQUIRE(cond, ...)              \
-  do {                                      \
+#define DEW_REQUIRE(cond, ...)             \
+  do {                                     \
     if (!(cond)) ::dew::fail(__VA_ARGS__); \
   } while (0)

@@ -15,7 +15,7 @@ enum class Activation : uint8_t { none, relu, gelu_erf, gelu_tanh, silu };
 struct MatmulOptions {
   bool transpose_a = false;
   bool transpose_b = false;
-  Tensor bias;      // (N), optional
+  Tensor bias;  // (N), optional
   Activation activation = Activation::none;
   Tensor residual;  // the output's shape, optional
   double scale = 1.0;
@@ -74,19 +74,20 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
 struct AttentionOptions {
   bool causal = false;
-  double scale = 0;         // 0: 1/sqrt(D)
-  double softcap = 0;       // 0: none; else scores become softcap * tanh(scores / softcap)
-  int64_t window = 0;       // 0: none; else query t sees keys t - window < j <= t
-  Tensor q_segments;        // (B,T) i64 document ids of packed rows; with k_segments (B,S)
+  double scale = 0;    // 0: 1/sqrt(D)
+  double softcap = 0;  // 0: none; else scores become softcap * tanh(scores / softcap)
+  int64_t window = 0;  // 0: none; else query t sees keys t - window < j <= t
+  Tensor q_segments;   // (B,T) i64 document ids of packed rows; with k_segments (B,S)
   Tensor k_segments;
-  Tensor sinks;             // (H) f32 (f64 for f64 q) learned logit per head, optional
+  Tensor sinks;  // (H) f32 (f64 for f64 q) learned logit per head, optional
 };
 struct AttentionResult {
   Tensor out;  // (B,T,H,D)
   Tensor lse;  // (B,H,T) natural-log normalizer of each query row
 };
 // q (B,T,H,D), k and v (B,S,Hkv,D); flash-style: never materializes T x S.
-AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options = {});
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionOptions& options = {});
 struct AttentionGradients {
   Tensor dq, dk, dv, dsinks;  // dsinks only when options.sinks is set
 };
@@ -104,7 +105,8 @@ struct CrossEntropyResult {
   Tensor lse;       // (N) log-sum-exp of each row
 };
 // Loss and d_logits in one op; logits (..., V), targets (...) i64.
-CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& options = {});
+CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets,
+                                 const CrossEntropyOptions& options = {});
 
 // The route log (DESIGN.md "Operations and the selector").
 struct RouteRecord {

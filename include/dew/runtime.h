@@ -40,7 +40,7 @@ struct RandomKey {
 };
 void fill_uniform(Tensor& t, RandomKey key, double low, double high);  // [low, high)
 void fill_normal(Tensor& t, RandomKey key, double mean, double stddev);
-void fill_bernoulli(Tensor& t, RandomKey key, double p);            // 1 with probability p
+void fill_bernoulli(Tensor& t, RandomKey key, double p);                 // 1 with probability p
 void fill_randint(Tensor& t, RandomKey key, int64_t low, int64_t high);  // [low, high)
 
 // Which instruction sets this CPU offers (cpuid), for the selector's cpu_has requirement.

@@ -17,7 +17,8 @@ int run_check(const CheckOptions& o) {
   if (!o.dtype.empty()) only_dtype = parse_dtype(o.dtype);
   uint64_t seed = o.seed ? *o.seed : gate::gate_seed();
   int passed = 0, failed = 0, skipped = 0;
-  fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9} {:>9}  {}\n", "op", "impl", "dtype", "case", "rms", "worst", "verdict");
+  fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9} {:>9}  {}\n", "op", "impl", "dtype", "case", "rms", "worst",
+             "verdict");
   for (const auto& e : gate::catalog()) {
     if (!o.op.empty() && e.name != o.op) continue;
     for (const auto& impl : e.implementations) {
@@ -37,13 +38,14 @@ int run_check(const CheckOptions& o) {
             worst = std::max(worst, out.worst_row_ratio());
           }
           (r.passed() ? passed : failed)++;
-          fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", e.name, impl.name, dtype_name(t), c.name,
-                     rms, worst, r.verdict());
+          fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", e.name, impl.name, dtype_name(t),
+                     c.name, rms, worst, r.verdict());
         }
       }
     }
   }
-  fmt::print("{} passed, {} failed ({} skipped: refused on this machine; seed {})\n", passed, failed, skipped, seed);
+  fmt::print("{} passed, {} failed ({} skipped: refused on this machine; seed {})\n", passed, failed, skipped,
+             seed);
   return failed == 0 ? 0 : 1;
 }
 

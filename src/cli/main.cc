@@ -1,7 +1,7 @@
 // The dew command: a thin layer over the library. Exit codes: 0 success, 1 user error (dew::Error,
 // message on stderr), 2 usage error.
-#include <CLI/CLI.hpp>
 #include <dew/error.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 #include "ops_bench.h"
@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   CLI::App app{"dew: train and serve language and diffusion models"};
   app.require_subcommand(1);
   dew::cli::CheckOptions check;
-  auto* check_cmd = app.add_subcommand("check", "run the float64 gate over every op, implementation, dtype and case");
+  auto* check_cmd =
+      app.add_subcommand("check", "run the float64 gate over every op, implementation, dtype and case");
   check_cmd->add_option("--op", check.op, "only this op");
   check_cmd->add_option("--impl", check.implementation, "only this implementation");
   check_cmd->add_option("--dtype", check.dtype, "only this dtype (f64, f32, bf16, f16)");
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
   auto* bench_cmd = app.add_subcommand("bench", "benchmarks: a table for people, one JSON line last");
   bench_cmd->require_subcommand(1);
   dew::bench::OpsBenchOptions bench_ops;
-  auto* bench_ops_cmd = bench_cmd->add_subcommand("ops", "every op's bench cases against this machine's ceilings");
+  auto* bench_ops_cmd =
+      bench_cmd->add_subcommand("ops", "every op's bench cases against this machine's ceilings");
   bench_ops_cmd->add_option("--op", bench_ops.op, "only this op");
   bench_ops_cmd->add_option("--impl", bench_ops.implementation, "only this implementation");
   bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype");

@@ -55,8 +55,7 @@ void* cpu_allocate(size_t nbytes, size_t* actual) {
   if (!p) {
     std::lock_guard lock(a.mutex);
     a.stats.bytes_in_use -= int64_t(cls);
-    fail("[allocator] out of memory allocating {} bytes on cpu ({} bytes in use)", cls,
-         a.stats.bytes_in_use);
+    fail("[allocator] out of memory allocating {} bytes on cpu ({} bytes in use)", cls, a.stats.bytes_in_use);
   }
   return p;
 }

@@ -27,7 +27,9 @@ std::array<uint32_t, 4> block_words(const RandomKey& key, uint64_t block) {
 }
 
 // (0, 1]: never 0, so log() in Box-Muller is finite.
-double open_unit(uint32_t w) { return (double(w) + 1.0) * 0x1p-32; }
+double open_unit(uint32_t w) {
+  return (double(w) + 1.0) * 0x1p-32;
+}
 
 template <class Value>
 void fill_with(Tensor& t, const RandomKey& key, Value value) {

@@ -38,9 +38,8 @@ inline void copy_strided(const Tensor& src, Tensor& dst) {
     return;
   }
   int64_t i = 0;
-  for_each_offset(src.shape(), src.strides(), [&](int64_t off) {
-    std::memcpy(d + (i++) * int64_t(es), s + off * int64_t(es), es);
-  });
+  for_each_offset(src.shape(), src.strides(),
+                  [&](int64_t off) { std::memcpy(d + (i++) * int64_t(es), s + off * int64_t(es), es); });
 }
 
 }  // namespace dew::detail

@@ -1,8 +1,8 @@
 // Tensor geometry: construction, views that share storage, and the strided copy behind contiguous().
 #include <dew/tensor.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "core/allocator.h"
@@ -26,7 +26,9 @@ Strides contiguous_strides(const Shape& shape) {
   return s;
 }
 
-std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+std::string shape_str(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ","));
+}
 
 Device Device::parse(const std::string& text) {
   if (text == "cpu") return cpu();
@@ -38,7 +40,9 @@ Device Device::parse(const std::string& text) {
   fail("device '{}' is not known; expected 'cpu', 'cuda' or 'cuda:N'", text);
 }
 
-std::string Device::str() const { return kind == Kind::cpu ? "cpu" : fmt::format("cuda:{}", index); }
+std::string Device::str() const {
+  return kind == Kind::cpu ? "cpu" : fmt::format("cuda:{}", index);
+}
 
 Storage::Storage(size_t bytes, Device dev) : device(dev) {
   DEW_REQUIRE(dev.kind == Device::Kind::cpu,
@@ -46,7 +50,9 @@ Storage::Storage(size_t bytes, Device dev) : device(dev) {
   data = detail::cpu_allocate(bytes, &nbytes);
 }
 
-Storage::~Storage() { detail::cpu_free(data, nbytes); }
+Storage::~Storage() {
+  detail::cpu_free(data, nbytes);
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape)
@@ -83,7 +89,9 @@ Tensor Tensor::from_values(const std::vector<double>& values, const Shape& shape
   return t;
 }
 
-int64_t Tensor::size(int64_t d) const { return shape_[size_t(normalize_axis(d, dim(), "tensor.size"))]; }
+int64_t Tensor::size(int64_t d) const {
+  return shape_[size_t(normalize_axis(d, dim(), "tensor.size"))];
+}
 
 bool Tensor::is_contiguous() const {
   int64_t step = 1;
@@ -99,7 +107,8 @@ std::string Tensor::describe() const {
 }
 
 void* Tensor::raw_data() const {
-  DEW_REQUIRE(storage_, "[tensor] the tensor is undefined; expected a tensor made by empty(), full() or an op");
+  DEW_REQUIRE(storage_,
+              "[tensor] the tensor is undefined; expected a tensor made by empty(), full() or an op");
   return static_cast<char*>(storage_->data) + offset_ * int64_t(dtype_size(dtype_));
 }
 
@@ -169,7 +178,8 @@ Tensor Tensor::reshape(const Shape& requested) const {
   int64_t known = 1, infer_at = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      DEW_REQUIRE(infer_at < 0, "[reshape] shape {} has two -1 sizes; expected at most one", shape_str(requested));
+      DEW_REQUIRE(infer_at < 0, "[reshape] shape {} has two -1 sizes; expected at most one",
+                  shape_str(requested));
       infer_at = int64_t(i);
     } else {
       DEW_REQUIRE(shape[i] >= 0, "[reshape] shape {} has a negative size", shape_str(requested));
@@ -181,8 +191,9 @@ Tensor Tensor::reshape(const Shape& requested) const {
                 shape_str(requested), numel());
     shape[size_t(infer_at)] = numel() / known;
   }
-  DEW_REQUIRE(numel_of(shape) == numel(), "[reshape] {} has {} elements; expected a shape of {} elements, got {}",
-              describe(), numel(), numel(), shape_str(requested));
+  DEW_REQUIRE(numel_of(shape) == numel(),
+              "[reshape] {} has {} elements; expected a shape of {} elements, got {}", describe(), numel(),
+              numel(), shape_str(requested));
   DEW_REQUIRE(is_contiguous(), "[reshape] {} is not contiguous; call contiguous() first", describe());
   return with_geometry(shape, contiguous_strides(shape), offset_);
 }
@@ -194,8 +205,9 @@ Tensor Tensor::expand(const Shape& shape) const {
   Strides strides(shape.size(), 0);
   for (size_t i = 0; i < shape_.size(); ++i) {
     int64_t have = shape_[i], want = shape[lead + i];
-    DEW_REQUIRE(have == want || have == 1, "[expand] {} cannot broadcast to {}: dim {} is {}, expected 1 or {}",
-                describe(), shape_str(shape), i, have, want);
+    DEW_REQUIRE(have == want || have == 1,
+                "[expand] {} cannot broadcast to {}: dim {} is {}, expected 1 or {}", describe(),
+                shape_str(shape), i, have, want);
     strides[lead + i] = have == want ? strides_[i] : 0;
   }
   return with_geometry(shape, strides, offset_);
@@ -218,7 +230,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   return with_geometry(shape, strides, offset_);
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::clone() const {
   Tensor out = empty(shape_, dtype_, device());
@@ -244,16 +258,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* what) {
   for (size_t i = 0; i < n; ++i) {
     int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    DEW_REQUIRE(x == y || x == 1 || y == 1, "[{}] shapes {} and {} do not broadcast: {} vs {} at dim {}", what,
-                shape_str(a), shape_str(b), x, y, i);
+    DEW_REQUIRE(x == y || x == 1 || y == 1, "[{}] shapes {} and {} do not broadcast: {} vs {} at dim {}",
+                what, shape_str(a), shape_str(b), x, y, i);
     out[i] = x == 1 ? y : x;
   }
   return out;
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const char* what) {
-  DEW_REQUIRE(axis >= -rank && axis < rank, "[{}] axis {} is out of range for rank {}; expected {} <= axis < {}",
-              what, axis, rank, -rank, rank);
+  DEW_REQUIRE(axis >= -rank && axis < rank,
+              "[{}] axis {} is out of range for rank {}; expected {} <= axis < {}", what, axis, rank, -rank,
+              rank);
   return axis < 0 ? axis + rank : axis;
 }
 

@@ -118,7 +118,9 @@ Pool& pool() {
 
 }  // namespace
 
-int num_threads() { return pool().size(); }
+int num_threads() {
+  return pool().size();
+}
 
 void set_num_threads(int n) {
   DEW_REQUIRE(n >= 1 && n <= 1024, "set_num_threads({}): expected 1 to 1024 threads", n);

@@ -15,21 +15,27 @@ template <class T>
 T apply_activation(Activation a, T x) {
   using std::erf, std::exp, std::tanh;
   switch (a) {
-    case Activation::none: return x;
-    case Activation::relu: return x > T(0) ? x : T(0);
-    case Activation::gelu_erf: return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
+    case Activation::none:
+      return x;
+    case Activation::relu:
+      return x > T(0) ? x : T(0);
+    case Activation::gelu_erf:
+      return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
     case Activation::gelu_tanh: {
       const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
       return T(0.5) * x * (T(1) + tanh(inner));
     }
-    case Activation::silu: return x / (T(1) + exp(-x));
+    case Activation::silu:
+      return x / (T(1) + exp(-x));
   }
   return x;
 }
 
 // Bound bookkeeping for the gate: the rounding steps of one evaluation, and a Lipschitz constant so an
 // error in the argument carries through (|f'| <= 1.13 for both GELUs and SiLU).
-inline int activation_steps(Activation a) { return a == Activation::none || a == Activation::relu ? 0 : 8; }
+inline int activation_steps(Activation a) {
+  return a == Activation::none || a == Activation::relu ? 0 : 8;
+}
 inline double activation_lipschitz(Activation a) {
   return a == Activation::none || a == Activation::relu ? 1.0 : 1.13;
 }

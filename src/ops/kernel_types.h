@@ -14,19 +14,26 @@ using AccumulatorOf = std::conditional_t<std::is_same_v<T, double>, double, floa
 
 template <class Acc, class T>
 inline Acc widen(T v) {
-  if constexpr (std::is_same_v<T, bf16>) return Acc(bf16_to_f32(v));
-  else if constexpr (std::is_same_v<T, f16>) return Acc(f16_to_f32(v));
-  else return Acc(v);
+  if constexpr (std::is_same_v<T, bf16>)
+    return Acc(bf16_to_f32(v));
+  else if constexpr (std::is_same_v<T, f16>)
+    return Acc(f16_to_f32(v));
+  else
+    return Acc(v);
 }
 
 template <class T, class Acc>
 inline T narrow(Acc v) {
   if constexpr (std::is_same_v<T, bf16>) {
-    if constexpr (std::is_same_v<Acc, double>) return f64_to_bf16(v);
-    else return f32_to_bf16(v);
+    if constexpr (std::is_same_v<Acc, double>)
+      return f64_to_bf16(v);
+    else
+      return f32_to_bf16(v);
   } else if constexpr (std::is_same_v<T, f16>) {
-    if constexpr (std::is_same_v<Acc, double>) return f64_to_f16(v);
-    else return f32_to_f16(v);
+    if constexpr (std::is_same_v<Acc, double>)
+      return f64_to_f16(v);
+    else
+      return f32_to_f16(v);
   } else {
     return T(v);
   }
@@ -36,11 +43,16 @@ inline T narrow(Acc v) {
 template <class F>
 void visit_floating(DType t, F&& f) {
   switch (t) {
-    case DType::f64: return f(double{});
-    case DType::f32: return f(float{});
-    case DType::bf16: return f(bf16{});
-    case DType::f16: return f(f16{});
-    default: fail("dtype {} is not floating; expected f64, f32, bf16 or f16", dtype_name(t));
+    case DType::f64:
+      return f(double{});
+    case DType::f32:
+      return f(float{});
+    case DType::bf16:
+      return f(bf16{});
+    case DType::f16:
+      return f(f16{});
+    default:
+      fail("dtype {} is not floating; expected f64, f32, bf16 or f16", dtype_name(t));
   }
 }
 

@@ -26,11 +26,16 @@ void require_same_device(const char* op, const std::vector<const Tensor*>& input
 
 std::string_view activation_name(Activation a) {
   switch (a) {
-    case Activation::none: return "none";
-    case Activation::relu: return "relu";
-    case Activation::gelu_erf: return "gelu";
-    case Activation::gelu_tanh: return "gelu_tanh";
-    case Activation::silu: return "silu";
+    case Activation::none:
+      return "none";
+    case Activation::relu:
+      return "relu";
+    case Activation::gelu_erf:
+      return "gelu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
+    case Activation::silu:
+      return "silu";
   }
   return "?";
 }
@@ -45,9 +50,13 @@ std::vector<RouteRecord> routes() {
   return out;
 }
 
-void reset_routes() { select::reset_routes(); }
+void reset_routes() {
+  select::reset_routes();
+}
 
-void set_impl_overrides(const std::string& spec) { select::set_impl_overrides(spec); }
+void set_impl_overrides(const std::string& spec) {
+  select::set_impl_overrides(spec);
+}
 
 }  // namespace dew
 
@@ -65,8 +74,8 @@ std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t ra
   }
   for (int64_t a : axes) out.push_back(normalize_axis(a, rank, op));
   std::sort(out.begin(), out.end());
-  DEW_REQUIRE(std::adjacent_find(out.begin(), out.end()) == out.end(), "[{}] axes [{}] repeat an axis; expected distinct axes",
-              op, fmt::join(axes, ","));
+  DEW_REQUIRE(std::adjacent_find(out.begin(), out.end()) == out.end(),
+              "[{}] axes [{}] repeat an axis; expected distinct axes", op, fmt::join(axes, ","));
   return out;
 }
 

@@ -64,9 +64,10 @@ void run_op_into(const typename Op::Args& args, std::vector<Tensor>& outs) {
   DEW_REQUIRE(outs.size() == specs.size(), "[{}] {} outputs given; expected {}", Op::name(args), outs.size(),
               specs.size());
   for (size_t i = 0; i < specs.size(); ++i)
-    DEW_REQUIRE(outs[i].shape() == specs[i].shape && outs[i].dtype() == specs[i].dtype && outs[i].is_contiguous(),
-                "[{}] output {} is {}; expected a contiguous {}{}", Op::name(args), i, outs[i].describe(),
-                dtype_name(specs[i].dtype), shape_str(specs[i].shape));
+    DEW_REQUIRE(
+        outs[i].shape() == specs[i].shape && outs[i].dtype() == specs[i].dtype && outs[i].is_contiguous(),
+        "[{}] output {} is {}; expected a contiguous {}{}", Op::name(args), i, outs[i].describe(),
+        dtype_name(specs[i].dtype), shape_str(specs[i].shape));
   const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
   impl.run(args, outs);
 }

@@ -31,6 +31,8 @@ inline float exp_f32(float x) {
   return y * s1 * s2;
 }
 
-inline double exp_f32(double x) { return std::exp(x); }  // f64 kernels keep libm's exp
+inline double exp_f32(double x) {
+  return std::exp(x);
+}  // f64 kernels keep libm's exp
 
 }  // namespace dew::ops::DEW_KERNEL_NS

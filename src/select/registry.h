@@ -18,7 +18,7 @@ namespace dew::select {
 
 template <class Args>
 struct Requirement {
-  std::string text;                                                // "dtype in {f32, bf16}"
+  std::string text;                                               // "dtype in {f32, bf16}"
   std::function<std::optional<std::string>(const Args&)> refuse;  // the reason when unmet
 };
 
@@ -63,7 +63,8 @@ class Registry {
   }
 
   // The route for this call: honors DEW_IMPL pins and exclusions, records the route.
-  const Implementation<Args>& select(std::string_view op, const Args& args, std::string_view case_label) const {
+  const Implementation<Args>& select(std::string_view op, const Args& args,
+                                     std::string_view case_label) const {
     std::vector<Verdict> verdicts;
     auto pinned = pinned_implementation(op);
     for (const auto& impl : impls_) {

@@ -1,10 +1,10 @@
 // The dew command end to end: exit codes and the closing line of `dew check`.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
@@ -33,7 +33,8 @@ TEST(Cli, CheckClosesWithPassedAndFailedCounts) {
 TEST(Cli, UnknownOpIsAUserErrorAndBadUsageIsTwo) {
   Result r = run("check --op nosuchop");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.out.find("--op nosuchop is not an operation; expected one of: matmul"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--op nosuchop is not an operation; expected one of: matmul"), std::string::npos)
+      << r.out;
   EXPECT_EQ(run("frobnicate").code, 2);
   EXPECT_EQ(run("check --dtype").code, 2);
 }

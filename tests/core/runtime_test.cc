@@ -45,7 +45,8 @@ TEST(Random, FillsAreIdenticalAtOneAndTwoThreads) {
 }
 
 TEST(Random, StreamsAndCounterBaseSelectDifferentAndContinuingSequences) {
-  Tensor a = Tensor::empty({8}, DType::f64), b = Tensor::empty({8}, DType::f64), c = Tensor::empty({4}, DType::f64);
+  Tensor a = Tensor::empty({8}, DType::f64), b = Tensor::empty({8}, DType::f64),
+         c = Tensor::empty({4}, DType::f64);
   fill_uniform(a, {1, 0, 0}, 0, 1);
   fill_uniform(b, {1, 1, 0}, 0, 1);
   fill_uniform(c, {1, 0, 1}, 0, 1);  // starts one block (4 elements) later
@@ -57,7 +58,8 @@ TEST(Random, StreamsAndCounterBaseSelectDifferentAndContinuingSequences) {
 // Moments within 6 standard errors: a real deviation fails, chance essentially never does.
 TEST(Random, DistributionsHaveTheirMoments) {
   const int64_t n = 400000;
-  Tensor x = Tensor::empty({n}, DType::f64), u = Tensor::empty({n}, DType::f64), k = Tensor::empty({n}, DType::i32);
+  Tensor x = Tensor::empty({n}, DType::f64), u = Tensor::empty({n}, DType::f64),
+         k = Tensor::empty({n}, DType::i32);
   fill_normal(x, {9, 0, 0}, 2.0, 3.0);
   fill_uniform(u, {9, 1, 0}, -1.0, 3.0);
   fill_randint(k, {9, 2, 0}, 0, 10);
@@ -109,9 +111,10 @@ TEST(Threads, ParallelForCoversEveryIndexOnceAndPropagatesErrors) {
     parallel_for(10, 1, [](int64_t, int64_t) {});  // nested: runs inline
   });
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
-  EXPECT_THROW(parallel_for(100, 1, [](int64_t b, int64_t) {
-                 if (b > 0) fail("boom");
-               }),
+  EXPECT_THROW(parallel_for(100, 1,
+                            [](int64_t b, int64_t) {
+                              if (b > 0) fail("boom");
+                            }),
                Error);
 }
 

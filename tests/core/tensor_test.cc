@@ -19,7 +19,8 @@ using testing::error_of;
 
 TEST(Tensor, SliceSelectAndStepAddressTheRightElements) {
   Tensor t = iota({4, 5});
-  EXPECT_EQ(t.slice(1, 1, 4).to_f64_vector(), (std::vector<double>{1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18}));
+  EXPECT_EQ(t.slice(1, 1, 4).to_f64_vector(),
+            (std::vector<double>{1, 2, 3, 6, 7, 8, 11, 12, 13, 16, 17, 18}));
   EXPECT_EQ(t.slice(0, 0, 4, 2).select(1, -1).to_f64_vector(), (std::vector<double>{4, 14}));
   EXPECT_TRUE(t.slice(0, 1, 3).shares_storage_with(t));
   EXPECT_FALSE(t.slice(1, 1, 4).is_contiguous());
@@ -40,8 +41,8 @@ TEST(Tensor, PermuteTransposeAndContiguous) {
   Tensor c = p.contiguous();
   EXPECT_TRUE(c.is_contiguous());
   EXPECT_FALSE(c.shares_storage_with(t));
-  EXPECT_EQ(c.to_f64_vector()[1], 4.0);  // p[0][0][1] = t[0][1][0]
-  EXPECT_EQ(c.to_f64_vector()[3], 12.0); // p[0][1][0] = t[1][0][0]
+  EXPECT_EQ(c.to_f64_vector()[1], 4.0);   // p[0][0][1] = t[0][1][0]
+  EXPECT_EQ(c.to_f64_vector()[3], 12.0);  // p[0][1][0] = t[1][0][0]
   EXPECT_EQ(t.transpose(-1, 0).shape(), (Shape{4, 3, 2}));
 }
 
@@ -73,13 +74,16 @@ TEST(Tensor, SqueezeAndUnsqueeze) {
 
 TEST(Tensor, BroadcastShapesFollowNumpy) {
   EXPECT_EQ(broadcast_shapes({3, 1, 5}, {4, 1}, "t"), (Shape{3, 4, 5}));
-  EXPECT_NE(error_of([] { broadcast_shapes({3, 2}, {4, 2}, "add"); }).find("[add] shapes [3,2] and [4,2]"),
+  EXPECT_NE(error_of([] {
+              broadcast_shapes({3, 2}, {4, 2}, "add");
+            }).find("[add] shapes [3,2] and [4,2]"),
             std::string::npos);
 }
 
 TEST(Tensor, AxisAndDeviceErrorsNameWhatWouldBeRight) {
   EXPECT_NE(error_of([] { iota({2, 2}).slice(2, 0, 1); }).find("expected -2 <= axis < 2"), std::string::npos);
-  EXPECT_NE(error_of([] { Device::parse("gpu0"); }).find("expected 'cpu', 'cuda' or 'cuda:N'"), std::string::npos);
+  EXPECT_NE(error_of([] { Device::parse("gpu0"); }).find("expected 'cpu', 'cuda' or 'cuda:N'"),
+            std::string::npos);
   EXPECT_EQ(Device::parse("cuda:1").str(), "cuda:1");
   EXPECT_NE(error_of([] { Tensor::empty({2}, DType::f32, Device::cuda(0)); }).find("expected cpu"),
             std::string::npos);

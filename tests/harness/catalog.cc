@@ -19,7 +19,8 @@ namespace dew::gate {
 namespace {
 
 template <class Op>
-BenchTiming time_case(const std::string& impl_name, const ops::Case<typename Op::Args>& c, DType dtype, int reps) {
+BenchTiming time_case(const std::string& impl_name, const ops::Case<typename Op::Args>& c, DType dtype,
+                      int reps) {
   BenchTiming t;
   auto args = c.make(dtype, RandomKey{1, 0x6a7e, 0});
   const auto* impl = Op::registry().find(impl_name);

@@ -29,7 +29,8 @@ struct BenchTiming {
   std::string refusal;
   std::vector<double> seconds;
   double bytes = 0, flops = 0;
-  std::vector<int64_t> gemm;  // {M, N, K, batch, transpose_b} for GEMM-shaped ops: the library is timed alone too
+  std::vector<int64_t>
+      gemm;  // {M, N, K, batch, transpose_b} for GEMM-shaped ops: the library is timed alone too
 };
 
 struct OpEntry {

@@ -18,10 +18,14 @@ double gamma(int64_t n, double u) {
 // The smallest magnitude that rounds to infinity in dtype t.
 double overflow_threshold(DType t) {
   switch (t) {
-    case DType::f16: return 65520.0;
-    case DType::bf16: return (2.0 - 0x1p-8) * 0x1p127;
-    case DType::f32: return (2.0 - 0x1p-24) * 0x1p127;
-    default: return std::numeric_limits<double>::infinity();
+    case DType::f16:
+      return 65520.0;
+    case DType::bf16:
+      return (2.0 - 0x1p-8) * 0x1p127;
+    case DType::f32:
+      return (2.0 - 0x1p-24) * 0x1p127;
+    default:
+      return std::numeric_limits<double>::infinity();
   }
 }
 
@@ -32,14 +36,20 @@ double ratio(double candidate, double base) {
 
 }  // namespace
 
-double OutputReport::rms_ratio() const { return ratio(rms_candidate, rms_base); }
-double OutputReport::worst_row_ratio() const { return ratio(worst_row_candidate, worst_row_base); }
+double OutputReport::rms_ratio() const {
+  return ratio(rms_candidate, rms_base);
+}
+double OutputReport::worst_row_ratio() const {
+  return ratio(worst_row_candidate, worst_row_base);
+}
 
-OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth, DType dtype) {
+OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth,
+                            DType dtype) {
   OutputReport r;
   DEW_REQUIRE(candidate.shape() == truth.value.shape(), "[gate] output is {} but the reference made {}",
               candidate.describe(), truth.value.describe());
-  std::vector<double> c = candidate.to_f64_vector(), b = base.to_f64_vector(), t = truth.value.to_f64_vector();
+  std::vector<double> c = candidate.to_f64_vector(), b = base.to_f64_vector(),
+                      t = truth.value.to_f64_vector();
   if (!is_floating(candidate.dtype())) {
     for (size_t i = 0; i < c.size(); ++i)
       if (c[i] != t[i] && r.integer_mismatch++ == 0)
@@ -68,8 +78,8 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
       eb = b[i] - t[i];
       double bound = (1 + u_out) * g2 * m[i] + u_out * std::fabs(t[i]) + eta;
       if (!(std::fabs(ec) <= bound) && r.outside_bound++ == 0)
-        r.first_violation = fmt::format("element {}: {} vs reference {} (error {:.3g} > bound {:.3g})", i, c[i],
-                                        t[i], std::fabs(ec), bound);
+        r.first_violation = fmt::format("element {}: {} vs reference {} (error {:.3g} > bound {:.3g})", i,
+                                        c[i], t[i], std::fabs(ec), bound);
     }
     sum_c += ec * ec;
     sum_b += eb * eb;
@@ -119,11 +129,16 @@ std::string Report::verdict() const {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto& o = outputs[i];
     std::string why;
-    if (o.unwritten) why = fmt::format("{} unwritten; {}", o.unwritten, o.first_violation);
-    else if (o.integer_mismatch) why = fmt::format("{} mismatches; {}", o.integer_mismatch, o.first_violation);
-    else if (o.outside_bound) why = fmt::format("{} outside bound; {}", o.outside_bound, o.first_violation);
-    else if (!(o.rms_ratio() <= 1.5)) why = fmt::format("RMS ratio {:.3g} > 1.5", o.rms_ratio());
-    else if (!(o.worst_row_ratio() <= 2.0)) why = fmt::format("worst-row ratio {:.3g} > 2", o.worst_row_ratio());
+    if (o.unwritten)
+      why = fmt::format("{} unwritten; {}", o.unwritten, o.first_violation);
+    else if (o.integer_mismatch)
+      why = fmt::format("{} mismatches; {}", o.integer_mismatch, o.first_violation);
+    else if (o.outside_bound)
+      why = fmt::format("{} outside bound; {}", o.outside_bound, o.first_violation);
+    else if (!(o.rms_ratio() <= 1.5))
+      why = fmt::format("RMS ratio {:.3g} > 1.5", o.rms_ratio());
+    else if (!(o.worst_row_ratio() <= 2.0))
+      why = fmt::format("worst-row ratio {:.3g} > 2", o.worst_row_ratio());
     if (!why.empty()) return fmt::format("FAIL output {}: {} (seed {})", i, why, seed);
   }
   return "pass";

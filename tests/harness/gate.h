@@ -19,8 +19,8 @@ struct OutputReport {
   double sum_sq_candidate = 0, sum_sq_base = 0;
   int64_t elements = 0;
   double worst_row_candidate = 0, worst_row_base = 0;
-  int64_t unwritten = 0;        // NaN where the truth is a number: never written
-  int64_t outside_bound = 0;    // elements beyond their certified roundoff bound
+  int64_t unwritten = 0;      // NaN where the truth is a number: never written
+  int64_t outside_bound = 0;  // elements beyond their certified roundoff bound
   int64_t integer_mismatch = 0;
   std::string first_violation;
   double rms_ratio() const;
@@ -37,7 +37,7 @@ struct Report {
   std::string op, implementation, case_name;
   DType dtype = DType::f32;
   uint64_t seed = 0;
-  bool ran = false;             // false: the implementation refused the case (not a failure)
+  bool ran = false;  // false: the implementation refused the case (not a failure)
   std::string refusal;
   std::vector<OutputReport> outputs;
   bool passed() const;
@@ -45,14 +45,15 @@ struct Report {
 };
 
 // Judges candidate vs base vs truth for one output; `dtype` is the call's compute dtype.
-OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth, DType dtype);
+OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth,
+                            DType dtype);
 
 // The seed for a run: DEW_GATE_SEED when set (to replay a failure), else fresh from the clock.
 uint64_t gate_seed();
 
 template <class Op>
-Report run_gate(const std::string& op_name, const std::string& impl_name, const ops::Case<typename Op::Args>& c,
-                DType dtype, uint64_t seed) {
+Report run_gate(const std::string& op_name, const std::string& impl_name,
+                const ops::Case<typename Op::Args>& c, DType dtype, uint64_t seed) {
   using Args = typename Op::Args;
   Report report{op_name, impl_name, c.name, dtype, seed};
   Args args = c.make(dtype, RandomKey{seed, 0x6a7e, 0});
@@ -81,7 +82,8 @@ Report run_gate(const std::string& op_name, const std::string& impl_name, const 
         *t = Tensor::from_values(t->to_f64_vector(), t->shape(), DType::f64);
     std::vector<ops::Truth> truth = Op::reference(args64);
     std::vector<OutputReport> outs;
-    for (size_t i = 0; i < cand.size(); ++i) outs.push_back(compare_output(cand[i], ref_arm[i], truth[i], dtype));
+    for (size_t i = 0; i < cand.size(); ++i)
+      outs.push_back(compare_output(cand[i], ref_arm[i], truth[i], dtype));
     return outs;
   };
   report.ran = true;

@@ -30,7 +30,8 @@ TEST(Gate, FailsAnElementBeyondItsCertifiedBound) {
   Fixture f;
   std::vector<double> off = f.truth;
   off[5] *= 1 + 1e-5;  // ~170 ulps in f32
-  OutputReport r = compare_output(Tensor::from_values(off, {4, 16}, DType::f32), f.rounded(), f.t, DType::f32);
+  OutputReport r =
+      compare_output(Tensor::from_values(off, {4, 16}, DType::f32), f.rounded(), f.t, DType::f32);
   EXPECT_EQ(r.outside_bound, 1);
   EXPECT_NE(r.first_violation.find("element 5"), std::string::npos) << r.first_violation;
 }
@@ -67,7 +68,8 @@ TEST(Gate, AnExactBaseDemandsAnExactCandidate) {
 }
 
 TEST(Gate, IntegerOutputsMatchExactly) {
-  Tensor t = Tensor::from_values({1, 2, 3}, {3}, DType::i64), c = Tensor::from_values({1, 2, 4}, {3}, DType::i64);
+  Tensor t = Tensor::from_values({1, 2, 3}, {3}, DType::i64),
+         c = Tensor::from_values({1, 2, 4}, {3}, DType::i64);
   ops::Truth truth{t, Tensor(), 0};
   EXPECT_EQ(compare_output(c, t, truth, DType::f32).integer_mismatch, 1);
   EXPECT_EQ(compare_output(t, t, truth, DType::f32).integer_mismatch, 0);

@@ -33,13 +33,13 @@ TEST_P(OpSuite, PassesTheFloat64Gate) {
   const GateParam& p = GetParam();
   Report r = p.op->check(p.impl, p.case_name, p.dtype, gate_seed());
   if (!r.ran) GTEST_SKIP() << r.verdict();
-  EXPECT_TRUE(r.passed()) << p.op->name << " " << p.impl << " " << dtype_name(p.dtype) << " " << p.case_name << ": "
-                          << r.verdict();
+  EXPECT_TRUE(r.passed()) << p.op->name << " " << p.impl << " " << dtype_name(p.dtype) << " " << p.case_name
+                          << ": " << r.verdict();
 }
 
 std::string param_name(const ::testing::TestParamInfo<GateParam>& info) {
-  std::string name = fmt::format("{}_{}_{}_{}", info.param.op->name, info.param.impl, dtype_name(info.param.dtype),
-                                 info.param.case_name);
+  std::string name = fmt::format("{}_{}_{}_{}", info.param.op->name, info.param.impl,
+                                 dtype_name(info.param.dtype), info.param.case_name);
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;
@@ -50,7 +50,8 @@ INSTANTIATE_TEST_SUITE_P(Gate, OpSuite, ::testing::ValuesIn(all_params()), param
 // Every op declares at least one case tagged ci and a portable implementation (the reference arm).
 TEST(Catalog, EveryOpHasCiCasesAndAPortableImplementation) {
   for (const auto& e : catalog()) {
-    bool has_ci = std::any_of(e.cases.begin(), e.cases.end(), [](const CaseInfo& c) { return c.has_tag("ci"); });
+    bool has_ci =
+        std::any_of(e.cases.begin(), e.cases.end(), [](const CaseInfo& c) { return c.has_tag("ci"); });
     bool has_portable = std::any_of(e.implementations.begin(), e.implementations.end(),
                                     [](const ImplInfo& i) { return i.name == "portable"; });
     EXPECT_TRUE(has_ci) << e.name;

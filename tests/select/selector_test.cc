@@ -16,7 +16,9 @@
 namespace dew {
 namespace {
 
-Tensor ones(const Shape& s, DType t) { return Tensor::full(s, 1.0, t); }
+Tensor ones(const Shape& s, DType t) {
+  return Tensor::full(s, 1.0, t);
+}
 
 using testing::error_of;
 
@@ -59,7 +61,9 @@ TEST_F(Selector, APinnedImplementationThatRefusesNamesTheRequirement) {
 TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
   set_impl_overrides("matmul:cpu.magic");
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
-  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.onednn, portable"), std::string::npos) << e;
+  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.onednn, portable"),
+            std::string::npos)
+      << e;
   EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);
 }
 

@@ -7,7 +7,9 @@
 namespace dew::ops {
 namespace {
 
-DType stat_dtype(DType q) { return q == DType::f64 ? DType::f64 : DType::f32; }
+DType stat_dtype(DType q) {
+  return q == DType::f64 ? DType::f64 : DType::f32;
+}
 
 std::vector<const Tensor*> with_options(std::vector<const Tensor*> v, const AttentionOptions& o) {
   for (const Tensor* t : {&o.q_segments, &o.k_segments, &o.sinks})
@@ -22,24 +24,29 @@ std::vector<Tensor*> with_options(std::vector<Tensor*> v, AttentionOptions& o) {
 }
 
 void validate(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
-  DEW_REQUIRE(is_floating(q.dtype()) && q.dim() == 4, "[{}] q is {}; expected a floating (B,T,H,D) tensor", op,
-              q.describe());
+  DEW_REQUIRE(is_floating(q.dtype()) && q.dim() == 4, "[{}] q is {}; expected a floating (B,T,H,D) tensor",
+              op, q.describe());
   DEW_REQUIRE(k.dim() == 4 && k.dtype() == q.dtype() && k.size(0) == q.size(0) && k.size(3) == q.size(3),
-              "[{}] k is {}; expected {}(B={},S,Hkv,D={})", op, k.describe(), dtype_name(q.dtype()), q.size(0), q.size(3));
-  DEW_REQUIRE(v.shape() == k.shape() && v.dtype() == k.dtype(), "[{}] v is {}; expected k's shape and dtype {}", op,
-              v.describe(), k.describe());
+              "[{}] k is {}; expected {}(B={},S,Hkv,D={})", op, k.describe(), dtype_name(q.dtype()),
+              q.size(0), q.size(3));
+  DEW_REQUIRE(v.shape() == k.shape() && v.dtype() == k.dtype(),
+              "[{}] v is {}; expected k's shape and dtype {}", op, v.describe(), k.describe());
   DEW_REQUIRE(k.size(2) > 0 && q.size(2) % k.size(2) == 0,
-              "[{}] q has {} heads and k has {}; expected the KV heads to divide the query heads", op, q.size(2),
-              k.size(2));
-  DEW_REQUIRE(o.window >= 0 && o.softcap >= 0 && o.scale >= 0 && std::isfinite(o.scale) && std::isfinite(o.softcap),
-              "[{}] window {}, softcap {}, scale {}; expected each >= 0 and finite", op, o.window, o.softcap, o.scale);
+              "[{}] q has {} heads and k has {}; expected the KV heads to divide the query heads", op,
+              q.size(2), k.size(2));
+  DEW_REQUIRE(
+      o.window >= 0 && o.softcap >= 0 && o.scale >= 0 && std::isfinite(o.scale) && std::isfinite(o.softcap),
+      "[{}] window {}, softcap {}, scale {}; expected each >= 0 and finite", op, o.window, o.softcap,
+      o.scale);
   DEW_REQUIRE(o.q_segments.defined() == o.k_segments.defined(),
               "[{}] only one of q_segments and k_segments is given; expected both or neither", op);
   if (o.q_segments.defined()) {
     DEW_REQUIRE(o.q_segments.dtype() == DType::i64 && o.q_segments.shape() == Shape({q.size(0), q.size(1)}),
-                "[{}] q_segments is {}; expected i64[{},{}]", op, o.q_segments.describe(), q.size(0), q.size(1));
+                "[{}] q_segments is {}; expected i64[{},{}]", op, o.q_segments.describe(), q.size(0),
+                q.size(1));
     DEW_REQUIRE(o.k_segments.dtype() == DType::i64 && o.k_segments.shape() == Shape({k.size(0), k.size(1)}),
-                "[{}] k_segments is {}; expected i64[{},{}]", op, o.k_segments.describe(), k.size(0), k.size(1));
+                "[{}] k_segments is {}; expected i64[{},{}]", op, o.k_segments.describe(), k.size(0),
+                k.size(1));
   }
   if (o.sinks.defined())
     DEW_REQUIRE(o.sinks.shape() == Shape({q.size(2)}) && o.sinks.dtype() == stat_dtype(q.dtype()),
@@ -60,8 +67,15 @@ std::string label(const Tensor& q, const AttentionOptions& o) {
 }  // namespace
 
 AttentionGeometry::AttentionGeometry(const Tensor& q, const Tensor& k, const AttentionOptions& o)
-    : B(q.size(0)), T(q.size(1)), S(k.size(1)), H(q.size(2)), Hkv(k.size(2)), D(q.size(3)), group(H / Hkv),
-      scale(o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(D))), cap(o.softcap) {}
+    : B(q.size(0)),
+      T(q.size(1)),
+      S(k.size(1)),
+      H(q.size(2)),
+      Hkv(k.size(2)),
+      D(q.size(3)),
+      group(H / Hkv),
+      scale(o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(D))),
+      cap(o.softcap) {}
 
 AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, int64_t b, const Tensor& q_seg,
                              const Tensor& k_seg) {
@@ -73,8 +87,12 @@ AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, in
   return m;
 }
 
-std::vector<const Tensor*> AttentionArgs::inputs() const { return with_options({&q, &k, &v}, options); }
-std::vector<Tensor*> AttentionArgs::mutable_inputs() { return with_options({&q, &k, &v}, options); }
+std::vector<const Tensor*> AttentionArgs::inputs() const {
+  return with_options({&q, &k, &v}, options);
+}
+std::vector<Tensor*> AttentionArgs::mutable_inputs() {
+  return with_options({&q, &k, &v}, options);
+}
 std::vector<const Tensor*> AttentionBackwardArgs::inputs() const {
   return with_options({&dout, &q, &k, &v, &out, &lse}, options);
 }
@@ -82,8 +100,12 @@ std::vector<Tensor*> AttentionBackwardArgs::mutable_inputs() {
   return with_options({&dout, &q, &k, &v, &out, &lse}, options);
 }
 
-std::string Attention::case_label(const Args& a) { return label(a.q, a.options); }
-std::string AttentionBackward::case_label(const Args& a) { return label(a.q, a.options); }
+std::string Attention::case_label(const Args& a) {
+  return label(a.q, a.options);
+}
+std::string AttentionBackward::case_label(const Args& a) {
+  return label(a.q, a.options);
+}
 
 std::vector<OutputSpec> Attention::infer(const Args& a) {
   require_same_device("attention", a.inputs());
@@ -101,9 +123,10 @@ std::vector<OutputSpec> AttentionBackward::infer(const Args& a) {
   validate("attention_backward", a.q, a.k, a.v, a.options);
   DEW_REQUIRE(a.dout.shape() == a.q.shape() && a.out.shape() == a.q.shape() && a.dout.dtype() == a.dtype() &&
                   a.out.dtype() == a.dtype(),
-              "[attention_backward] dout is {} and out is {}; expected q's shape and dtype {}", a.dout.describe(),
-              a.out.describe(), a.q.describe());
-  DEW_REQUIRE(a.lse.shape() == Shape({a.q.size(0), a.q.size(2), a.q.size(1)}) && a.lse.dtype() == stat_dtype(a.dtype()),
+              "[attention_backward] dout is {} and out is {}; expected q's shape and dtype {}",
+              a.dout.describe(), a.out.describe(), a.q.describe());
+  DEW_REQUIRE(a.lse.shape() == Shape({a.q.size(0), a.q.size(2), a.q.size(1)}) &&
+                  a.lse.dtype() == stat_dtype(a.dtype()),
               "[attention_backward] lse is {}; expected {}[{},{},{}] from attention", a.lse.describe(),
               dtype_name(stat_dtype(a.dtype())), a.q.size(0), a.q.size(2), a.q.size(1));
   std::vector<OutputSpec> out{{a.q.shape(), a.dtype()}, {a.k.shape(), a.dtype()}, {a.v.shape(), a.dtype()}};
@@ -142,9 +165,10 @@ struct AttentionCaseShape {
 };
 
 // Random q, k, v and the options of a case; segments are 3 documents per row at random cut points.
-AttentionArgs make_attention(const AttentionCaseShape& c, DType t, RandomKey k, AttentionOptions o, bool segments,
-                             bool sinks) {
-  AttentionArgs a{random_input({c.B, c.T, c.H, c.D}, t, k), random_input({c.B, c.S, c.Hkv, c.D}, t, {k.seed, k.stream + 1}),
+AttentionArgs make_attention(const AttentionCaseShape& c, DType t, RandomKey k, AttentionOptions o,
+                             bool segments, bool sinks) {
+  AttentionArgs a{random_input({c.B, c.T, c.H, c.D}, t, k),
+                  random_input({c.B, c.S, c.Hkv, c.D}, t, {k.seed, k.stream + 1}),
                   random_input({c.B, c.S, c.Hkv, c.D}, t, {k.seed, k.stream + 2}), o};
   if (segments) {
     a.options.q_segments = Tensor::empty({c.B, c.T}, DType::i64);
@@ -191,8 +215,9 @@ std::vector<NamedAttentionCase> attention_case_table() {
 std::vector<Case<AttentionArgs>> Attention::cases(std::string_view) {
   std::vector<Case<AttentionArgs>> out;
   for (const auto& c : attention_case_table()) {
-    std::vector<DType> dtypes = c.tags[0] == "bench" ? std::vector<DType>{DType::f32, DType::bf16}
-                                                     : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+    std::vector<DType> dtypes = c.tags[0] == "bench"
+                                    ? std::vector<DType>{DType::f32, DType::bf16}
+                                    : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
     out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
                      return make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
                    }});
@@ -203,13 +228,19 @@ std::vector<Case<AttentionArgs>> Attention::cases(std::string_view) {
 std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_view) {
   std::vector<Case<AttentionBackwardArgs>> out;
   for (const auto& c : attention_case_table()) {
-    std::vector<DType> dtypes = c.tags[0] == "bench" ? std::vector<DType>{DType::f32, DType::bf16}
-                                                     : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+    std::vector<DType> dtypes = c.tags[0] == "bench"
+                                    ? std::vector<DType>{DType::f32, DType::bf16}
+                                    : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
     out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
                      AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
                      std::vector<Tensor> fwd = run_op<Attention>(f);
-                     return AttentionBackwardArgs{random_input(f.q.shape(), t, {k.seed, k.stream + 4}), f.q, f.k, f.v,
-                                                  fwd[0], fwd[1], f.options};
+                     return AttentionBackwardArgs{random_input(f.q.shape(), t, {k.seed, k.stream + 4}),
+                                                  f.q,
+                                                  f.k,
+                                                  f.v,
+                                                  fwd[0],
+                                                  fwd[1],
+                                                  f.options};
                    }});
   }
   return out;
@@ -219,7 +250,8 @@ std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_vi
 
 namespace dew {
 
-AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                          const AttentionOptions& options) {
   auto outs = ops::run_op<ops::Attention>(ops::AttentionArgs{q, k, v, options});
   return {outs[0], outs[1]};
 }

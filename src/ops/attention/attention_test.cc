@@ -23,7 +23,8 @@ TEST(Attention, EqualScoresAverageTheVisibleValues) {
   auto lse = r.lse.to_f64_vector();
   for (int64_t t = 0; t < S; ++t) EXPECT_DOUBLE_EQ(lse[size_t(t)], std::log(double(t + 1)));
   o.window = 2;  // query t sees keys t-1 and t
-  EXPECT_EQ(attention(q, k, v, o).out.to_f64_vector(), (std::vector<double>{1, 10, 1.5, 15, 2.5, 25, 3.5, 35}));
+  EXPECT_EQ(attention(q, k, v, o).out.to_f64_vector(),
+            (std::vector<double>{1, 10, 1.5, 15, 2.5, 25, 3.5, 35}));
 }
 
 TEST(Attention, SegmentsKeepPackedDocumentsApart) {
@@ -41,7 +42,9 @@ TEST(Attention, RefusesMismatchedHeadsAndShapes) {
   EXPECT_NE(error_of([&] { attention(q, k, k); }).find("expected the KV heads to divide the query heads"),
             std::string::npos);
   Tensor k8 = Tensor::zeros({1, 4, 1, 4}, DType::f32);
-  EXPECT_NE(error_of([&] { attention(q, k8, k8); }).find("[attention] k is f32[1,4,1,4] (cpu); expected f32(B=1,S,Hkv,D=8)"),
+  EXPECT_NE(error_of([&] {
+              attention(q, k8, k8);
+            }).find("[attention] k is f32[1,4,1,4] (cpu); expected f32(B=1,S,Hkv,D=8)"),
             std::string::npos);
   AttentionOptions o;
   o.q_segments = Tensor::zeros({1, 4}, DType::i64);

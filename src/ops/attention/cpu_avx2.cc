@@ -9,8 +9,10 @@ void add_attention_avx2(select::Registry<AttentionArgs>& r) {
          {select::on_cpu<AttentionArgs>(), select::cpu_has_avx2<AttentionArgs>(),
           select::dtype_in<AttentionArgs>({DType::f32, DType::bf16})},
          [](const AttentionArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32) avx2::attention_forward<8, true, float>(a, outs);
-           else avx2::attention_forward<8, true, bf16>(a, outs);
+           if (a.dtype() == DType::f32)
+             avx2::attention_forward<8, true, float>(a, outs);
+           else
+             avx2::attention_forward<8, true, bf16>(a, outs);
          }});
 }
 
@@ -19,8 +21,10 @@ void add_attention_backward_avx2(select::Registry<AttentionBackwardArgs>& r) {
          {select::on_cpu<AttentionBackwardArgs>(), select::cpu_has_avx2<AttentionBackwardArgs>(),
           select::dtype_in<AttentionBackwardArgs>({DType::f32, DType::bf16})},
          [](const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32) avx2::attention_backward<8, true, float>(a, outs);
-           else avx2::attention_backward<8, true, bf16>(a, outs);
+           if (a.dtype() == DType::f32)
+             avx2::attention_backward<8, true, float>(a, outs);
+           else
+             avx2::attention_backward<8, true, bf16>(a, outs);
          }});
 }
 

@@ -18,8 +18,10 @@ inline constexpr int64_t kQueryTile = 16, kKeyTile = 64;
 
 template <bool FastExp, class Acc>
 inline Acc exp_acc(Acc x) {
-  if constexpr (FastExp) return exp_f32(x);
-  else return std::exp(x);
+  if constexpr (FastExp)
+    return exp_f32(x);
+  else
+    return std::exp(x);
 }
 
 template <int L, class Acc>
@@ -64,7 +66,8 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
   Acc* lse = outs[1].data<Acc>();
   const int64_t tiles = (T_ + kQueryTile - 1) / kQueryTile;
   parallel_for(B * H * tiles, 1, [&](int64_t w0, int64_t w1) {
-    std::vector<Acc> s(size_t(kQueryTile * kKeyTile)), acc(size_t(kQueryTile * D)), m(kQueryTile), l(kQueryTile);
+    std::vector<Acc> s(size_t(kQueryTile * kKeyTile)), acc(size_t(kQueryTile * D)), m(kQueryTile),
+        l(kQueryTile);
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / (H * tiles), h = (w / tiles) % H, t0 = (w % tiles) * kQueryTile;
       const int64_t t1 = std::min(T_, t0 + kQueryTile), hk = h / group;
@@ -81,7 +84,8 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
           Acc tile_max = -std::numeric_limits<Acc>::infinity();
           for (int64_t j = j0; j < j1; ++j) {
             Acc sc = -std::numeric_limits<Acc>::infinity();
-            if (mask.visible(t, j)) sc = capped(scale * dot<L>(qt, k.data() + ((b * S + j) * Hkv + hk) * D, D), cap);
+            if (mask.visible(t, j))
+              sc = capped(scale * dot<L>(qt, k.data() + ((b * S + j) * Hkv + hk) * D, D), cap);
             st[j - j0] = sc;
             tile_max = std::max(tile_max, sc);
           }
@@ -130,7 +134,8 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
   const int64_t B = g.B, T_ = g.T, H = g.H, D = g.D, S = g.S, Hkv = g.Hkv, group = g.group;
   const Acc scale = Acc(g.scale), cap = Acc(g.cap);
   std::vector<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v),
-                   dout = widened<Acc, T>(a.dout), out = widened<Acc, T>(a.out), lse = widened<Acc, Acc>(a.lse);
+                   dout = widened<Acc, T>(a.dout), out = widened<Acc, T>(a.out),
+                   lse = widened<Acc, Acc>(a.lse);
   std::vector<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : std::vector<Acc>();
   std::vector<Acc> dq(q.size(), Acc(0)), dk(k.size(), Acc(0)), dv(v.size(), Acc(0));
   std::vector<Acc> dsink_parts(size_t(B * H), Acc(0));  // summed over b in order below
@@ -146,7 +151,8 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
           const Acc* dot_ = dout.data() + ((b * T_ + t) * H + h) * D;
           const Acc Dt = dot<L>(dot_, out.data() + ((b * T_ + t) * H + h) * D, D);  // sum_d dout * out
           Acc* dqt = dq.data() + ((b * T_ + t) * H + h) * D;
-          if (!sinks.empty()) dsink_parts[size_t(b * H + h)] -= exp_acc<FastExp>(sinks[size_t(h)] - lse_t) * Dt;
+          if (!sinks.empty())
+            dsink_parts[size_t(b * H + h)] -= exp_acc<FastExp>(sinks[size_t(h)] - lse_t) * Dt;
           auto [j_lo, j_hi] = mask.key_range(t);
           for (int64_t j = j_lo; j < j_hi; ++j) {
             if (!mask.visible(t, j)) continue;

@@ -5,15 +5,20 @@
 namespace dew::ops {
 
 void add_attention_portable(select::Registry<AttentionArgs>& r) {
-  r.add({"portable", {select::on_cpu<AttentionArgs>()}, [](const AttentionArgs& a, std::vector<Tensor>& outs) {
-           visit_floating(a.dtype(), [&](auto zero) { portable::attention_forward<1, false, decltype(zero)>(a, outs); });
-         }});
+  r.add(
+      {"portable", {select::on_cpu<AttentionArgs>()}, [](const AttentionArgs& a, std::vector<Tensor>& outs) {
+         visit_floating(a.dtype(),
+                        [&](auto zero) { portable::attention_forward<1, false, decltype(zero)>(a, outs); });
+       }});
 }
 
 void add_attention_backward_portable(select::Registry<AttentionBackwardArgs>& r) {
-  r.add({"portable", {select::on_cpu<AttentionBackwardArgs>()},
+  r.add({"portable",
+         {select::on_cpu<AttentionBackwardArgs>()},
          [](const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
-           visit_floating(a.dtype(), [&](auto zero) { portable::attention_backward<1, false, decltype(zero)>(a, outs); });
+           visit_floating(a.dtype(), [&](auto zero) {
+             portable::attention_backward<1, false, decltype(zero)>(a, outs);
+           });
          }});
 }
 

@@ -11,8 +11,9 @@ namespace dew::ops {
 namespace {
 
 // One query row: scores (NaN where masked) and their magnitudes a_j.
-void score_row(const AttentionGeometry& g, const AttentionMask& mask, const std::vector<double>& q, const std::vector<double>& k,
-               int64_t b, int64_t t, int64_t h, std::vector<double>& s, std::vector<double>& a) {
+void score_row(const AttentionGeometry& g, const AttentionMask& mask, const std::vector<double>& q,
+               const std::vector<double>& k, int64_t b, int64_t t, int64_t h, std::vector<double>& s,
+               std::vector<double>& a) {
   s.assign(size_t(g.S), std::nan(""));
   a.assign(size_t(g.S), 0.0);
   for (int64_t j = 0; j < g.S; ++j) {  // keys
@@ -36,7 +37,8 @@ std::vector<Truth> Attention::reference(const Args& args) {
   AttentionGeometry g(args.q, args.k, o);
   auto q = args.q.to_f64_vector(), k = args.k.to_f64_vector(), v = args.v.to_f64_vector();
   auto sinks = o.sinks.defined() ? o.sinks.to_f64_vector() : std::vector<double>();
-  std::vector<double> out(q.size(), 0.0), mout(q.size(), 0.0), lse(size_t(g.B * g.H * g.T)), mlse(lse.size(), 0.0);
+  std::vector<double> out(q.size(), 0.0), mout(q.size(), 0.0), lse(size_t(g.B * g.H * g.T)),
+      mlse(lse.size(), 0.0);
   std::vector<double> s, a;
   for (int64_t b = 0; b < g.B; ++b)
     for (int64_t h = 0; h < g.H; ++h)
@@ -53,13 +55,15 @@ std::vector<Truth> Attention::reference(const Args& args) {
         }
         double sum = sinks.empty() ? 0.0 : std::exp(sinks[size_t(h)] - mx), spread = 0;
         for (int64_t j = 0; j < g.S; ++j)
-          if (!std::isnan(s[size_t(j)])) sum += std::exp(s[size_t(j)] - mx), spread = std::max(spread, mx - s[size_t(j)] + a[size_t(j)]);
+          if (!std::isnan(s[size_t(j)]))
+            sum += std::exp(s[size_t(j)] - mx), spread = std::max(spread, mx - s[size_t(j)] + a[size_t(j)]);
         double l = mx + std::log(sum);
         lse[li] = l;
         mlse[li] = std::fabs(l) + std::fabs(mx) + 1 + spread;
         for (int64_t j = 0; j < g.S; ++j) {
           if (std::isnan(s[size_t(j)])) continue;
-          double p = std::exp(s[size_t(j)] - l), rel = 1 + a[size_t(j)] + std::fabs(s[size_t(j)] - l) + mlse[li];
+          double p = std::exp(s[size_t(j)] - l),
+                 rel = 1 + a[size_t(j)] + std::fabs(s[size_t(j)] - l) + mlse[li];
           for (int64_t d = 0; d < g.D; ++d) {
             double vd = v[g.k_at(b, j, h / g.group) + size_t(d)];
             out[g.q_at(b, t, h) + size_t(d)] += p * vd;
@@ -68,8 +72,8 @@ std::vector<Truth> Attention::reference(const Args& args) {
         }
       }
   Shape lse_shape{g.B, g.H, g.T};
-  return {{Tensor::from_values(out, args.q.shape(), DType::f64), Tensor::from_values(mout, args.q.shape(), DType::f64),
-           g.D + g.S + 8},
+  return {{Tensor::from_values(out, args.q.shape(), DType::f64),
+           Tensor::from_values(mout, args.q.shape(), DType::f64), g.D + g.S + 8},
           {Tensor::from_values(lse, lse_shape, DType::f64), Tensor::from_values(mlse, lse_shape, DType::f64),
            g.D + g.S + 4}};
 }
@@ -92,21 +96,28 @@ std::vector<Truth> AttentionBackward::reference(const Args& args) {
         score_row(g, mask, q, k, b, t, h, s, a);
         const size_t qi = g.q_at(b, t, h);
         double Dt = 0, mDt = 0;
-        for (int64_t d = 0; d < g.D; ++d) Dt += dout[qi + size_t(d)] * out[qi + size_t(d)], mDt += std::fabs(dout[qi + size_t(d)] * out[qi + size_t(d)]);
+        for (int64_t d = 0; d < g.D; ++d)
+          Dt += dout[qi + size_t(d)] * out[qi + size_t(d)],
+              mDt += std::fabs(dout[qi + size_t(d)] * out[qi + size_t(d)]);
         if (!sinks.empty()) {
           double ps = std::exp(sinks[size_t(h)] - l);
           dsink[size_t(h)] -= ps * Dt;
-          mdsink[size_t(h)] += ps * ((1 + std::fabs(sinks[size_t(h)] - l) + std::fabs(l)) * std::fabs(Dt) + mDt);
+          mdsink[size_t(h)] +=
+              ps * ((1 + std::fabs(sinks[size_t(h)] - l) + std::fabs(l)) * std::fabs(Dt) + mDt);
         }
         for (int64_t j = 0; j < g.S; ++j) {  // keys
           if (std::isnan(s[size_t(j)])) continue;
           const size_t ki = g.k_at(b, j, h / g.group);
-          double p = std::exp(s[size_t(j)] - l), ep = p * (1 + a[size_t(j)] + std::fabs(s[size_t(j)] - l) + std::fabs(l));
+          double p = std::exp(s[size_t(j)] - l),
+                 ep = p * (1 + a[size_t(j)] + std::fabs(s[size_t(j)] - l) + std::fabs(l));
           double dp = 0, mdp = 0;
-          for (int64_t d = 0; d < g.D; ++d) dp += dout[qi + size_t(d)] * v[ki + size_t(d)], mdp += std::fabs(dout[qi + size_t(d)] * v[ki + size_t(d)]);
+          for (int64_t d = 0; d < g.D; ++d)
+            dp += dout[qi + size_t(d)] * v[ki + size_t(d)],
+                mdp += std::fabs(dout[qi + size_t(d)] * v[ki + size_t(d)]);
           double th = g.cap > 0 ? s[size_t(j)] / g.cap : 0, dcap = 1 - th * th;
           double ds = g.scale * p * (dp - Dt) * dcap;
-          double mds = g.scale * (ep * std::fabs(dp - Dt) + p * (mdp + mDt)) * (1 + 2 * std::fabs(th)) + std::fabs(ds);
+          double mds =
+              g.scale * (ep * std::fabs(dp - Dt) + p * (mdp + mDt)) * (1 + 2 * std::fabs(th)) + std::fabs(ds);
           for (int64_t d = 0; d < g.D; ++d) {
             dq[qi + size_t(d)] += ds * k[ki + size_t(d)];
             mdq[qi + size_t(d)] += mds * std::fabs(k[ki + size_t(d)]);
@@ -118,12 +129,15 @@ std::vector<Truth> AttentionBackward::reference(const Args& args) {
         }
       }
   const int64_t steps = 2 * g.D + g.S + g.T * g.group + 12;
-  std::vector<Truth> r{{Tensor::from_values(dq, args.q.shape(), DType::f64), Tensor::from_values(mdq, args.q.shape(), DType::f64), steps},
-                       {Tensor::from_values(dk, args.k.shape(), DType::f64), Tensor::from_values(mdk, args.k.shape(), DType::f64), steps},
-                       {Tensor::from_values(dv, args.v.shape(), DType::f64), Tensor::from_values(mdv, args.v.shape(), DType::f64), steps}};
+  std::vector<Truth> r{{Tensor::from_values(dq, args.q.shape(), DType::f64),
+                        Tensor::from_values(mdq, args.q.shape(), DType::f64), steps},
+                       {Tensor::from_values(dk, args.k.shape(), DType::f64),
+                        Tensor::from_values(mdk, args.k.shape(), DType::f64), steps},
+                       {Tensor::from_values(dv, args.v.shape(), DType::f64),
+                        Tensor::from_values(mdv, args.v.shape(), DType::f64), steps}};
   if (!sinks.empty())
-    r.push_back({Tensor::from_values(dsink, {g.H}, DType::f64), Tensor::from_values(mdsink, {g.H}, DType::f64),
-                 g.B * g.T + g.D + 8});
+    r.push_back({Tensor::from_values(dsink, {g.H}, DType::f64),
+                 Tensor::from_values(mdsink, {g.H}, DType::f64), g.B * g.T + g.D + 8});
   return r;
 }
 

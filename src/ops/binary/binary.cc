@@ -11,24 +11,37 @@
 namespace dew::ops {
 namespace {
 
-constexpr std::array<std::string_view, 13> kNames{"add",     "sub",     "mul", "div", "pow", "maximum", "minimum",
-                                                  "eq",      "ne",      "lt",  "le",  "gt",  "ge"};
+constexpr std::array<std::string_view, 13> kNames{"add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                                  "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
 
 template <BinaryFn F, class T>
 T binary_apply(T a, T b) {
-  if constexpr (F == BinaryFn::add) return a + b;
-  else if constexpr (F == BinaryFn::sub) return a - b;
-  else if constexpr (F == BinaryFn::mul) return a * b;
-  else if constexpr (F == BinaryFn::div) return a / b;
-  else if constexpr (F == BinaryFn::pow) return std::pow(a, b);
-  else if constexpr (F == BinaryFn::maximum) return (a != a || a > b) ? a : b;  // NaN propagates, as in PyTorch
-  else if constexpr (F == BinaryFn::minimum) return (a != a || a < b) ? a : b;
-  else if constexpr (F == BinaryFn::eq) return a == b;
-  else if constexpr (F == BinaryFn::ne) return a != b;
-  else if constexpr (F == BinaryFn::lt) return a < b;
-  else if constexpr (F == BinaryFn::le) return a <= b;
-  else if constexpr (F == BinaryFn::gt) return a > b;
-  else return a >= b;
+  if constexpr (F == BinaryFn::add)
+    return a + b;
+  else if constexpr (F == BinaryFn::sub)
+    return a - b;
+  else if constexpr (F == BinaryFn::mul)
+    return a * b;
+  else if constexpr (F == BinaryFn::div)
+    return a / b;
+  else if constexpr (F == BinaryFn::pow)
+    return std::pow(a, b);
+  else if constexpr (F == BinaryFn::maximum)
+    return (a != a || a > b) ? a : b;  // NaN propagates, as in PyTorch
+  else if constexpr (F == BinaryFn::minimum)
+    return (a != a || a < b) ? a : b;
+  else if constexpr (F == BinaryFn::eq)
+    return a == b;
+  else if constexpr (F == BinaryFn::ne)
+    return a != b;
+  else if constexpr (F == BinaryFn::lt)
+    return a < b;
+  else if constexpr (F == BinaryFn::le)
+    return a <= b;
+  else if constexpr (F == BinaryFn::gt)
+    return a > b;
+  else
+    return a >= b;
 }
 
 // Calls body(std::integral_constant<BinaryFn, f>{}), so loops compile without a switch inside.
@@ -36,10 +49,12 @@ template <class Body>
 void with_binary_fn(BinaryFn f, Body&& body) {
   switch (f) {
 #define DEW_BINARY_CASE(name) \
-  case BinaryFn::name: return body(std::integral_constant<BinaryFn, BinaryFn::name>{});
-    DEW_BINARY_CASE(add) DEW_BINARY_CASE(sub) DEW_BINARY_CASE(mul) DEW_BINARY_CASE(div) DEW_BINARY_CASE(pow)
-    DEW_BINARY_CASE(maximum) DEW_BINARY_CASE(minimum) DEW_BINARY_CASE(eq) DEW_BINARY_CASE(ne) DEW_BINARY_CASE(lt)
-    DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt) DEW_BINARY_CASE(ge)
+  case BinaryFn::name:        \
+    return body(std::integral_constant<BinaryFn, BinaryFn::name>{});
+    DEW_BINARY_CASE(add)
+    DEW_BINARY_CASE(sub) DEW_BINARY_CASE(mul) DEW_BINARY_CASE(div) DEW_BINARY_CASE(pow)
+        DEW_BINARY_CASE(maximum) DEW_BINARY_CASE(minimum) DEW_BINARY_CASE(eq) DEW_BINARY_CASE(ne)
+            DEW_BINARY_CASE(lt) DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt) DEW_BINARY_CASE(ge)
 #undef DEW_BINARY_CASE
   }
 }
@@ -53,8 +68,9 @@ T binary_value(BinaryFn f, T a, T b) {
 
 template <class T>
 void binary_portable(const BinaryArgs& args, Tensor& out) {
-  using Acc = std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
-                                 AccumulatorOf<T>, double>;
+  using Acc =
+      std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
+                         AccumulatorOf<T>, double>;
   with_binary_fn(args.fn, [&](auto fn) {
     constexpr BinaryFn F = decltype(fn)::value;
     using Out = std::conditional_t<(F >= BinaryFn::eq), bool, T>;
@@ -64,8 +80,10 @@ void binary_portable(const BinaryArgs& args, Tensor& out) {
       const T* b = static_cast<const T*>(v.in[1]);
       Out* yo = y + o;
       auto put = [&](int64_t i, Acc r) {
-        if constexpr (std::is_same_v<Out, bool>) yo[i] = r != Acc(0);
-        else yo[i] = narrow<T>(r);
+        if constexpr (std::is_same_v<Out, bool>)
+          yo[i] = r != Acc(0);
+        else
+          yo[i] = narrow<T>(r);
       };
       if (v.stride[0] == 1 && v.stride[1] == 1)  // contiguous rows: plain loops the compiler vectorizes
         for (int64_t i = 0; i < v.length; ++i) put(i, binary_apply<F>(widen<Acc>(a[i]), widen<Acc>(b[i])));
@@ -80,7 +98,9 @@ void binary_portable(const BinaryArgs& args, Tensor& out) {
 
 }  // namespace
 
-std::string_view binary_name(BinaryFn f) { return kNames[size_t(f)]; }
+std::string_view binary_name(BinaryFn f) {
+  return kNames[size_t(f)];
+}
 
 BinaryFn binary_from_name(std::string_view name) {
   for (size_t i = 0; i < kNames.size(); ++i)
@@ -98,8 +118,8 @@ std::vector<OutputSpec> Binary::infer(const Args& a) {
   DEW_REQUIRE(a.a.dtype() == a.b.dtype(), "[{}] a is {} and b is {}; expected one dtype (cast one first)", op,
               a.a.describe(), a.b.describe());
   if (!is_comparison(a.fn))
-    DEW_REQUIRE(is_floating(a.dtype()) || a.fn == BinaryFn::add || a.fn == BinaryFn::sub || a.fn == BinaryFn::mul ||
-                    a.fn == BinaryFn::maximum || a.fn == BinaryFn::minimum,
+    DEW_REQUIRE(is_floating(a.dtype()) || a.fn == BinaryFn::add || a.fn == BinaryFn::sub ||
+                    a.fn == BinaryFn::mul || a.fn == BinaryFn::maximum || a.fn == BinaryFn::minimum,
                 "[{}] a is {}; expected a floating dtype", op, a.a.describe());
   return {{broadcast_shapes(a.a.shape(), a.b.shape(), op), is_comparison(a.fn) ? DType::boolean : a.dtype()}};
 }
@@ -112,9 +132,12 @@ std::vector<Truth> Binary::reference(const Args& args) {
     y[i] = binary_value<double>(args.fn, av[i], bv[i]);
     // One rounding of the exact result, but for add/sub the scale is |a|+|b| (cancellation) and for
     // pow = exp(b log a) the error of log a is amplified by |b log a|.
-    if (args.fn == BinaryFn::add || args.fn == BinaryFn::sub) m[i] = std::fabs(av[i]) + std::fabs(bv[i]);
-    else if (args.fn == BinaryFn::pow) m[i] = std::fabs(y[i]) * (1 + std::fabs(bv[i] * std::log(av[i])));
-    else m[i] = std::fabs(y[i]);
+    if (args.fn == BinaryFn::add || args.fn == BinaryFn::sub)
+      m[i] = std::fabs(av[i]) + std::fabs(bv[i]);
+    else if (args.fn == BinaryFn::pow)
+      m[i] = std::fabs(y[i]) * (1 + std::fabs(bv[i] * std::log(av[i])));
+    else
+      m[i] = std::fabs(y[i]);
   }
   if (is_comparison(args.fn)) return {{Tensor::from_values(y, shape, DType::boolean), Tensor(), 0}};
   return {{Tensor::from_values(y, shape, DType::f64), Tensor::from_values(m, shape, DType::f64),
@@ -159,18 +182,44 @@ Tensor binary(ops::BinaryFn fn, const Tensor& a, const Tensor& b) {
 }
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::add, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::sub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::pow, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::minimum, a, b); }
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::eq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::ne, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::lt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::le, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::gt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary(ops::BinaryFn::ge, a, b); }
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::add, a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::sub, a, b);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::mul, a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::div, a, b);
+}
+Tensor pow(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::pow, a, b);
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::maximum, a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::minimum, a, b);
+}
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::eq, a, b);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::ne, a, b);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::lt, a, b);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::le, a, b);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::gt, a, b);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return binary(ops::BinaryFn::ge, a, b);
+}
 
 }  // namespace dew

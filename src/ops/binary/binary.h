@@ -10,7 +10,9 @@ enum class BinaryFn : uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, n
 
 std::string_view binary_name(BinaryFn f);
 BinaryFn binary_from_name(std::string_view name);
-inline bool is_comparison(BinaryFn f) { return f >= BinaryFn::eq; }
+inline bool is_comparison(BinaryFn f) {
+  return f >= BinaryFn::eq;
+}
 
 struct BinaryArgs {
   Tensor a, b;

@@ -55,7 +55,9 @@ std::string Cast::case_label(const Args& a) {
   return fmt::format("{}->{}", dtype_name(a.x.dtype()), dtype_name(a.to));
 }
 
-std::vector<OutputSpec> Cast::infer(const Args& a) { return {{a.x.shape(), a.to}}; }
+std::vector<OutputSpec> Cast::infer(const Args& a) {
+  return {{a.x.shape(), a.to}};
+}
 
 std::vector<Truth> Cast::reference(const Args& args) {
   // The truth is the input itself (or its truncation for integer targets); the only error allowed
@@ -73,8 +75,9 @@ std::vector<Truth> Cast::reference(const Args& args) {
 const select::Registry<CastArgs>& Cast::registry() {
   static const select::Registry<CastArgs> r = [] {
     select::Registry<CastArgs> reg;
-    reg.add({"portable", {select::on_cpu<CastArgs>()},
-             [](const CastArgs& a, std::vector<Tensor>& outs) { cast_portable(a, outs[0]); }});
+    reg.add({"portable", {select::on_cpu<CastArgs>()}, [](const CastArgs& a, std::vector<Tensor>& outs) {
+               cast_portable(a, outs[0]);
+             }});
     return reg;
   }();
   return r;
@@ -108,5 +111,7 @@ void cast_into(const Tensor& x, Tensor& out) {
 }  // namespace dew::ops
 
 namespace dew {
-Tensor cast(const Tensor& x, DType dtype) { return ops::run_op<ops::Cast>(ops::CastArgs{x, dtype})[0]; }
+Tensor cast(const Tensor& x, DType dtype) {
+  return ops::run_op<ops::Cast>(ops::CastArgs{x, dtype})[0];
+}
 }  // namespace dew

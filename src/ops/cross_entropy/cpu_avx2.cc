@@ -9,8 +9,10 @@ void add_cross_entropy_avx2(select::Registry<CrossEntropyArgs>& r) {
          {select::on_cpu<CrossEntropyArgs>(), select::cpu_has_avx2<CrossEntropyArgs>(),
           select::dtype_in<CrossEntropyArgs>({DType::f32, DType::bf16})},
          [](const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32) avx2::cross_entropy_rows<8, true, float>(a, outs);
-           else avx2::cross_entropy_rows<8, true, bf16>(a, outs);
+           if (a.dtype() == DType::f32)
+             avx2::cross_entropy_rows<8, true, float>(a, outs);
+           else
+             avx2::cross_entropy_rows<8, true, bf16>(a, outs);
          }});
 }
 

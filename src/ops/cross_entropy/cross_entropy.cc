@@ -7,7 +7,9 @@
 namespace dew::ops {
 namespace {
 
-DType result_dtype(DType logits) { return logits == DType::f64 ? DType::f64 : DType::f32; }
+DType result_dtype(DType logits) {
+  return logits == DType::f64 ? DType::f64 : DType::f32;
+}
 
 }  // namespace
 
@@ -23,7 +25,8 @@ std::vector<Tensor*> CrossEntropyArgs::mutable_inputs() {
 std::vector<OutputSpec> CrossEntropy::infer(const Args& a) {
   require_same_device("cross_entropy", a.inputs());
   DEW_REQUIRE(is_floating(a.dtype()) && a.logits.dim() >= 1 && a.logits.size(-1) > 0,
-              "[cross_entropy] logits is {}; expected a floating tensor (..., V) with V > 0", a.logits.describe());
+              "[cross_entropy] logits is {}; expected a floating tensor (..., V) with V > 0",
+              a.logits.describe());
   Shape rows(a.logits.shape().begin(), a.logits.shape().end() - 1);
   DEW_REQUIRE(a.targets.dtype() == DType::i64 && a.targets.shape() == rows,
               "[cross_entropy] targets is {}; expected i64{} (logits' shape without V)", a.targets.describe(),
@@ -32,14 +35,14 @@ std::vector<OutputSpec> CrossEntropy::infer(const Args& a) {
     DEW_REQUIRE(a.weights.shape() == rows && a.weights.dtype() == result_dtype(a.dtype()),
                 "[cross_entropy] weights is {}; expected {}{}", a.weights.describe(),
                 dtype_name(result_dtype(a.dtype())), shape_str(rows));
-  DEW_REQUIRE(a.z_loss >= 0 && std::isfinite(a.z_loss), "[cross_entropy] z_loss is {}; expected a finite value >= 0",
-              a.z_loss);
+  DEW_REQUIRE(a.z_loss >= 0 && std::isfinite(a.z_loss),
+              "[cross_entropy] z_loss is {}; expected a finite value >= 0", a.z_loss);
   const int64_t V = a.logits.size(-1);
   std::vector<double> t = a.targets.to_f64_vector();
   for (size_t i = 0; i < t.size(); ++i)
     DEW_REQUIRE(int64_t(t[i]) == a.ignore_index || (t[i] >= 0 && int64_t(t[i]) < V),
-                "[cross_entropy] targets[{}] is {}; expected a class in [0, {}) or ignore_index {}", i, int64_t(t[i]), V,
-                a.ignore_index);
+                "[cross_entropy] targets[{}] is {}; expected a class in [0, {}) or ignore_index {}", i,
+                int64_t(t[i]), V, a.ignore_index);
   DType r = result_dtype(a.dtype());
   return {{{}, r}, {a.logits.shape(), a.dtype()}, {rows, r}};
 }
@@ -49,7 +52,8 @@ std::vector<Truth> CrossEntropy::reference(const Args& a) {
   // max - x) and the sum; the gradient's p_ij is relative to itself, widened by its exp argument.
   const int64_t V = a.logits.size(-1), N = a.logits.numel() / V;
   std::vector<double> x = a.logits.to_f64_vector(), t = a.targets.to_f64_vector();
-  std::vector<double> w = a.weights.defined() ? a.weights.to_f64_vector() : std::vector<double>(size_t(N), 1.0);
+  std::vector<double> w =
+      a.weights.defined() ? a.weights.to_f64_vector() : std::vector<double>(size_t(N), 1.0);
   std::vector<double> lse(static_cast<size_t>(N)), mlse(static_cast<size_t>(N)), dx(x.size()), mdx(x.size());
   double W = 0;
   for (int64_t i = 0; i < N; ++i)
@@ -67,21 +71,24 @@ std::vector<Truth> CrossEntropy::reference(const Args& a) {
     double scale = counted && W > 0 ? w[size_t(r)] / W : 0;
     if (counted) {
       loss += scale * (l - xr[int64_t(t[size_t(r)])] + a.z_loss * l * l);
-      mloss += std::fabs(scale) * (mlse[size_t(r)] * (1 + 2 * a.z_loss * std::fabs(l)) + std::fabs(xr[int64_t(t[size_t(r)])]));
+      mloss += std::fabs(scale) *
+               (mlse[size_t(r)] * (1 + 2 * a.z_loss * std::fabs(l)) + std::fabs(xr[int64_t(t[size_t(r)])]));
     }
     double p_scale = scale * (1 + 2 * a.z_loss * l);
     for (int64_t i = 0; i < V; ++i) {  // vocabulary
       double p = std::exp(xr[i] - l);
       bool target = counted && i == int64_t(t[size_t(r)]);
       dx[size_t(r * V + i)] = p_scale * p - (target ? scale : 0.0);
-      mdx[size_t(r * V + i)] = std::fabs(p_scale) * p * (1 + std::fabs(xr[i]) + mlse[size_t(r)]) + (target ? std::fabs(scale) : 0.0);
+      mdx[size_t(r * V + i)] = std::fabs(p_scale) * p * (1 + std::fabs(xr[i]) + mlse[size_t(r)]) +
+                               (target ? std::fabs(scale) : 0.0);
     }
   }
   Shape rows(a.logits.shape().begin(), a.logits.shape().end() - 1);
-  return {{Tensor::from_values({loss}, {}, DType::f64), Tensor::from_values({mloss}, {}, DType::f64), N + V + 8},
-          {Tensor::from_values(dx, a.logits.shape(), DType::f64), Tensor::from_values(mdx, a.logits.shape(), DType::f64),
-           V + 8},
-          {Tensor::from_values(lse, rows, DType::f64), Tensor::from_values(mlse, rows, DType::f64), V + 4}};
+  return {
+      {Tensor::from_values({loss}, {}, DType::f64), Tensor::from_values({mloss}, {}, DType::f64), N + V + 8},
+      {Tensor::from_values(dx, a.logits.shape(), DType::f64),
+       Tensor::from_values(mdx, a.logits.shape(), DType::f64), V + 8},
+      {Tensor::from_values(lse, rows, DType::f64), Tensor::from_values(mlse, rows, DType::f64), V + 4}};
 }
 
 const select::Registry<CrossEntropyArgs>& CrossEntropy::registry() {
@@ -122,7 +129,8 @@ std::vector<Case<CrossEntropyArgs>> CrossEntropy::cases(std::string_view) {
 
 namespace dew {
 CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o) {
-  auto outs = ops::run_op<ops::CrossEntropy>(ops::CrossEntropyArgs{logits, targets, o.weights, o.ignore_index, o.z_loss});
+  auto outs = ops::run_op<ops::CrossEntropy>(
+      ops::CrossEntropyArgs{logits, targets, o.weights, o.ignore_index, o.z_loss});
   return {outs[0], outs[1], outs[2]};
 }
 }  // namespace dew

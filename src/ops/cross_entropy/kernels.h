@@ -14,8 +14,10 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 template <bool FastExp, class Acc>
 inline Acc exp_of(Acc x) {
-  if constexpr (FastExp) return exp_f32(x);
-  else return std::exp(x);
+  if constexpr (FastExp)
+    return exp_f32(x);
+  else
+    return std::exp(x);
 }
 
 // lse of one row: max over L lanes, then sum of exp(x - max) over L lanes.
@@ -68,7 +70,9 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       lse_out[r] = R(lse);
       const bool counted = t[r] != a.ignore_index;
       const Acc scale = counted ? (w ? Acc(w[r]) : Acc(1)) * inv_w : Acc(0);
-      if (counted) row_loss[size_t(r)] = double(scale) * (double(lse) - double(widen<Acc>(xr[t[r]])) + double(z) * lse * lse);
+      if (counted)
+        row_loss[size_t(r)] =
+            double(scale) * (double(lse) - double(widen<Acc>(xr[t[r]])) + double(z) * lse * lse);
       const Acc p_scale = scale * (Acc(1) + Acc(2) * z * lse);
       for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * exp_of<FastExp>(widen<Acc>(xr[i]) - lse));
       if (counted) dr[t[r]] = narrow<T>(p_scale * exp_of<FastExp>(widen<Acc>(xr[t[r]]) - lse) - scale);

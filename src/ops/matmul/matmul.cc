@@ -31,9 +31,10 @@ MatmulGeometry matmul_geometry(const MatmulArgs& args) {
   g.M = a.size(-2);
   g.K = a.size(-1);
   g.N = b.size(-1);
-  DEW_REQUIRE(b.size(-2) == g.K,
-              "[matmul] inner dims differ: op(a) is {} and op(b) is {}; expected op(a) (...,M,K) and op(b) (...,K,N)",
-              shape_str(a.shape()), shape_str(b.shape()));
+  DEW_REQUIRE(
+      b.size(-2) == g.K,
+      "[matmul] inner dims differ: op(a) is {} and op(b) is {}; expected op(a) (...,M,K) and op(b) (...,K,N)",
+      shape_str(a.shape()), shape_str(b.shape()));
   Shape a_batch(a.shape().begin(), a.shape().end() - 2), b_batch(b.shape().begin(), b.shape().end() - 2);
   g.batch = broadcast_shapes(a_batch, b_batch, "matmul");
   Shape a_full = g.batch, b_full = g.batch;
@@ -67,8 +68,9 @@ std::string Matmul::case_label(const Args& a) {
 std::vector<OutputSpec> Matmul::infer(const Args& args) {
   require_same_device("matmul", args.inputs());
   for (const Tensor* t : args.inputs())
-    DEW_REQUIRE(t->dtype() == args.dtype(), "[matmul] {} has dtype {}; expected every operand in a's dtype {}",
-                t->describe(), dtype_name(t->dtype()), dtype_name(args.dtype()));
+    DEW_REQUIRE(t->dtype() == args.dtype(),
+                "[matmul] {} has dtype {}; expected every operand in a's dtype {}", t->describe(),
+                dtype_name(t->dtype()), dtype_name(args.dtype()));
   DEW_REQUIRE(is_floating(args.dtype()), "[matmul] a is {}; expected a floating dtype (f64, f32, bf16, f16)",
               args.a.describe());
   MatmulGeometry g = matmul_geometry(args);

@@ -36,7 +36,7 @@ struct Matmul {
   static std::string_view name(const Args&) { return "matmul"; }
   static std::string case_label(const Args& a);
   static std::vector<OutputSpec> infer(const Args& a);
-  static double flops(const Args& a);  // 2 M N K per batch entry
+  static double flops(const Args& a);                     // 2 M N K per batch entry
   static std::vector<int64_t> gemm_shape(const Args& a);  // {M, N, K, batch, transpose_b}
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();

@@ -27,21 +27,28 @@ TEST(Matmul, HandCheckedProductWithEpilogue) {
 
 TEST(Matmul, RefusesBadShapesAndDtypesNamingThem) {
   Tensor a = Tensor::zeros({2, 3}, DType::f32), b = Tensor::zeros({4, 5}, DType::f32);
-  EXPECT_NE(error_of([&] { matmul(a, b); }).find("[matmul] inner dims differ: op(a) is [2,3] and op(b) is [4,5]"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { matmul(a, Tensor::zeros({3, 5}, DType::bf16)); }).find("expected every operand in a's dtype f32"),
+  EXPECT_NE(
+      error_of([&] { matmul(a, b); }).find("[matmul] inner dims differ: op(a) is [2,3] and op(b) is [4,5]"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              matmul(a, Tensor::zeros({3, 5}, DType::bf16));
+            }).find("expected every operand in a's dtype f32"),
             std::string::npos);
   MatmulOptions o;
   o.bias = Tensor::zeros({4}, DType::f32);
-  EXPECT_NE(error_of([&] { matmul(a, Tensor::zeros({3, 5}, DType::f32), o); }).find("bias is f32[4] (cpu); expected shape [5]"),
+  EXPECT_NE(error_of([&] {
+              matmul(a, Tensor::zeros({3, 5}, DType::f32), o);
+            }).find("bias is f32[4] (cpu); expected shape [5]"),
             std::string::npos);
   EXPECT_NE(error_of([&] { matmul(Tensor::zeros({3}, DType::f32), a); }).find("expected both of rank >= 2"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { matmul(Tensor::zeros({2, 3}, DType::i32), Tensor::zeros({3, 2}, DType::i32)); })
-                .find("expected a floating dtype"),
+  EXPECT_NE(error_of([&] {
+              matmul(Tensor::zeros({2, 3}, DType::i32), Tensor::zeros({3, 2}, DType::i32));
+            }).find("expected a floating dtype"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { matmul(Tensor::zeros({2, 2, 3}, DType::f32), Tensor::zeros({3, 3, 2}, DType::f32)); })
-                .find("do not broadcast"),
+  EXPECT_NE(error_of([&] {
+              matmul(Tensor::zeros({2, 2, 3}, DType::f32), Tensor::zeros({3, 3, 2}, DType::f32));
+            }).find("do not broadcast"),
             std::string::npos);
 }
 

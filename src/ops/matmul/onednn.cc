@@ -51,12 +51,13 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
       beta = 1.0f;
       for (int64_t m = 0; m < g.M; ++m)
         for (int64_t n = 0; n < g.N; ++n)
-          Cb[m * g.N + n] = (bias ? bias[n] : 0.0f) + (fuse && residual ? residual[int64_t(bi) * mn + m * g.N + n] : 0.0f);
+          Cb[m * g.N + n] =
+              (bias ? bias[n] : 0.0f) + (fuse && residual ? residual[int64_t(bi) * mn + m * g.N + n] : 0.0f);
     }
     dnnl_status_t status = dnnl_sgemm(la.trans, lb.trans, g.M, g.N, g.K, float(o.scale), A + a_off[bi], la.ld,
                                       B + b_off[bi], lb.ld, beta, Cb, g.N);
-    DEW_REQUIRE(status == dnnl_success, "[matmul] oneDNN sgemm failed with status {} on M={} N={} K={}", int(status),
-                g.M, g.N, g.K);
+    DEW_REQUIRE(status == dnnl_success, "[matmul] oneDNN sgemm failed with status {} on M={} N={} K={}",
+                int(status), g.M, g.N, g.K);
   }
   if (!fuse) {
     int64_t total = int64_t(a_off.size()) * mn;

@@ -23,28 +23,28 @@ void matmul_portable(const MatmulArgs& args, Tensor& out) {
   int64_t sbk = g.b.strides()[batch_rank], sbn = g.b.strides()[batch_rank + 1];
   T* Y = out.data<T>();
   int64_t rows = int64_t(a_off.size()) * g.M;
-  parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.N * g.K)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      int64_t bi = r / g.M, m = r % g.M;
-      for (int64_t n = 0; n < g.N; ++n) {
-        Acc acc = 0;
-        for (int64_t k = 0; k < g.K; ++k)
-          acc += widen<Acc>(A[a_off[size_t(bi)] + m * sam + k * sak]) * widen<Acc>(B[b_off[size_t(bi)] + k * sbk + n * sbn]);
-        int64_t i = r * g.N + n;
-        Acc y = matmul_epilogue<Acc>(o, acc, bias ? widen<Acc>(bias[n]) : Acc(0),
-                                     residual ? widen<Acc>(residual[i]) : Acc(0));
-        Y[i] = narrow<T>(y);
-      }
-    }
-  });
+  parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, g.N * g.K)),
+               [&](int64_t r0, int64_t r1) {
+                 for (int64_t r = r0; r < r1; ++r) {
+                   int64_t bi = r / g.M, m = r % g.M;
+                   for (int64_t n = 0; n < g.N; ++n) {
+                     Acc acc = 0;
+                     for (int64_t k = 0; k < g.K; ++k)
+                       acc += widen<Acc>(A[a_off[size_t(bi)] + m * sam + k * sak]) *
+                              widen<Acc>(B[b_off[size_t(bi)] + k * sbk + n * sbn]);
+                     int64_t i = r * g.N + n;
+                     Acc y = matmul_epilogue<Acc>(o, acc, bias ? widen<Acc>(bias[n]) : Acc(0),
+                                                  residual ? widen<Acc>(residual[i]) : Acc(0));
+                     Y[i] = narrow<T>(y);
+                   }
+                 }
+               });
 }
 
 }  // namespace
 
 void add_matmul_portable(select::Registry<MatmulArgs>& r) {
-  r.add({"portable",
-         {select::on_cpu<MatmulArgs>()},
-         [](const MatmulArgs& args, std::vector<Tensor>& outs) {
+  r.add({"portable", {select::on_cpu<MatmulArgs>()}, [](const MatmulArgs& args, std::vector<Tensor>& outs) {
            visit_floating(args.dtype(), [&](auto zero) { matmul_portable<decltype(zero)>(args, outs[0]); });
          }});
 }

@@ -12,7 +12,8 @@ std::vector<Truth> Matmul::reference(const Args& args) {
   MatmulGeometry g = matmul_geometry(args);
   Shape out_shape = infer(args)[0].shape;
   Tensor out = Tensor::empty(out_shape, DType::f64), mag = Tensor::empty(out_shape, DType::f64);
-  std::vector<double> bias = o.bias.defined() ? o.bias.to_f64_vector() : std::vector<double>(size_t(g.N), 0.0);
+  std::vector<double> bias =
+      o.bias.defined() ? o.bias.to_f64_vector() : std::vector<double>(size_t(g.N), 0.0);
   std::vector<double> residual =
       o.residual.defined() ? o.residual.to_f64_vector() : std::vector<double>(size_t(out.numel()), 0.0);
   size_t batch_rank = g.batch.size();
@@ -24,9 +25,9 @@ std::vector<Truth> Matmul::reference(const Args& args) {
   double* Y = out.data<double>();
   double* Mag = mag.data<double>();
   double lip = activation_lipschitz(o.activation);
-  for (size_t bi = 0; bi < a_off.size(); ++bi) {      // batch
-    for (int64_t m = 0; m < g.M; ++m) {                // rows of op(a)
-      for (int64_t n = 0; n < g.N; ++n) {              // cols of op(b)
+  for (size_t bi = 0; bi < a_off.size(); ++bi) {  // batch
+    for (int64_t m = 0; m < g.M; ++m) {           // rows of op(a)
+      for (int64_t n = 0; n < g.N; ++n) {         // cols of op(b)
         double acc = 0, abs_acc = 0;
         for (int64_t k = 0; k < g.K; ++k) {
           double p = A[a_off[bi] + m * sam + k * sak] * B[b_off[bi] + k * sbk + n * sbn];

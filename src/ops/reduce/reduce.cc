@@ -17,12 +17,15 @@ constexpr std::array<std::string_view, 6> kNames{"sum", "mean", "max", "min", "l
 template <class Acc, class T>
 Acc reduce_row(ReduceFn f, const T* x, int64_t n) {
   switch (f) {
-    case ReduceFn::sum: case ReduceFn::mean: {
+    case ReduceFn::sum:
+    case ReduceFn::mean: {
       Acc s = 0;
       for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]);
       return f == ReduceFn::mean ? s / Acc(n) : s;
     }
-    case ReduceFn::max: case ReduceFn::min: case ReduceFn::argmax: {
+    case ReduceFn::max:
+    case ReduceFn::min:
+    case ReduceFn::argmax: {
       Acc best = widen<Acc>(x[0]);
       int64_t at = 0;
       for (int64_t i = 1; i < n; ++i) {
@@ -53,15 +56,19 @@ void reduce_portable(const ReduceArgs& a, Tensor& out) {
   parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       Acc v = reduce_row<Acc>(a.fn, x + r * n, n);
-      if (a.fn == ReduceFn::argmax) out.data<int64_t>()[r] = int64_t(v);
-      else out.data<T>()[r] = narrow<T>(v);
+      if (a.fn == ReduceFn::argmax)
+        out.data<int64_t>()[r] = int64_t(v);
+      else
+        out.data<T>()[r] = narrow<T>(v);
     }
   });
 }
 
 }  // namespace
 
-std::string_view reduce_name(ReduceFn f) { return kNames[size_t(f)]; }
+std::string_view reduce_name(ReduceFn f) {
+  return kNames[size_t(f)];
+}
 
 ReduceFn reduce_from_name(std::string_view name) {
   for (size_t i = 0; i < kNames.size(); ++i)
@@ -80,8 +87,10 @@ std::vector<OutputSpec> Reduce::infer(const Args& a) {
   Shape s;
   for (int64_t d = 0; d < a.x.dim(); ++d) {
     bool reduced = std::find(axes.begin(), axes.end(), d) != axes.end();
-    if (!reduced) s.push_back(a.x.size(d));
-    else if (a.keepdim) s.push_back(1);
+    if (!reduced)
+      s.push_back(a.x.size(d));
+    else if (a.keepdim)
+      s.push_back(1);
   }
   return {{s, a.fn == ReduceFn::argmax ? DType::i64 : a.dtype()}};
 }
@@ -100,14 +109,22 @@ std::vector<Truth> Reduce::reference(const Args& args) {
     double abs_sum = 0, mx = reduce_row<double>(ReduceFn::max, row, n), spread = 0;
     for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(row[i]), spread = std::max(spread, mx - row[i]);
     switch (args.fn) {
-      case ReduceFn::sum: m[size_t(r)] = abs_sum; break;
-      case ReduceFn::mean: m[size_t(r)] = abs_sum / double(n); break;
-      case ReduceFn::logsumexp: m[size_t(r)] = std::fabs(y[size_t(r)]) + std::fabs(mx) + 1 + spread; break;
-      default: m[size_t(r)] = 0;
+      case ReduceFn::sum:
+        m[size_t(r)] = abs_sum;
+        break;
+      case ReduceFn::mean:
+        m[size_t(r)] = abs_sum / double(n);
+        break;
+      case ReduceFn::logsumexp:
+        m[size_t(r)] = std::fabs(y[size_t(r)]) + std::fabs(mx) + 1 + spread;
+        break;
+      default:
+        m[size_t(r)] = 0;
     }
   }
   if (args.fn == ReduceFn::argmax) return {{Tensor::from_values(y, out_shape, DType::i64), Tensor(), 0}};
-  return {{Tensor::from_values(y, out_shape, DType::f64), Tensor::from_values(m, out_shape, DType::f64), n + 4}};
+  return {
+      {Tensor::from_values(y, out_shape, DType::f64), Tensor::from_values(m, out_shape, DType::f64), n + 4}};
 }
 
 const select::Registry<ReduceArgs>& Reduce::registry() {
@@ -163,6 +180,8 @@ Tensor min(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
 Tensor logsumexp(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   return reduce(ops::ReduceFn::logsumexp, x, axes, keepdim);
 }
-Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) { return reduce(ops::ReduceFn::argmax, x, {axis}, keepdim); }
+Tensor argmax(const Tensor& x, int64_t axis, bool keepdim) {
+  return reduce(ops::ReduceFn::argmax, x, {axis}, keepdim);
+}
 
 }  // namespace dew

@@ -9,8 +9,10 @@ void add_rms_norm_avx2(select::Registry<RmsNormArgs>& r) {
          {select::on_cpu<RmsNormArgs>(), select::cpu_has_avx2<RmsNormArgs>(),
           select::dtype_in<RmsNormArgs>({DType::f32, DType::bf16})},
          [](const RmsNormArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32) avx2::rms_norm_forward<8, float, float>(a, outs[0], outs[1]);
-           else avx2::rms_norm_forward<8, bf16, float>(a, outs[0], outs[1]);
+           if (a.dtype() == DType::f32)
+             avx2::rms_norm_forward<8, float, float>(a, outs[0], outs[1]);
+           else
+             avx2::rms_norm_forward<8, bf16, float>(a, outs[0], outs[1]);
          }});
 }
 
@@ -19,8 +21,10 @@ void add_rms_norm_backward_avx2(select::Registry<RmsNormBackwardArgs>& r) {
          {select::on_cpu<RmsNormBackwardArgs>(), select::cpu_has_avx2<RmsNormBackwardArgs>(),
           select::dtype_in<RmsNormBackwardArgs>({DType::f32, DType::bf16})},
          [](const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32) avx2::rms_norm_backward<8, float, float>(a, outs);
-           else avx2::rms_norm_backward<8, bf16, float>(a, outs);
+           if (a.dtype() == DType::f32)
+             avx2::rms_norm_backward<8, float, float>(a, outs);
+           else
+             avx2::rms_norm_backward<8, bf16, float>(a, outs);
          }});
 }
 

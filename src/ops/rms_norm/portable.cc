@@ -14,7 +14,8 @@ void add_rms_norm_portable(select::Registry<RmsNormArgs>& r) {
 }
 
 void add_rms_norm_backward_portable(select::Registry<RmsNormBackwardArgs>& r) {
-  r.add({"portable", {select::on_cpu<RmsNormBackwardArgs>()},
+  r.add({"portable",
+         {select::on_cpu<RmsNormBackwardArgs>()},
          [](const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) {
            visit_floating(a.dtype(), [&](auto zero) {
              using T = decltype(zero);

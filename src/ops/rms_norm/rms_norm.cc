@@ -7,18 +7,22 @@
 namespace dew::ops {
 namespace {
 
-DType rstd_dtype(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+DType rstd_dtype(DType x) {
+  return x == DType::f64 ? DType::f64 : DType::f32;
+}
 
 void check_x_weight(const char* op, const Tensor& x, const Tensor& weight) {
   DEW_REQUIRE(is_floating(x.dtype()) && x.dim() >= 1, "[{}] x is {}; expected a floating tensor (..., C)", op,
               x.describe());
   if (weight.defined())
     DEW_REQUIRE(weight.dim() == 1 && weight.size(0) == x.size(-1) && weight.dtype() == x.dtype(),
-                "[{}] weight is {}; expected {}[{}] to match x {}", op, weight.describe(), dtype_name(x.dtype()),
-                x.size(-1), x.describe());
+                "[{}] weight is {}; expected {}[{}] to match x {}", op, weight.describe(),
+                dtype_name(x.dtype()), x.size(-1), x.describe());
 }
 
-Shape row_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+Shape row_shape(const Tensor& x) {
+  return Shape(x.shape().begin(), x.shape().end() - 1);
+}
 
 }  // namespace
 
@@ -50,7 +54,8 @@ std::vector<Truth> RmsNorm::reference(const Args& a) {
   // Magnitudes (NOTE [certified bound]): sum of C squares (relative gamma_C), a sqrt, a division and
   // two products: relative to |y| and to rstd.
   const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
-  std::vector<double> x = a.x.to_f64_vector(), w = a.weight.defined() ? a.weight.to_f64_vector() : std::vector<double>();
+  std::vector<double> x = a.x.to_f64_vector(),
+                      w = a.weight.defined() ? a.weight.to_f64_vector() : std::vector<double>();
   std::vector<double> y(x.size()), my(x.size()), rstd(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {  // rows
     double ss = 0;
@@ -63,7 +68,8 @@ std::vector<Truth> RmsNorm::reference(const Args& a) {
     }
   }
   Shape rs = row_shape(a.x);
-  return {{Tensor::from_values(y, a.x.shape(), DType::f64), Tensor::from_values(my, a.x.shape(), DType::f64), C + 6},
+  return {{Tensor::from_values(y, a.x.shape(), DType::f64), Tensor::from_values(my, a.x.shape(), DType::f64),
+           C + 6},
           {Tensor::from_values(rstd, rs, DType::f64), Tensor::from_values(rstd, rs, DType::f64), C + 4}};
 }
 
@@ -80,8 +86,8 @@ const select::Registry<RmsNormArgs>& RmsNorm::registry() {
 std::vector<Case<RmsNormArgs>> RmsNorm::cases(std::string_view) {
   auto make = [](Shape s, bool weight) {
     return [=](DType t, RandomKey k) {
-      return RmsNormArgs{random_input(s, t, k, 2.0), weight ? random_input({s.back()}, t, {k.seed, k.stream + 1}) : Tensor(),
-                         1e-6};
+      return RmsNormArgs{random_input(s, t, k, 2.0),
+                         weight ? random_input({s.back()}, t, {k.seed, k.stream + 1}) : Tensor(), 1e-6};
     };
   };
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
@@ -95,7 +101,8 @@ std::vector<OutputSpec> RmsNormBackward::infer(const Args& a) {
   require_same_device("rms_norm_backward", a.inputs());
   check_x_weight("rms_norm_backward", a.x, a.weight);
   DEW_REQUIRE(a.dy.shape() == a.x.shape() && a.dy.dtype() == a.x.dtype(),
-              "[rms_norm_backward] dy is {}; expected x's shape and dtype {}", a.dy.describe(), a.x.describe());
+              "[rms_norm_backward] dy is {}; expected x's shape and dtype {}", a.dy.describe(),
+              a.x.describe());
   DEW_REQUIRE(a.rstd.shape() == row_shape(a.x) && a.rstd.dtype() == rstd_dtype(a.dtype()),
               "[rms_norm_backward] rstd is {}; expected {}{} from rms_norm", a.rstd.describe(),
               dtype_name(rstd_dtype(a.dtype())), shape_str(row_shape(a.x)));
@@ -130,7 +137,8 @@ std::vector<Truth> RmsNormBackward::reference(const Args& a) {
   std::vector<Truth> out{{Tensor::from_values(dx, a.x.shape(), DType::f64),
                           Tensor::from_values(mdx, a.x.shape(), DType::f64), C + 8}};
   if (a.weight.defined())
-    out.push_back({Tensor::from_values(dw, {C}, DType::f64), Tensor::from_values(mdw, {C}, DType::f64), rows + 4});
+    out.push_back(
+        {Tensor::from_values(dw, {C}, DType::f64), Tensor::from_values(mdw, {C}, DType::f64), rows + 4});
   return out;
 }
 
@@ -147,8 +155,8 @@ const select::Registry<RmsNormBackwardArgs>& RmsNormBackward::registry() {
 std::vector<Case<RmsNormBackwardArgs>> RmsNormBackward::cases(std::string_view) {
   auto make = [](Shape s, bool weight) {
     return [=](DType t, RandomKey k) {
-      RmsNormArgs f{random_input(s, t, k, 2.0), weight ? random_input({s.back()}, t, {k.seed, k.stream + 1}) : Tensor(),
-                    1e-6};
+      RmsNormArgs f{random_input(s, t, k, 2.0),
+                    weight ? random_input({s.back()}, t, {k.seed, k.stream + 1}) : Tensor(), 1e-6};
       std::vector<Tensor> fwd = run_op<RmsNorm>(f);
       return RmsNormBackwardArgs{random_input(s, t, {k.seed, k.stream + 2}), f.x, f.weight, fwd[1]};
     };

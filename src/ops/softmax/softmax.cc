@@ -50,9 +50,12 @@ void along_portable(const AlongAxisArgs& a, Tensor& out) {
 
 std::string_view AlongAxis::name(const Args& a) {
   switch (a.fn) {
-    case AlongAxisFn::softmax: return "softmax";
-    case AlongAxisFn::log_softmax: return "log_softmax";
-    case AlongAxisFn::cumsum: return "cumsum";
+    case AlongAxisFn::softmax:
+      return "softmax";
+    case AlongAxisFn::log_softmax:
+      return "log_softmax";
+    case AlongAxisFn::cumsum:
+      return "cumsum";
   }
   return "?";
 }
@@ -84,9 +87,12 @@ std::vector<Truth> AlongAxis::reference(const Args& args) {
       double spread = mx - row[i];
       double yi = yp[r * n + i];
       abs_prefix += std::fabs(row[i]);
-      if (args.fn == AlongAxisFn::softmax) mp[r * n + i] = yi * (1 + spread);
-      else if (args.fn == AlongAxisFn::log_softmax) mp[r * n + i] = std::fabs(yi) + 1 + spread + std::fabs(mx);
-      else mp[r * n + i] = abs_prefix;
+      if (args.fn == AlongAxisFn::softmax)
+        mp[r * n + i] = yi * (1 + spread);
+      else if (args.fn == AlongAxisFn::log_softmax)
+        mp[r * n + i] = std::fabs(yi) + 1 + spread + std::fabs(mx);
+      else
+        mp[r * n + i] = abs_prefix;
     }
   }
   Tensor value = Tensor::empty(args.x.shape(), DType::f64), mag = Tensor::empty(args.x.shape(), DType::f64);
@@ -98,7 +104,9 @@ std::vector<Truth> AlongAxis::reference(const Args& args) {
 const select::Registry<AlongAxisArgs>& AlongAxis::registry() {
   static const select::Registry<AlongAxisArgs> r = [] {
     select::Registry<AlongAxisArgs> reg;
-    reg.add({"portable", {select::on_cpu<AlongAxisArgs>()}, [](const AlongAxisArgs& a, std::vector<Tensor>& outs) {
+    reg.add({"portable",
+             {select::on_cpu<AlongAxisArgs>()},
+             [](const AlongAxisArgs& a, std::vector<Tensor>& outs) {
                visit_floating(a.dtype(), [&](auto zero) { along_portable<decltype(zero)>(a, outs[0]); });
              }});
     return reg;
@@ -107,7 +115,9 @@ const select::Registry<AlongAxisArgs>& AlongAxis::registry() {
 }
 
 std::vector<Case<AlongAxisArgs>> AlongAxis::cases(std::string_view op) {
-  AlongAxisFn fn = op == "softmax" ? AlongAxisFn::softmax : op == "log_softmax" ? AlongAxisFn::log_softmax : AlongAxisFn::cumsum;
+  AlongAxisFn fn = op == "softmax"       ? AlongAxisFn::softmax
+                   : op == "log_softmax" ? AlongAxisFn::log_softmax
+                                         : AlongAxisFn::cumsum;
   auto make = [fn](Shape s, int64_t axis, double scale) {
     return [=](DType t, RandomKey k) { return AlongAxisArgs{random_input(s, t, k, scale), axis, fn}; };
   };

@@ -9,8 +9,9 @@
 namespace dew::ops {
 namespace {
 
-constexpr std::array<std::string_view, 13> kNames{"neg",     "abs",  "exp",  "log",  "sqrt",      "rsqrt", "square",
-                                                  "tanh",    "sigmoid", "silu", "gelu", "gelu_tanh", "relu"};
+constexpr std::array<std::string_view, 13> kNames{"neg",   "abs",       "exp",  "log",     "sqrt",
+                                                  "rsqrt", "square",    "tanh", "sigmoid", "silu",
+                                                  "gelu",  "gelu_tanh", "relu"};
 
 template <class T>
 void unary_portable(const UnaryArgs& a, Tensor& out) {
@@ -24,17 +25,22 @@ void unary_portable(const UnaryArgs& a, Tensor& out) {
       if (v.stride[0] == 1)  // contiguous rows: a plain loop the compiler vectorizes
         for (int64_t i = 0; i < v.length; ++i) yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i])));
       else
-        for (int64_t i = 0; i < v.length; ++i) yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i * v.stride[0]])));
+        for (int64_t i = 0; i < v.length; ++i)
+          yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i * v.stride[0]])));
     });
   });
 }
 
 // Which inputs a function is defined on: log, sqrt and rsqrt take positive draws.
-bool positive_domain(UnaryFn f) { return f == UnaryFn::log || f == UnaryFn::sqrt || f == UnaryFn::rsqrt; }
+bool positive_domain(UnaryFn f) {
+  return f == UnaryFn::log || f == UnaryFn::sqrt || f == UnaryFn::rsqrt;
+}
 
 }  // namespace
 
-std::string_view unary_name(UnaryFn f) { return kNames[size_t(f)]; }
+std::string_view unary_name(UnaryFn f) {
+  return kNames[size_t(f)];
+}
 
 UnaryFn unary_from_name(std::string_view name) {
   for (size_t i = 0; i < kNames.size(); ++i)
@@ -57,17 +63,26 @@ std::vector<Truth> Unary::reference(const Args& a) {
   for (size_t i = 0; i < x.size(); ++i) {
     y[i] = unary_value<double>(a.fn, x[i]);
     switch (a.fn) {
-      case UnaryFn::neg: case UnaryFn::abs: case UnaryFn::square: case UnaryFn::relu:
+      case UnaryFn::neg:
+      case UnaryFn::abs:
+      case UnaryFn::square:
+      case UnaryFn::relu:
         m[i] = std::fabs(y[i]);
         break;
-      case UnaryFn::log: m[i] = std::fabs(y[i]) + 1.0, steps = 4; break;
-      case UnaryFn::silu: case UnaryFn::gelu: case UnaryFn::gelu_tanh:
+      case UnaryFn::log:
+        m[i] = std::fabs(y[i]) + 1.0, steps = 4;
+        break;
+      case UnaryFn::silu:
+      case UnaryFn::gelu:
+      case UnaryFn::gelu_tanh:
         m[i] = 1.13 * std::fabs(x[i]) + std::fabs(y[i]), steps = 8;
         break;
-      default: m[i] = std::fabs(y[i]), steps = 4;
+      default:
+        m[i] = std::fabs(y[i]), steps = 4;
     }
   }
-  return {{Tensor::from_values(y, a.x.shape(), DType::f64), Tensor::from_values(m, a.x.shape(), DType::f64), steps}};
+  return {{Tensor::from_values(y, a.x.shape(), DType::f64), Tensor::from_values(m, a.x.shape(), DType::f64),
+           steps}};
 }
 
 const select::Registry<UnaryArgs>& Unary::registry() {
@@ -102,22 +117,46 @@ std::vector<Case<UnaryArgs>> Unary::cases(std::string_view op) {
 
 namespace dew {
 namespace {
-Tensor unary(ops::UnaryFn fn, const Tensor& x) { return ops::run_op<ops::Unary>(ops::UnaryArgs{x, fn})[0]; }
+Tensor unary(ops::UnaryFn fn, const Tensor& x) {
+  return ops::run_op<ops::Unary>(ops::UnaryArgs{x, fn})[0];
+}
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary(ops::UnaryFn::neg, x); }
-Tensor abs(const Tensor& x) { return unary(ops::UnaryFn::abs, x); }
-Tensor exp(const Tensor& x) { return unary(ops::UnaryFn::exp, x); }
-Tensor log(const Tensor& x) { return unary(ops::UnaryFn::log, x); }
-Tensor sqrt(const Tensor& x) { return unary(ops::UnaryFn::sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(ops::UnaryFn::rsqrt, x); }
-Tensor square(const Tensor& x) { return unary(ops::UnaryFn::square, x); }
-Tensor tanh(const Tensor& x) { return unary(ops::UnaryFn::tanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary(ops::UnaryFn::sigmoid, x); }
-Tensor silu(const Tensor& x) { return unary(ops::UnaryFn::silu, x); }
+Tensor neg(const Tensor& x) {
+  return unary(ops::UnaryFn::neg, x);
+}
+Tensor abs(const Tensor& x) {
+  return unary(ops::UnaryFn::abs, x);
+}
+Tensor exp(const Tensor& x) {
+  return unary(ops::UnaryFn::exp, x);
+}
+Tensor log(const Tensor& x) {
+  return unary(ops::UnaryFn::log, x);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary(ops::UnaryFn::sqrt, x);
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary(ops::UnaryFn::rsqrt, x);
+}
+Tensor square(const Tensor& x) {
+  return unary(ops::UnaryFn::square, x);
+}
+Tensor tanh(const Tensor& x) {
+  return unary(ops::UnaryFn::tanh, x);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary(ops::UnaryFn::sigmoid, x);
+}
+Tensor silu(const Tensor& x) {
+  return unary(ops::UnaryFn::silu, x);
+}
 Tensor gelu(const Tensor& x, bool tanh_approximation) {
   return unary(tanh_approximation ? ops::UnaryFn::gelu_tanh : ops::UnaryFn::gelu, x);
 }
-Tensor relu(const Tensor& x) { return unary(ops::UnaryFn::relu, x); }
+Tensor relu(const Tensor& x) {
+  return unary(ops::UnaryFn::relu, x);
+}
 
 }  // namespace dew

@@ -6,7 +6,21 @@
 
 namespace dew::ops {
 
-enum class UnaryFn : uint8_t { neg, abs, exp, log, sqrt, rsqrt, square, tanh, sigmoid, silu, gelu, gelu_tanh, relu };
+enum class UnaryFn : uint8_t {
+  neg,
+  abs,
+  exp,
+  log,
+  sqrt,
+  rsqrt,
+  square,
+  tanh,
+  sigmoid,
+  silu,
+  gelu,
+  gelu_tanh,
+  relu
+};
 
 std::string_view unary_name(UnaryFn f);
 UnaryFn unary_from_name(std::string_view name);
@@ -24,6 +38,5 @@ struct Unary {
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
 };
-
 
 }  // namespace dew::ops

@@ -13,7 +13,8 @@ void where_portable(const WhereArgs& args, Tensor& out) {
     const bool* c = static_cast<const bool*>(v.in[0]);
     const T* a = static_cast<const T*>(v.in[1]);
     const T* b = static_cast<const T*>(v.in[2]);
-    for (int64_t i = 0; i < v.length; ++i) y[o + i] = c[i * v.stride[0]] ? a[i * v.stride[1]] : b[i * v.stride[2]];
+    for (int64_t i = 0; i < v.length; ++i)
+      y[o + i] = c[i * v.stride[0]] ? a[i * v.stride[1]] : b[i * v.stride[2]];
   });
 }
 
@@ -25,7 +26,8 @@ std::vector<OutputSpec> Where::infer(const Args& a) {
               a.condition.describe());
   DEW_REQUIRE(a.a.dtype() == a.b.dtype(), "[where] a is {} and b is {}; expected one dtype", a.a.describe(),
               a.b.describe());
-  Shape s = broadcast_shapes(broadcast_shapes(a.condition.shape(), a.a.shape(), "where"), a.b.shape(), "where");
+  Shape s =
+      broadcast_shapes(broadcast_shapes(a.condition.shape(), a.a.shape(), "where"), a.b.shape(), "where");
   return {{s, a.dtype()}};
 }
 
