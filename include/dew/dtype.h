@@ -33,11 +33,12 @@ double smallest_subnormal(DType t);
 inline float bf16_to_f32(bf16 h) {
   return std::bit_cast<float>(uint32_t(h.bits) << 16);
 }
+// Written as a select, not a branch, so that loops storing bf16 vectorize.
 inline bf16 f32_to_bf16(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return bf16{uint16_t((x >> 16) | 0x40u)};  // quiet NaN, sign kept
-  uint32_t rounding_bias = 0x7fffu + ((x >> 16) & 1u);                            // ties to even
-  return bf16{uint16_t((x + rounding_bias) >> 16)};
+  const uint32_t x = std::bit_cast<uint32_t>(f);
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;  // ties to even
+  const uint32_t quiet_nan = (x >> 16) | 0x40u;                     // sign kept
+  return bf16{uint16_t((x & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded)};
 }
 
 // NOTE [half conversions]: branch-light float<->half conversions after Maratyszcza's FP16 method. They

@@ -72,6 +72,18 @@ Tensor cumsum(const Tensor& x, int64_t axis);
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+enum class RopeLayout : uint8_t { rotate_half, interleaved };
+struct RopeTables {
+  Tensor cos, sin;  // (max_positions, rotary_dim / 2)
+};
+// cos and sin of position * inv_freq, computed in f64 and rounded once to dtype (f32, or f64).
+// inv_freq_i = theta^(-2i / rotary_dim) unless given ((rotary_dim / 2) f64, for scaled variants).
+RopeTables rope_tables(double theta, int64_t rotary_dim, int64_t max_positions, DType dtype = DType::f32,
+                       const Tensor& inv_freq = {});
+// x (B,T,H,D) rotated at positions (B,T) i64; the first rotary_dim dims rotate, the rest pass through.
+Tensor rope(const Tensor& x, const Tensor& positions, const RopeTables& tables,
+            RopeLayout layout = RopeLayout::rotate_half);
+
 struct AttentionOptions {
   bool causal = false;
   double scale = 0;    // 0: 1/sqrt(D)

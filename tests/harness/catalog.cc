@@ -11,6 +11,7 @@
 #include "ops/matmul/matmul.h"
 #include "ops/reduce/reduce.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/rope/rope.h"
 #include "ops/softmax/softmax.h"
 #include "ops/unary/unary.h"
 #include "ops/where/where.h"
