@@ -72,6 +72,16 @@ Tensor cumsum(const Tensor& x, int64_t axis);
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+// Gated linear units, fused: silu(gate) * up and gelu(gate) * up, with their backward ops.
+Tensor swiglu(const Tensor& gate, const Tensor& up);
+Tensor geglu(const Tensor& gate, const Tensor& up, bool tanh_approximation = false);
+struct GluGradients {
+  Tensor d_gate, d_up;
+};
+GluGradients swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up);
+GluGradients geglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up,
+                            bool tanh_approximation = false);
+
 enum class RopeLayout : uint8_t { rotate_half, interleaved };
 struct RopeTables {
   Tensor cos, sin;  // (max_positions, rotary_dim / 2)

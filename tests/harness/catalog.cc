@@ -8,6 +8,7 @@
 #include "ops/binary/binary.h"
 #include "ops/cast/cast.h"
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/glu/glu.h"
 #include "ops/matmul/matmul.h"
 #include "ops/reduce/reduce.h"
 #include "ops/rms_norm/rms_norm.h"

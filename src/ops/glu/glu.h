@@ -1,0 +1,33 @@
+// Gated linear units, fused: swiglu(gate, up) = silu(gate) * up; geglu = gelu(gate) * up (erf form);
+// geglu_tanh with the tanh approximation (Gemma's gelu_pytorch_tanh). gate and up have one shape and
+// dtype. The backward ops take (dy, gate, up) and give (d_gate, d_up).
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct GluArgs {
+  Tensor dy, gate, up;  // dy only for the backward ops
+  Activation activation;
+  bool backward = false;
+  DType dtype() const { return gate.dtype(); }
+  Device device() const { return gate.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct Glu {
+  using Args = GluArgs;
+  static std::string_view name(const Args& a);
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+void add_glu_portable(select::Registry<GluArgs>& r);
+void add_glu_avx2(select::Registry<GluArgs>& r);
+
+}  // namespace dew::ops

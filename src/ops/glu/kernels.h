@@ -1,0 +1,75 @@
+// The gated units' kernels, written once and compiled per instruction set (NOTE [kernel
+// namespaces]); the activation is a compile-time constant so each loop is straight-line code.
+#pragma once
+
+#include "ops/activation.h"
+#include "ops/glu/glu.h"
+#include "ops/kernel_types.h"
+#include "ops/vector_math.h"
+
+namespace dew::ops::DEW_KERNEL_NS {
+
+// With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
+// with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh.
+template <Activation A, bool Fast, class Acc>
+inline Acc act(Acc x) {
+  if constexpr (Fast && A == Activation::silu) {
+    return x / (Acc(1) + exp_f32(-x));
+  } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
+    const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
+    return x / (Acc(1) + exp_f32(Acc(-2) * y));
+  } else {
+    return apply_activation(A, x);
+  }
+}
+
+template <Activation A, bool Fast, class Acc>
+inline Acc act_derivative(Acc x) {
+  if constexpr (Fast && A == Activation::silu) {
+    const Acc s = Acc(1) / (Acc(1) + exp_f32(-x));
+    return s * (Acc(1) + x * (Acc(1) - s));
+  } else if constexpr (Fast && A == Activation::gelu_tanh) {
+    // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
+    const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);
+    const Acc s = Acc(1) / (Acc(1) + exp_f32(Acc(-2) * y)), s_neg = Acc(1) / (Acc(1) + exp_f32(Acc(2) * y));
+    return s + Acc(2) * x * s * s_neg * k * (Acc(1) + Acc(3 * 0.044715) * x * x);
+  } else {
+    return activation_derivative(A, x);
+  }
+}
+
+template <Activation A, bool Fast, class T>
+void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
+  using Acc = AccumulatorOf<T>;
+  Tensor gc = a.gate.contiguous(), uc = a.up.contiguous(), dc = a.backward ? a.dy.contiguous() : Tensor();
+  const T* g = gc.data<T>();
+  const T* u = uc.data<T>();
+  const T* dy = a.backward ? dc.data<T>() : nullptr;
+  T* o0 = outs[0].data<T>();
+  T* o1 = a.backward ? outs[1].data<T>() : nullptr;
+  parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+    if (!a.backward) {
+      for (int64_t i = i0; i < i1; ++i) o0[i] = narrow<T>(act<A, Fast>(widen<Acc>(g[i])) * widen<Acc>(u[i]));
+      return;
+    }
+    for (int64_t i = i0; i < i1; ++i) {  // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
+      const Acc gi = widen<Acc>(g[i]), di = widen<Acc>(dy[i]);
+      o0[i] = narrow<T>(di * widen<Acc>(u[i]) * act_derivative<A, Fast>(gi));
+      o1[i] = narrow<T>(di * act<A, Fast>(gi));
+    }
+  });
+}
+
+template <bool Fast, class T>
+void glu(const GluArgs& a, std::vector<Tensor>& outs) {
+  switch (a.activation) {
+    case Activation::silu:
+      return glu_loop<Activation::silu, Fast, T>(a, outs);
+    case Activation::gelu_erf:
+      return glu_loop<Activation::gelu_erf, Fast, T>(a, outs);
+    default:
+      return glu_loop<Activation::gelu_tanh, Fast, T>(a, outs);
+  }
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
