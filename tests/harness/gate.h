@@ -28,10 +28,11 @@ struct OutputReport {
   void merge(const OutputReport& other);  // pools the errors of another draw of the same output
 };
 
-// Outputs this small get their RMS pooled over kSmallOutputDraws independent draws: one or two
-// elements make a ratio of two RMS errors a coin toss, not a measurement.
-inline constexpr int64_t kSmallOutputElements = 64;
-inline constexpr int kSmallOutputDraws = 32;
+// An RMS over few elements is a noisy estimate (a scalar's "RMS ratio" is a coin toss), so outputs
+// under kPooledElements elements pool their errors over more independent draws: enough draws to reach
+// kPooledElements, at most kMaxDraws.
+inline constexpr int64_t kPooledElements = 2048;
+inline constexpr int kMaxDraws = 64;
 
 struct Report {
   std::string op, implementation, case_name;
@@ -88,13 +89,13 @@ Report run_gate(const std::string& op_name, const std::string& impl_name,
   };
   report.ran = true;
   report.outputs = judge_draw(args);
-  std::vector<bool> small;
-  for (const auto& o : report.outputs) small.push_back(o.elements < kSmallOutputElements);
-  bool any_small = std::find(small.begin(), small.end(), true) != small.end();
-  for (int d = 1; any_small && d < kSmallOutputDraws; ++d) {
+  int64_t fewest = kPooledElements;
+  for (const auto& o : report.outputs) fewest = std::min(fewest, std::max<int64_t>(o.elements, 1));
+  const int draws = int(std::min<int64_t>(kMaxDraws, (kPooledElements + fewest - 1) / fewest));
+  for (int d = 1; d < draws; ++d) {
     auto more = judge_draw(c.make(dtype, RandomKey{seed, 0x6a7e + uint64_t(d) * 0x10000, 0}));
     for (size_t i = 0; i < more.size(); ++i)
-      if (small[i]) report.outputs[i].merge(more[i]);
+      if (report.outputs[i].elements < kPooledElements) report.outputs[i].merge(more[i]);
   }
   return report;
 }

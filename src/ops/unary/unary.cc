@@ -2,8 +2,6 @@
 // cases and the public functions.
 #include "ops/unary/unary.h"
 
-#include "ops/elementwise.h"
-#include "ops/kernel_types.h"
 #include "ops/unary/scalar.h"
 
 namespace dew::ops {
@@ -12,24 +10,6 @@ namespace {
 constexpr std::array<std::string_view, 13> kNames{"neg",   "abs",       "exp",  "log",     "sqrt",
                                                   "rsqrt", "square",    "tanh", "sigmoid", "silu",
                                                   "gelu",  "gelu_tanh", "relu"};
-
-template <class T>
-void unary_portable(const UnaryArgs& a, Tensor& out) {
-  using Acc = AccumulatorOf<T>;
-  T* y = out.data<T>();
-  with_unary_fn(a.fn, [&](auto fn) {
-    constexpr UnaryFn F = decltype(fn)::value;
-    for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
-      const T* x = static_cast<const T*>(v.in[0]);
-      T* yo = y + o;
-      if (v.stride[0] == 1)  // contiguous rows: a plain loop the compiler vectorizes
-        for (int64_t i = 0; i < v.length; ++i) yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i])));
-      else
-        for (int64_t i = 0; i < v.length; ++i)
-          yo[i] = narrow<T>(unary_apply<F>(widen<Acc>(x[i * v.stride[0]])));
-    });
-  });
-}
 
 // Which inputs a function is defined on: log, sqrt and rsqrt take positive draws.
 bool positive_domain(UnaryFn f) {
@@ -88,9 +68,8 @@ std::vector<Truth> Unary::reference(const Args& a) {
 const select::Registry<UnaryArgs>& Unary::registry() {
   static const select::Registry<UnaryArgs> r = [] {
     select::Registry<UnaryArgs> reg;
-    reg.add({"portable", {select::on_cpu<UnaryArgs>()}, [](const UnaryArgs& a, std::vector<Tensor>& outs) {
-               visit_floating(a.dtype(), [&](auto zero) { unary_portable<decltype(zero)>(a, outs[0]); });
-             }});
+    add_unary_avx2(reg);
+    add_unary_portable(reg);
     return reg;
   }();
   return r;

@@ -39,4 +39,7 @@ struct Unary {
   static std::vector<Case<Args>> cases(std::string_view op);
 };
 
+void add_unary_portable(select::Registry<UnaryArgs>& r);
+void add_unary_avx2(select::Registry<UnaryArgs>& r);
+
 }  // namespace dew::ops

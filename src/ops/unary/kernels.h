@@ -1,0 +1,50 @@
+// The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
+// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_f32 so their loops vectorize.
+#pragma once
+
+#include "ops/elementwise.h"
+#include "ops/kernel_types.h"
+#include "ops/unary/scalar.h"
+#include "ops/vector_math.h"
+
+namespace dew::ops::DEW_KERNEL_NS {
+
+// The functions whose Fast form exists; the others keep their scalar definition.
+inline bool has_fast_form(UnaryFn f) {
+  return f == UnaryFn::exp || f == UnaryFn::sigmoid || f == UnaryFn::silu || f == UnaryFn::gelu_tanh;
+}
+
+template <UnaryFn F, bool Fast, class Acc>
+inline Acc unary_kernel_value(Acc x) {
+  if constexpr (Fast && F == UnaryFn::exp)
+    return exp_f32(x);
+  else if constexpr (Fast && F == UnaryFn::sigmoid)
+    return Acc(1) / (Acc(1) + exp_f32(-x));
+  else if constexpr (Fast && F == UnaryFn::silu)
+    return x / (Acc(1) + exp_f32(-x));
+  else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
+    return x / (Acc(1) + exp_f32(Acc(-1.5957691216057307118) * (x + Acc(0.044715) * x * x * x)));
+  else
+    return unary_apply<F>(x);
+}
+
+template <bool Fast, class T>
+void unary_rows(const UnaryArgs& a, Tensor& out) {
+  using Acc = AccumulatorOf<T>;
+  T* y = out.data<T>();
+  with_unary_fn(a.fn, [&](auto fn) {
+    constexpr UnaryFn F = decltype(fn)::value;
+    for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
+      const T* x = static_cast<const T*>(v.in[0]);
+      T* yo = y + o;
+      if (v.stride[0] == 1)  // contiguous rows: a plain loop the compiler vectorizes
+        for (int64_t i = 0; i < v.length; ++i)
+          yo[i] = narrow<T>(unary_kernel_value<F, Fast>(widen<Acc>(x[i])));
+      else
+        for (int64_t i = 0; i < v.length; ++i)
+          yo[i] = narrow<T>(unary_kernel_value<F, Fast>(widen<Acc>(x[i * v.stride[0]])));
+    });
+  });
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
