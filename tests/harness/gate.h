@@ -28,10 +28,11 @@ struct OutputReport {
   void merge(const OutputReport& other);  // pools the errors of another draw of the same output
 };
 
-// An RMS over few elements is a noisy estimate (a scalar's "RMS ratio" is a coin toss), so outputs
-// under kPooledElements elements pool their errors over more independent draws: enough draws to reach
-// kPooledElements, at most kMaxDraws.
+// An RMS over few elements, or over errors dominated by a few large ones, is a noisy estimate (a
+// scalar's "RMS ratio" is a coin toss), so every check pools its errors over kMinDraws independent
+// draws, and outputs under kPooledElements elements over enough draws to reach it (at most kMaxDraws).
 inline constexpr int64_t kPooledElements = 2048;
+inline constexpr int kMinDraws = 4;
 inline constexpr int kMaxDraws = 64;
 
 struct Report {
@@ -91,11 +92,12 @@ Report run_gate(const std::string& op_name, const std::string& impl_name,
   report.outputs = judge_draw(args);
   int64_t fewest = kPooledElements;
   for (const auto& o : report.outputs) fewest = std::min(fewest, std::max<int64_t>(o.elements, 1));
-  const int draws = int(std::min<int64_t>(kMaxDraws, (kPooledElements + fewest - 1) / fewest));
+  const int draws = int(
+      std::min<int64_t>(kMaxDraws, std::max<int64_t>(kMinDraws, (kPooledElements + fewest - 1) / fewest)));
   for (int d = 1; d < draws; ++d) {
     auto more = judge_draw(c.make(dtype, RandomKey{seed, 0x6a7e + uint64_t(d) * 0x10000, 0}));
     for (size_t i = 0; i < more.size(); ++i)
-      if (report.outputs[i].elements < kPooledElements) report.outputs[i].merge(more[i]);
+      if (d < kMinDraws || report.outputs[i].elements < kPooledElements) report.outputs[i].merge(more[i]);
   }
   return report;
 }
