@@ -72,6 +72,16 @@ Tensor cumsum(const Tensor& x, int64_t axis);
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+// Indexing. ids and indices are i64; every index is checked against its range before use.
+Tensor embedding(const Tensor& weight, const Tensor& ids);  // (V,C) at (...) -> (...,C)
+Tensor embedding_backward(const Tensor& d_out, const Tensor& ids,
+                          int64_t num_embeddings);                        // -> (V,C), summed
+Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index);  // index (K)
+Tensor gather(const Tensor& x, int64_t axis, const Tensor& index);        // as torch.gather
+Tensor scatter_add(const Tensor& x, int64_t axis, const Tensor& index,
+                   const Tensor& src);                   // x + scattered src
+Tensor one_hot(const Tensor& ids, int64_t num_classes);  // (...) -> (...,N) i64
+
 // Gated linear units, fused: silu(gate) * up and gelu(gate) * up, with their backward ops.
 Tensor swiglu(const Tensor& gate, const Tensor& up);
 Tensor geglu(const Tensor& gate, const Tensor& up, bool tanh_approximation = false);

@@ -9,6 +9,7 @@
 #include "ops/cast/cast.h"
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/glu/glu.h"
+#include "ops/index/index.h"
 #include "ops/matmul/matmul.h"
 #include "ops/reduce/reduce.h"
 #include "ops/rms_norm/rms_norm.h"
