@@ -62,18 +62,18 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
   const double eta = smallest_subnormal(candidate.dtype());
   const double g2 = 2 * gamma(truth.steps, u_acc);
   const double overflow = overflow_threshold(candidate.dtype());
-  // A "row" is the last dim, grouped with its neighbours up to at least 64 elements: the RMS of a
-  // 16-element row is too noisy for a ratio, while a wrong row still stands out in its group.
+  // A "row" is the last dim, grouped with its neighbours up to at least 256 elements: the RMS of a
+  // 16-element row, dominated by one or two large terms, is too noisy for a ratio, while a wrong row
+  // still stands out in its group.
   const int64_t last = candidate.dim() == 0 ? 1 : std::max<int64_t>(1, candidate.size(-1));
-  const int64_t row = last * ((64 + last - 1) / last);
+  const int64_t row = last * ((256 + last - 1) / last);
   double sum_c = 0, sum_b = 0, row_c = 0, row_b = 0;
+  r.row_elements = row;
   for (size_t i = 0; i < c.size(); ++i) {
+    double ec = 0, eb = 0;
     if (std::isnan(c[i]) && !std::isnan(t[i])) {
       if (r.unwritten++ == 0) r.first_violation = fmt::format("element {} is NaN (never written?)", i);
-      continue;
-    }
-    double ec, eb;
-    if (std::fabs(t[i]) >= overflow) {  // must round to the infinity of t's sign
+    } else if (std::fabs(t[i]) >= overflow) {  // must round to the infinity of t's sign
       ec = c[i] == std::copysign(INFINITY, t[i]) ? 0.0 : INFINITY;
       eb = b[i] == std::copysign(INFINITY, t[i]) ? 0.0 : INFINITY;
     } else {
@@ -88,11 +88,17 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
     sum_b += eb * eb;
     row_c += ec * ec;
     row_b += eb * eb;
-    if ((int64_t(i) + 1) % row == 0) {
-      r.worst_row_candidate = std::max(r.worst_row_candidate, std::sqrt(row_c / double(row)));
-      r.worst_row_base = std::max(r.worst_row_base, std::sqrt(row_b / double(row)));
+    if ((int64_t(i) + 1) % row == 0 || i + 1 == c.size()) {
+      r.row_sum_sq_candidate.push_back(row_c);
+      r.row_sum_sq_base.push_back(row_b);
       row_c = row_b = 0;
     }
+  }
+  r.worst_row_candidate = r.worst_row_base = 0;
+  for (size_t g = 0; g < r.row_sum_sq_candidate.size(); ++g) {
+    r.worst_row_candidate =
+        std::max(r.worst_row_candidate, std::sqrt(r.row_sum_sq_candidate[g] / double(row)));
+    r.worst_row_base = std::max(r.worst_row_base, std::sqrt(r.row_sum_sq_base[g] / double(row)));
   }
   r.sum_sq_candidate = sum_c;
   r.sum_sq_base = sum_b;
@@ -110,8 +116,21 @@ void OutputReport::merge(const OutputReport& o) {
   double n = std::max<double>(1, double(elements));
   rms_candidate = std::sqrt(sum_sq_candidate / n);
   rms_base = std::sqrt(sum_sq_base / n);
-  worst_row_candidate = std::max(worst_row_candidate, o.worst_row_candidate);
-  worst_row_base = std::max(worst_row_base, o.worst_row_base);
+  // Row groups pool too: each group's RMS over every draw, then the worst group.
+  if (o.row_sum_sq_candidate.size() == row_sum_sq_candidate.size()) {
+    worst_row_candidate = worst_row_base = 0;
+    draws_pooled_ += 1;
+    for (size_t g = 0; g < row_sum_sq_candidate.size(); ++g) {
+      row_sum_sq_candidate[g] += o.row_sum_sq_candidate[g];
+      row_sum_sq_base[g] += o.row_sum_sq_base[g];
+      const double n_row = double(row_elements) * double(draws_pooled_);
+      worst_row_candidate = std::max(worst_row_candidate, std::sqrt(row_sum_sq_candidate[g] / n_row));
+      worst_row_base = std::max(worst_row_base, std::sqrt(row_sum_sq_base[g] / n_row));
+    }
+  } else {
+    worst_row_candidate = std::max(worst_row_candidate, o.worst_row_candidate);
+    worst_row_base = std::max(worst_row_base, o.worst_row_base);
+  }
   if (!unwritten && !outside_bound && !integer_mismatch) first_violation = o.first_violation;
   unwritten += o.unwritten;
   outside_bound += o.outside_bound;

@@ -18,6 +18,9 @@ struct OutputReport {
   double rms_candidate = 0, rms_base = 0;  // RMS(x - truth)
   double sum_sq_candidate = 0, sum_sq_base = 0;
   int64_t elements = 0;
+  std::vector<double> row_sum_sq_candidate, row_sum_sq_base;  // per row group, pooled over draws
+  int64_t row_elements = 0;                                   // elements of one row group in one draw
+  int64_t draws_pooled_ = 1;
   double worst_row_candidate = 0, worst_row_base = 0;
   int64_t unwritten = 0;      // NaN where the truth is a number: never written
   int64_t outside_bound = 0;  // elements beyond their certified roundoff bound
