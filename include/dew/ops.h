@@ -140,6 +140,17 @@ struct CrossEntropyResult {
 CrossEntropyResult cross_entropy(const Tensor& logits, const Tensor& targets,
                                  const CrossEntropyOptions& options = {});
 
+struct LayerNormResult {
+  Tensor y, mean, rstd;  // mean and rstd per row, for the backward
+};
+// y = (x - mean) / sqrt(var + eps) * weight + bias over the last dim; weight and bias (C) optional.
+LayerNormResult layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
+struct LayerNormGradients {
+  Tensor dx, dweight, dbias;  // dweight and dbias only when weight is given
+};
+LayerNormGradients layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                       const LayerNormResult& forward);
+
 // The route log (DESIGN.md "Operations and the selector").
 struct RouteRecord {
   std::string op, implementation, case_label;

@@ -10,6 +10,7 @@
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/glu/glu.h"
 #include "ops/index/index.h"
+#include "ops/layer_norm/layer_norm.h"
 #include "ops/matmul/matmul.h"
 #include "ops/reduce/reduce.h"
 #include "ops/rms_norm/rms_norm.h"

@@ -1,0 +1,34 @@
+// layer_norm over the last dim C: y = (x - mean) * rstd * weight + bias, rstd = 1/sqrt(var + eps) with
+// the biased variance (two passes: the mean first). weight and bias (C) optional. Outputs y (x's
+// dtype), mean and rstd (rows; f32, f64 for f64 input). layer_norm_backward(dy, x, weight, mean,
+// rstd) -> dx, and dweight and dbias when weight is given (summed over rows in fixed blocks).
+#pragma once
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct LayerNormArgs {
+  Tensor dy, x, weight, bias, mean, rstd;  // dy, mean, rstd: backward only; bias: forward only
+  double eps = 1e-5;
+  bool backward = false;
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct LayerNorm {
+  using Args = LayerNormArgs;
+  static std::string_view name(const Args& a) { return a.backward ? "layer_norm_backward" : "layer_norm"; }
+  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
+  static std::vector<OutputSpec> infer(const Args& a);
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+};
+
+void add_layer_norm_portable(select::Registry<LayerNormArgs>& r);
+void add_layer_norm_avx2(select::Registry<LayerNormArgs>& r);
+
+}  // namespace dew::ops
