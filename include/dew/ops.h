@@ -72,6 +72,17 @@ Tensor cumsum(const Tensor& x, int64_t axis);
 // y = x / sqrt(mean(x^2) + eps) * weight over the last dim; weight (C) optional.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 
+// Layout. Outputs are fresh contiguous tensors; views (slice, transpose, ...) are on Tensor itself.
+Tensor concat(const std::vector<Tensor>& xs, int64_t axis);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t axis);
+// pads: (before, after) pairs from the last dim backwards, as torch.nn.functional.pad; constant value.
+Tensor pad(const Tensor& x, const std::vector<int64_t>& pads, double value = 0);
+Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& order);  // the transpose copy
+Tensor tril(const Tensor& x, int64_t diagonal = 0);  // keeps j <= i + diagonal in the last two dims
+Tensor triu(const Tensor& x, int64_t diagonal = 0);  // keeps j >= i + diagonal
+Tensor fill(const Shape& shape, double value, DType dtype);
+Tensor arange(double start, double end, double step, DType dtype);  // start + i * step, computed in f64
+
 // Indexing. ids and indices are i64; every index is checked against its range before use.
 Tensor embedding(const Tensor& weight, const Tensor& ids);  // (V,C) at (...) -> (...,C)
 Tensor embedding_backward(const Tensor& d_out, const Tensor& ids,

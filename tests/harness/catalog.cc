@@ -11,6 +11,7 @@
 #include "ops/glu/glu.h"
 #include "ops/index/index.h"
 #include "ops/layer_norm/layer_norm.h"
+#include "ops/layout/layout.h"
 #include "ops/matmul/matmul.h"
 #include "ops/reduce/reduce.h"
 #include "ops/rms_norm/rms_norm.h"
