@@ -29,17 +29,44 @@ void for_each_offset(const Shape& shape, const Strides& strides, F&& f) {
   }
 }
 
-inline void copy_strided(const Tensor& src, Tensor& dst) {
-  size_t es = dtype_size(src.dtype());
+// Copies every element of src into dst (same shape and dtype, any strides), walking both in row-major
+// order: the outer dims by an odometer, the last dim as a typed loop with two strides.
+inline void copy_strided(const Tensor& src, const Tensor& dst) {
+  const size_t es = dtype_size(src.dtype());
   const char* s = static_cast<const char*>(src.raw_data());
   char* d = static_cast<char*>(dst.raw_data());
-  if (src.is_contiguous()) {
+  if (src.is_contiguous() && dst.is_contiguous()) {
     std::memcpy(d, s, size_t(src.numel()) * es);
     return;
   }
-  int64_t i = 0;
-  for_each_offset(src.shape(), src.strides(),
-                  [&](int64_t off) { std::memcpy(d + (i++) * int64_t(es), s + off * int64_t(es), es); });
+  const Shape& shape = src.shape();
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  const size_t rank = shape.size();
+  const int64_t inner = rank ? shape[rank - 1] : 1;
+  const int64_t ss = rank ? src.strides()[rank - 1] : 0, ds = rank ? dst.strides()[rank - 1] : 0;
+  auto rows = [&](auto element) {
+    using E = decltype(element);
+    std::vector<int64_t> at(rank, 0);
+    int64_t so = 0, dof = 0;
+    for (int64_t done = 0; done < n; done += inner) {
+      const E* sp = reinterpret_cast<const E*>(s) + so;
+      E* dp = reinterpret_cast<E*>(d) + dof;
+      for (int64_t j = 0; j < inner; ++j) dp[j * ds] = sp[j * ss];
+      for (size_t k = rank - 1; k-- > 0;) {
+        so += src.strides()[k], dof += dst.strides()[k];
+        if (++at[k] < shape[k]) break;
+        so -= src.strides()[k] * shape[k], dof -= dst.strides()[k] * shape[k];
+        at[k] = 0;
+      }
+    }
+  };
+  switch (es) {
+    case 1: return rows(uint8_t{});
+    case 2: return rows(uint16_t{});
+    case 4: return rows(uint32_t{});
+    default: return rows(uint64_t{});
+  }
 }
 
 }  // namespace dew::detail

@@ -1,5 +1,5 @@
 // Layout ops: validation, output rules, the portable implementation (strided copies through
-// copy_strided), float64 references, cases and public functions.
+// core's copy_strided), float64 references, cases and public functions.
 #include "ops/layout/layout.h"
 
 #include <cmath>
@@ -21,18 +21,7 @@ Tensor piece(const Tensor& whole, int64_t axis, int64_t begin, int64_t length) {
   return whole.slice(axis, begin, begin + length);
 }
 
-// Copies src into the view dst (same shape), element by element through the strided iterator.
-void copy_into(const Tensor& src, const Tensor& dst) {
-  const size_t es = dtype_size(src.dtype());
-  std::vector<int64_t> dst_offsets;
-  detail::for_each_offset(dst.shape(), dst.strides(), [&](int64_t off) { dst_offsets.push_back(off); });
-  const char* s = static_cast<const char*>(src.raw_data());
-  char* d = static_cast<char*>(dst.raw_data());
-  size_t i = 0;
-  detail::for_each_offset(src.shape(), src.strides(), [&](int64_t off) {
-    std::memcpy(d + dst_offsets[i++] * int64_t(es), s + off * int64_t(es), es);
-  });
-}
+void copy_into(const Tensor& src, const Tensor& dst) { detail::copy_strided(src, dst); }
 
 // Views of `out` where pad's input lands.
 Tensor padded_interior(const Tensor& out, const LayoutArgs& a) {
