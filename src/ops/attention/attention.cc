@@ -141,6 +141,7 @@ double AttentionBackward::flops(const Args& a) {
 const select::Registry<AttentionArgs>& Attention::registry() {
   static const select::Registry<AttentionArgs> r = [] {
     select::Registry<AttentionArgs> reg;
+    add_attention_flash_gemm(reg);
     add_attention_avx2(reg);
     add_attention_portable(reg);
     return reg;

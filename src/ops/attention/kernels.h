@@ -36,6 +36,19 @@ inline Acc dot(const Acc* a, const Acc* b, int64_t n) {
   return s;
 }
 
+// sum of x[0..n) over L lanes
+template <int L, class Acc>
+inline Acc lane_sum(const Acc* x, int64_t n) {
+  Acc part[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) part[l] += x[i + l];
+  Acc s = 0;
+  for (int l = 0; l < L; ++l) s += part[l];
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
 // The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product.
 template <class Acc, class T>
 std::vector<Acc> widened(const Tensor& t) {
