@@ -34,7 +34,9 @@ inline float exp_f32(float xf) {
   return float(p * scale);
 }
 
-inline double exp_f32(double x) { return std::exp(x); }  // f64 kernels keep libm's exp
+inline double exp_f32(double x) {
+  return std::exp(x);
+}  // f64 kernels keep libm's exp
 
 // exp_f32_within_2ulp: float throughout (Cody-Waite reduction, Cephes' degree-6 polynomial, 2^n as two
 // factors so results round once into the subnormals), about twice exp_f32's speed and within ~2 ulp.

@@ -152,6 +152,7 @@ const select::Registry<AttentionArgs>& Attention::registry() {
 const select::Registry<AttentionBackwardArgs>& AttentionBackward::registry() {
   static const select::Registry<AttentionBackwardArgs> r = [] {
     select::Registry<AttentionBackwardArgs> reg;
+    add_attention_backward_flash_gemm(reg);
     add_attention_backward_avx2(reg);
     add_attention_backward_portable(reg);
     return reg;
