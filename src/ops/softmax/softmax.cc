@@ -5,48 +5,10 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/kernel_types.h"
 #include "ops/rows.h"
 
 namespace dew::ops {
-namespace {
-
-template <class Acc, class T, class Out>
-void along_row(AlongAxisFn f, const T* x, Out* y, int64_t n) {
-  if (f == AlongAxisFn::cumsum) {
-    Acc s = 0;
-    for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]), y[i] = narrow<Out>(s);
-    return;
-  }
-  Acc m = -std::numeric_limits<Acc>::infinity();
-  for (int64_t i = 0; i < n; ++i) m = std::max(m, widen<Acc>(x[i]));
-  Acc s = 0;
-  for (int64_t i = 0; i < n; ++i) s += std::exp(widen<Acc>(x[i]) - m);
-  if (f == AlongAxisFn::softmax) {
-    Acc inv = Acc(1) / s;
-    for (int64_t i = 0; i < n; ++i) y[i] = narrow<Out>(std::exp(widen<Acc>(x[i]) - m) * inv);
-  } else {
-    Acc log_s = std::log(s);
-    for (int64_t i = 0; i < n; ++i) y[i] = narrow<Out>((widen<Acc>(x[i]) - m) - log_s);
-  }
-}
-
-template <class T>
-void along_portable(const AlongAxisArgs& a, Tensor& out) {
-  using Acc = AccumulatorOf<T>;
-  int64_t axis = normalize_axis(a.axis, a.x.dim(), "softmax");
-  RowLayout l = rows_along(a.x, {axis});
-  Tensor y = Tensor::empty(l.rows.shape(), a.dtype());
-  const T* x = l.rows.data<T>();
-  T* yp = y.data<T>();
-  const int64_t rows = numel_of(l.kept_shape), n = l.length;
-  parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) along_row<Acc>(a.fn, x + r * n, yp + r * n, n);
-  });
-  restore_order(y, l.order, out);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string_view AlongAxis::name(const Args& a) {
   switch (a.fn) {
@@ -80,7 +42,17 @@ std::vector<Truth> AlongAxis::reference(const Args& args) {
   double* mp = m.data<double>();
   for (int64_t r = 0; r < rows; ++r) {  // rows along the axis
     const double* row = x + r * n;
-    along_row<double>(args.fn, row, yp + r * n, n);
+    double mx0 = -INFINITY, sum = 0, prefix = 0;
+    for (int64_t i = 0; i < n; ++i) mx0 = std::max(mx0, row[i]);
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(row[i] - mx0);
+    for (int64_t i = 0; i < n; ++i) {  // the definitions, term by term
+      if (args.fn == AlongAxisFn::softmax)
+        yp[r * n + i] = std::exp(row[i] - mx0) / sum;
+      else if (args.fn == AlongAxisFn::log_softmax)
+        yp[r * n + i] = row[i] - mx0 - std::log(sum);
+      else
+        yp[r * n + i] = prefix += row[i];
+    }
     double mx = -INFINITY, abs_prefix = 0;
     for (int64_t i = 0; i < n; ++i) mx = std::max(mx, row[i]);
     for (int64_t i = 0; i < n; ++i) {
@@ -104,11 +76,8 @@ std::vector<Truth> AlongAxis::reference(const Args& args) {
 const select::Registry<AlongAxisArgs>& AlongAxis::registry() {
   static const select::Registry<AlongAxisArgs> r = [] {
     select::Registry<AlongAxisArgs> reg;
-    reg.add({"portable",
-             {select::on_cpu<AlongAxisArgs>()},
-             [](const AlongAxisArgs& a, std::vector<Tensor>& outs) {
-               visit_floating(a.dtype(), [&](auto zero) { along_portable<decltype(zero)>(a, outs[0]); });
-             }});
+    add_along_axis_avx2(reg);
+    add_along_axis_portable(reg);
     return reg;
   }();
   return r;

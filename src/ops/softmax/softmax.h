@@ -23,4 +23,7 @@ struct AlongAxis {
   static std::vector<Case<Args>> cases(std::string_view op);
 };
 
+void add_along_axis_portable(select::Registry<AlongAxisArgs>& r);
+void add_along_axis_avx2(select::Registry<AlongAxisArgs>& r);
+
 }  // namespace dew::ops

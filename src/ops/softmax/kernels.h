@@ -1,0 +1,84 @@
+// softmax, log_softmax and cumsum row kernels, written once and compiled per instruction set (NOTE
+// [kernel namespaces]): L lanes for the max and the sum, FastExp for exp_f32 over libm.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "ops/kernel_types.h"
+#include "ops/rows.h"
+#include "ops/softmax/softmax.h"
+#include "ops/vector_math.h"
+
+namespace dew::ops::DEW_KERNEL_NS {
+
+template <bool FastExp, class Acc>
+inline Acc exp_of(Acc x) {
+  if constexpr (FastExp)
+    return exp_f32(x);
+  else
+    return std::exp(x);
+}
+
+template <int L, bool FastExp, class Acc, class T>
+void along_row(AlongAxisFn f, const T* x, T* y, int64_t n) {
+  if (f == AlongAxisFn::cumsum) {
+    Acc s = 0;
+    for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]), y[i] = narrow<T>(s);
+    return;
+  }
+  Acc mx[L];
+  for (int l = 0; l < L; ++l) mx[l] = -std::numeric_limits<Acc>::infinity();
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) mx[l] = widen<Acc>(x[i + l]) > mx[l] ? widen<Acc>(x[i + l]) : mx[l];
+  Acc m = -std::numeric_limits<Acc>::infinity();
+  for (int l = 0; l < L; ++l) m = mx[l] > m ? mx[l] : m;
+  for (; i < n; ++i) m = std::max(m, widen<Acc>(x[i]));
+  if constexpr (std::is_same_v<T, Acc>) {
+    if (f == AlongAxisFn::softmax) {  // y holds exp(x - m) unrounded: one exp per element
+      Acc part[L] = {};
+      for (i = 0; i < n; ++i) y[i] = exp_of<FastExp>(x[i] - m);
+      for (i = 0; i + L <= n; i += L)
+        for (int l = 0; l < L; ++l) part[l] += y[i + l];
+      Acc s = 0;
+      for (int l = 0; l < L; ++l) s += part[l];
+      for (; i < n; ++i) s += y[i];
+      const Acc inv = Acc(1) / s;
+      for (i = 0; i < n; ++i) y[i] *= inv;
+      return;
+    }
+  }
+  Acc part[L] = {};
+  for (i = 0; i + L <= n; i += L)
+    for (int l = 0; l < L; ++l) part[l] += exp_of<FastExp>(widen<Acc>(x[i + l]) - m);
+  Acc s = 0;
+  for (int l = 0; l < L; ++l) s += part[l];
+  for (; i < n; ++i) s += exp_of<FastExp>(widen<Acc>(x[i]) - m);
+  if (f == AlongAxisFn::softmax) {
+    const Acc inv = Acc(1) / s;
+    for (i = 0; i < n; ++i) y[i] = narrow<T>(exp_of<FastExp>(widen<Acc>(x[i]) - m) * inv);
+  } else {
+    const Acc log_s = std::log(s);
+    for (i = 0; i < n; ++i) y[i] = narrow<T>((widen<Acc>(x[i]) - m) - log_s);
+  }
+}
+
+template <int L, bool FastExp, class T>
+void along_axis(const AlongAxisArgs& a, Tensor& out) {
+  using Acc = AccumulatorOf<T>;
+  const int64_t axis = normalize_axis(a.axis, a.x.dim(), "softmax");
+  RowLayout l = rows_along(a.x, {axis});
+  const bool in_place = axis == a.x.dim() - 1;  // rows already run along the output's last dim
+  Tensor y = in_place ? out : Tensor::empty(l.rows.shape(), a.dtype());
+  const T* x = l.rows.data<T>();
+  T* yp = y.data<T>();
+  const int64_t rows = numel_of(l.kept_shape), n = l.length;
+  parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) along_row<L, FastExp, Acc>(a.fn, x + r * n, yp + r * n, n);
+  });
+  if (!in_place) restore_order(y, l.order, out);
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
