@@ -5,8 +5,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/elementwise.h"
-#include "ops/kernel_types.h"
+#include "ops/binary/scalar.h"
 
 namespace dew::ops {
 namespace {
@@ -14,86 +13,11 @@ namespace {
 constexpr std::array<std::string_view, 13> kNames{"add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                                   "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
 
-template <BinaryFn F, class T>
-T binary_apply(T a, T b) {
-  if constexpr (F == BinaryFn::add)
-    return a + b;
-  else if constexpr (F == BinaryFn::sub)
-    return a - b;
-  else if constexpr (F == BinaryFn::mul)
-    return a * b;
-  else if constexpr (F == BinaryFn::div)
-    return a / b;
-  else if constexpr (F == BinaryFn::pow)
-    return std::pow(a, b);
-  else if constexpr (F == BinaryFn::maximum)
-    return (a != a || a > b) ? a : b;  // NaN propagates, as in PyTorch
-  else if constexpr (F == BinaryFn::minimum)
-    return (a != a || a < b) ? a : b;
-  else if constexpr (F == BinaryFn::eq)
-    return a == b;
-  else if constexpr (F == BinaryFn::ne)
-    return a != b;
-  else if constexpr (F == BinaryFn::lt)
-    return a < b;
-  else if constexpr (F == BinaryFn::le)
-    return a <= b;
-  else if constexpr (F == BinaryFn::gt)
-    return a > b;
-  else
-    return a >= b;
-}
-
-// Calls body(std::integral_constant<BinaryFn, f>{}), so loops compile without a switch inside.
-template <class Body>
-void with_binary_fn(BinaryFn f, Body&& body) {
-  switch (f) {
-#define DEW_BINARY_CASE(name) \
-  case BinaryFn::name:        \
-    return body(std::integral_constant<BinaryFn, BinaryFn::name>{});
-    DEW_BINARY_CASE(add)
-    DEW_BINARY_CASE(sub) DEW_BINARY_CASE(mul) DEW_BINARY_CASE(div) DEW_BINARY_CASE(pow)
-        DEW_BINARY_CASE(maximum) DEW_BINARY_CASE(minimum) DEW_BINARY_CASE(eq) DEW_BINARY_CASE(ne)
-            DEW_BINARY_CASE(lt) DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt) DEW_BINARY_CASE(ge)
-#undef DEW_BINARY_CASE
-  }
-}
-
 template <class T>
 T binary_value(BinaryFn f, T a, T b) {
   T y{};
   with_binary_fn(f, [&](auto fn) { y = binary_apply<decltype(fn)::value>(a, b); });
   return y;
-}
-
-template <class T>
-void binary_portable(const BinaryArgs& args, Tensor& out) {
-  using Acc =
-      std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
-                         AccumulatorOf<T>, double>;
-  with_binary_fn(args.fn, [&](auto fn) {
-    constexpr BinaryFn F = decltype(fn)::value;
-    using Out = std::conditional_t<(F >= BinaryFn::eq), bool, T>;
-    Out* y = out.data<Out>();
-    for_each_row<2>(out.shape(), {args.a, args.b}, [&](const RowView<2>& v, int64_t o) {
-      const T* a = static_cast<const T*>(v.in[0]);
-      const T* b = static_cast<const T*>(v.in[1]);
-      Out* yo = y + o;
-      auto put = [&](int64_t i, Acc r) {
-        if constexpr (std::is_same_v<Out, bool>)
-          yo[i] = r != Acc(0);
-        else
-          yo[i] = narrow<T>(r);
-      };
-      if (v.stride[0] == 1 && v.stride[1] == 1)  // contiguous rows: plain loops the compiler vectorizes
-        for (int64_t i = 0; i < v.length; ++i) put(i, binary_apply<F>(widen<Acc>(a[i]), widen<Acc>(b[i])));
-      else if (v.stride[0] == 1 && v.stride[1] == 0)
-        for (int64_t i = 0; i < v.length; ++i) put(i, binary_apply<F>(widen<Acc>(a[i]), widen<Acc>(b[0])));
-      else
-        for (int64_t i = 0; i < v.length; ++i)
-          put(i, binary_apply<F>(widen<Acc>(a[i * v.stride[0]]), widen<Acc>(b[i * v.stride[1]])));
-    });
-  });
 }
 
 }  // namespace
@@ -147,9 +71,8 @@ std::vector<Truth> Binary::reference(const Args& args) {
 const select::Registry<BinaryArgs>& Binary::registry() {
   static const select::Registry<BinaryArgs> r = [] {
     select::Registry<BinaryArgs> reg;
-    reg.add({"portable", {select::on_cpu<BinaryArgs>()}, [](const BinaryArgs& a, std::vector<Tensor>& outs) {
-               visit_dtype(a.dtype(), [&](auto zero) { binary_portable<decltype(zero)>(a, outs[0]); });
-             }});
+    add_binary_avx2(reg);
+    add_binary_portable(reg);
     return reg;
   }();
   return r;

@@ -33,4 +33,7 @@ struct Binary {
   static std::vector<Case<Args>> cases(std::string_view op);
 };
 
+void add_binary_portable(select::Registry<BinaryArgs>& r);
+void add_binary_avx2(select::Registry<BinaryArgs>& r);
+
 }  // namespace dew::ops
