@@ -87,13 +87,20 @@ void index_typed(const IndexArgs& a, Tensor& out) {
       Tensor dc = a.x.contiguous();
       const T* d = dc.data<T>();
       const int64_t* id = ic.data<int64_t>();
-      std::vector<Acc> acc(static_cast<size_t>(a.count * C), Acc(0));
+      // f32/f64 accumulate in the output itself; bf16/f16 in an f32 table narrowed at the end.
+      std::vector<Acc> scratch(std::is_same_v<T, Acc> ? 0 : static_cast<size_t>(a.count * C), Acc(0));
+      Acc* acc = scratch.empty() ? reinterpret_cast<Acc*>(out.raw_data()) : scratch.data();
+      if (scratch.empty()) std::memset(acc, 0, size_t(a.count * C) * sizeof(Acc));
       parallel_for(C, 64, [&](int64_t c0, int64_t c1) {  // each column summed in id order
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t c = c0; c < c1; ++c) acc[size_t(id[r] * C + c)] += widen<Acc>(d[r * C + c]);
+          for (int64_t c = c0; c < c1; ++c) acc[id[r] * C + c] += widen<Acc>(d[r * C + c]);
       });
-      T* y = out.data<T>();
-      for (size_t i = 0; i < acc.size(); ++i) y[i] = narrow<T>(acc[i]);
+      if (!scratch.empty()) {
+        T* y = out.data<T>();
+        parallel_for(int64_t(scratch.size()), 1 << 16, [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; ++i) y[i] = narrow<T>(scratch[size_t(i)]);
+        });
+      }
       return;
     }
     case IndexFn::one_hot: {
