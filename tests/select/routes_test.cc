@@ -1,0 +1,59 @@
+// Representative routes, asserted through the route log: which implementation the selector picks
+// for each op family on this machine (AVX2 paths only where the CPU has AVX2 and FMA).
+#include <dew/ops.h>
+#include <dew/runtime.h>
+#include <gtest/gtest.h>
+
+#include "error_of.h"
+#include "routes.h"
+
+namespace dew {
+namespace {
+
+using testing::error_of;
+
+Tensor ones(const Shape& s, DType t) {
+  return Tensor::full(s, 0.5, t);
+}
+
+std::string fast_or_portable(const char* fast) {
+  return cpu_features().avx2 && cpu_features().fma ? fast : "portable";
+}
+
+TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
+  EXPECT_ROUTE("rms_norm", fast_or_portable("cpu.avx2"), rms_norm(ones({4, 64}, DType::f32), Tensor(), 1e-6));
+  EXPECT_ROUTE("rms_norm", "portable", rms_norm(ones({4, 64}, DType::f16), Tensor(), 1e-6));
+  EXPECT_ROUTE("exp", fast_or_portable("cpu.avx2"), exp(ones({4, 64}, DType::f32)));
+  EXPECT_ROUTE("tanh", "portable", tanh(ones({4, 64}, DType::f32)));  // no fast form
+  EXPECT_ROUTE("add", fast_or_portable("cpu.avx2"), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));
+  EXPECT_ROUTE("pow", "portable", pow(ones({4, 8}, DType::f32), ones({4, 8}, DType::f32)));
+  Tensor q = ones({1, 8, 2, 16}, DType::f32), kv = ones({1, 8, 1, 16}, DType::f32);
+  EXPECT_ROUTE("attention", fast_or_portable("cpu.flash_gemm"), attention(q, kv, kv));
+  EXPECT_ROUTE("attention", "portable",
+               attention(ones({1, 8, 2, 16}, DType::f64), ones({1, 8, 1, 16}, DType::f64),
+                         ones({1, 8, 1, 16}, DType::f64)));
+  Tensor logits = ones({3, 10}, DType::f32), targets = Tensor::from_values({1, 2, 3}, {3}, DType::i64);
+  EXPECT_ROUTE("cross_entropy", fast_or_portable("cpu.avx2"), cross_entropy(logits, targets));
+}
+
+TEST(Routes, MismatchedDtypesAndShapesAreRefusedNamingBoth) {
+  EXPECT_NE(error_of([] {
+              add(ones({2, 3}, DType::f32), ones({2, 3}, DType::bf16));
+            }).find("[add] a is f32[2,3] (cpu) and b is bf16[2,3] (cpu); expected one dtype"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              mul(ones({2, 3}, DType::f32), ones({4}, DType::f32));
+            }).find("[mul] shapes [2,3] and [4] do not broadcast"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              rms_norm(ones({2, 3}, DType::f32), ones({4}, DType::f32), 1e-6);
+            }).find("[rms_norm] weight is f32[4] (cpu); expected f32[3]"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              sum(ones({2, 3}, DType::f32), {0, 0});
+            }).find("repeat an axis"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew
