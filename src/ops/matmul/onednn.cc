@@ -1,8 +1,10 @@
 // matmul through oneDNN's sgemm (chosen over OpenBLAS and BLIS by measurement: docs/perf.md).
-// f32 runs in place; bf16 and f16 operands are widened to f32 (exact) in one pass (a bf16 GEMM through
-// oneDNN's matmul primitive is future work). Bias and residual fuse into sgemm's beta*C when there is
-// no activation; with one, the epilogue is one extra pass over C.
+// f32 runs in place through sgemm; bf16 goes through the matmul primitive where the CPU has native
+// bf16 dot products, else (and f16 always) operands are widened to f32 (exact) in one pass. Bias and
+// residual fuse into sgemm's beta*C when there is no activation; otherwise the epilogue is one pass.
 #include <oneapi/dnnl/dnnl.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "ops/cast/cast.h"
 #include "ops/kernel_types.h"
@@ -68,7 +70,55 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
   }
 }
 
+// bf16 operands straight into oneDNN's matmul primitive (f32 accumulation and output), where oneDNN
+// has a native bf16 kernel for this CPU (AVX-512 BF16); false when it would fall back to its slow
+// reference code, and the caller widens to f32 instead. The epilogue then runs as one pass over C.
+bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
+  using dnnl::memory;
+  MatmulGeometry g = matmul_geometry(args);
+  const size_t br = g.batch.size();
+  Tensor a = g.a, b = g.b;
+  auto plain = [&](Tensor& t) {  // oneDNN takes any strides but 0 within a matrix
+    if (t.strides()[br] == 0 || t.strides()[br + 1] == 0) t = t.contiguous();
+  };
+  plain(a);
+  plain(b);
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  const memory::desc a_md({g.M, g.K}, memory::data_type::bf16, {a.strides()[br], a.strides()[br + 1]});
+  const memory::desc b_md({g.K, g.N}, memory::data_type::bf16, {b.strides()[br], b.strides()[br + 1]});
+  const memory::desc c_md({g.M, g.N}, memory::data_type::f32, {g.N, 1});
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+  if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return false;
+  dnnl::matmul prim(pd);
+  dnnl::stream stream(engine);
+  Tensor c = Tensor::empty(out.shape(), DType::f32);
+  auto a_off = batch_offsets(a, br), b_off = batch_offsets(b, br);
+  const bf16* A = a.data<bf16>();
+  const bf16* B = b.data<bf16>();
+  for (size_t bi = 0; bi < a_off.size(); ++bi) {
+    memory a_mem(a_md, engine, const_cast<bf16*>(A + a_off[bi]));
+    memory b_mem(b_md, engine, const_cast<bf16*>(B + b_off[bi]));
+    memory c_mem(c_md, engine, c.data<float>() + int64_t(bi) * g.M * g.N);
+    prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  }
+  stream.wait();
+  const MatmulOptions& o = args.options;
+  Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor(),
+         residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
+  const bf16* bias_p = bias.defined() ? bias.data<bf16>() : nullptr;
+  const bf16* residual_p = residual.defined() ? residual.data<bf16>() : nullptr;
+  const float* C = c.data<float>();
+  bf16* Y = out.data<bf16>();
+  parallel_for(out.numel(), 16384, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      Y[i] = narrow<bf16>(matmul_epilogue<float>(o, C[i], bias_p ? widen<float>(bias_p[i % g.N]) : 0.0f,
+                                                 residual_p ? widen<float>(residual_p[i]) : 0.0f));
+  });
+  return true;
+}
+
 void matmul_onednn(const MatmulArgs& args, Tensor& out) {
+  if (args.dtype() == DType::bf16 && matmul_bf16_native(args, out)) return;
   MatmulArgs args32 = args;
   for (Tensor* t : args32.mutable_inputs())
     if (t->dtype() != DType::f32) *t = cast(*t, DType::f32);
