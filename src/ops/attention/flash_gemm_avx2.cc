@@ -22,10 +22,10 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
   const AttentionOptions& o = a.options;
   const AttentionGeometry g(a.q, a.k, o);
   const float scale = float(g.scale), cap = float(g.cap);
-  std::vector<float> q = flash_gemm::widened<float, T>(a.q), k = flash_gemm::widened<float, T>(a.k),
-                     v = flash_gemm::widened<float, T>(a.v);
-  std::vector<float> sinks =
-      o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : std::vector<float>();
+  flash_gemm::Scratch<float> q = flash_gemm::widened<float, T>(a.q), k = flash_gemm::widened<float, T>(a.k),
+                             v = flash_gemm::widened<float, T>(a.v);
+  flash_gemm::Scratch<float> sinks =
+      o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : flash_gemm::Scratch<float>();
   T* out = outs[0].data<T>();
   float* lse = outs[1].data<float>();
   const int64_t blocks = (g.T + kQueryBlock - 1) / kQueryBlock;
@@ -100,14 +100,16 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
   const AttentionOptions& o = a.options;
   const AttentionGeometry g(a.q, a.k, o);
   const float scale = float(g.scale), cap = float(g.cap);
-  std::vector<float> q = flash_gemm::widened<float, T>(a.q), k = flash_gemm::widened<float, T>(a.k),
-                     v = flash_gemm::widened<float, T>(a.v), dout = flash_gemm::widened<float, T>(a.dout),
-                     out = flash_gemm::widened<float, T>(a.out),
-                     lse = flash_gemm::widened<float, float>(a.lse);
-  std::vector<float> sinks =
-      o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : std::vector<float>();
+  flash_gemm::Scratch<float> q = flash_gemm::widened<float, T>(a.q), k = flash_gemm::widened<float, T>(a.k),
+                             v = flash_gemm::widened<float, T>(a.v),
+                             dout = flash_gemm::widened<float, T>(a.dout),
+                             out = flash_gemm::widened<float, T>(a.out),
+                             lse = flash_gemm::widened<float, float>(a.lse);
+  flash_gemm::Scratch<float> sinks =
+      o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : flash_gemm::Scratch<float>();
   // Per query head: dq in place; dk and dv as partials summed over the group in head order below.
-  std::vector<float> dq(q.size(), 0.0f), dk_h(size_t(g.B * g.H * g.S * g.D), 0.0f), dv_h(dk_h.size(), 0.0f);
+  flash_gemm::Scratch<float> dq(int64_t(q.size()), 0.0f), dk_h(g.B * g.H * g.S * g.D, 0.0f),
+      dv_h(g.B * g.H * g.S * g.D, 0.0f);
   std::vector<float> dsink_parts(size_t(g.B * g.H), 0.0f);
   const int64_t ld_q = g.H * g.D, ld_k = g.Hkv * g.D;
   parallel_for(g.B * g.H, 1, [&](int64_t w0, int64_t w1) {

@@ -49,14 +49,34 @@ inline Acc lane_sum(const Acc* x, int64_t n) {
   return s;
 }
 
+// A buffer from Dew's caching allocator: a fresh std::vector of many megabytes pays a page fault per
+// 4 KB on every call (first touch costs about 7x a warm block, BENCHMARKS.md); these come back warm.
+template <class Acc>
+class Scratch {
+ public:
+  Scratch() = default;
+  explicit Scratch(int64_t n) : t_(Tensor::empty({n}, Scalar<Acc>::dtype)) {}
+  Scratch(int64_t n, Acc value) : Scratch(n) { std::fill(data(), data() + n, value); }
+  Acc* data() { return t_.defined() ? t_.data<Acc>() : nullptr; }
+  const Acc* data() const { return t_.defined() ? t_.data<Acc>() : nullptr; }
+  size_t size() const { return t_.defined() ? size_t(t_.numel()) : 0; }
+  bool empty() const { return size() == 0; }
+  Acc& operator[](size_t i) { return data()[i]; }
+  const Acc& operator[](size_t i) const { return data()[i]; }
+
+ private:
+  Tensor t_;
+};
+
 // The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product.
 template <class Acc, class T>
-std::vector<Acc> widened(const Tensor& t) {
+Scratch<Acc> widened(const Tensor& t) {
   Tensor c = t.contiguous();
   const T* p = c.data<T>();
-  std::vector<Acc> out(static_cast<size_t>(c.numel()));
+  Scratch<Acc> out(c.numel());
+  Acc* o = out.data();
   parallel_for(c.numel(), 1 << 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) out[size_t(i)] = widen<Acc>(p[i]);
+    for (int64_t i = i0; i < i1; ++i) o[i] = widen<Acc>(p[i]);
   });
   return out;
 }
@@ -73,8 +93,8 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
   const AttentionGeometry g(a.q, a.k, o);
   const int64_t B = g.B, T_ = g.T, H = g.H, D = g.D, S = g.S, Hkv = g.Hkv, group = g.group;
   const Acc scale = Acc(g.scale), cap = Acc(g.cap);
-  std::vector<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v);
-  std::vector<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : std::vector<Acc>();
+  Scratch<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v);
+  Scratch<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : Scratch<Acc>();
   T* out = outs[0].data<T>();
   Acc* lse = outs[1].data<Acc>();
   const int64_t tiles = (T_ + kQueryTile - 1) / kQueryTile;
@@ -146,11 +166,10 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
   const AttentionGeometry g(a.q, a.k, o);
   const int64_t B = g.B, T_ = g.T, H = g.H, D = g.D, S = g.S, Hkv = g.Hkv, group = g.group;
   const Acc scale = Acc(g.scale), cap = Acc(g.cap);
-  std::vector<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v),
-                   dout = widened<Acc, T>(a.dout), out = widened<Acc, T>(a.out),
-                   lse = widened<Acc, Acc>(a.lse);
-  std::vector<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : std::vector<Acc>();
-  std::vector<Acc> dq(q.size(), Acc(0)), dk(k.size(), Acc(0)), dv(v.size(), Acc(0));
+  Scratch<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v),
+               dout = widened<Acc, T>(a.dout), out = widened<Acc, T>(a.out), lse = widened<Acc, Acc>(a.lse);
+  Scratch<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : Scratch<Acc>();
+  Scratch<Acc> dq(int64_t(q.size()), Acc(0)), dk(int64_t(k.size()), Acc(0)), dv(int64_t(v.size()), Acc(0));
   std::vector<Acc> dsink_parts(size_t(B * H), Acc(0));  // summed over b in order below
   parallel_for(B * Hkv, 1, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
@@ -192,7 +211,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
       }
     }
   });
-  auto store = [](const std::vector<Acc>& src, Tensor& dst) {
+  auto store = [](const Scratch<Acc>& src, Tensor& dst) {
     T* p = dst.data<T>();
     for (size_t i = 0; i < src.size(); ++i) p[i] = narrow<T>(src[i]);
   };
