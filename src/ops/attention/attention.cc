@@ -203,7 +203,7 @@ std::vector<NamedAttentionCase> attention_case_table() {
   AttentionOptions scaled;
   scaled.scale = 0.3;
   return {{"causal_gqa", {"ci"}, {2, 40, 40, 4, 2, 16}, causal, false, false},
-          {"cross_bidirectional", {"ci"}, {2, 7, 33, 4, 2, 16}, scaled, false, false},
+          {"cross_bidirectional", {"ci"}, {2, 48, 33, 4, 2, 16}, scaled, false, false},
           {"window_softcap", {"ci", "edge"}, {1, 50, 50, 2, 2, 8}, window_cap, false, false},
           {"packed_segments", {"ci", "edge"}, {2, 48, 48, 2, 1, 8}, causal, true, false},
           {"sinks", {"ci"}, {1, 24, 24, 3, 1, 8}, causal, false, true},

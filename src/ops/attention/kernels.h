@@ -10,6 +10,7 @@
 
 #include "ops/attention/attention.h"
 #include "ops/kernel_types.h"
+#include "ops/scratch.h"
 #include "ops/vector_math.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
@@ -48,25 +49,6 @@ inline Acc lane_sum(const Acc* x, int64_t n) {
   for (; i < n; ++i) s += x[i];
   return s;
 }
-
-// A buffer from Dew's caching allocator: a fresh std::vector of many megabytes pays a page fault per
-// 4 KB on every call (first touch costs about 7x a warm block, BENCHMARKS.md); these come back warm.
-template <class Acc>
-class Scratch {
- public:
-  Scratch() = default;
-  explicit Scratch(int64_t n) : t_(Tensor::empty({n}, Scalar<Acc>::dtype)) {}
-  Scratch(int64_t n, Acc value) : Scratch(n) { std::fill(data(), data() + n, value); }
-  Acc* data() { return t_.defined() ? t_.data<Acc>() : nullptr; }
-  const Acc* data() const { return t_.defined() ? t_.data<Acc>() : nullptr; }
-  size_t size() const { return t_.defined() ? size_t(t_.numel()) : 0; }
-  bool empty() const { return size() == 0; }
-  Acc& operator[](size_t i) { return data()[i]; }
-  const Acc& operator[](size_t i) const { return data()[i]; }
-
- private:
-  Tensor t_;
-};
 
 // The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product.
 template <class Acc, class T>

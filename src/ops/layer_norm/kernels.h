@@ -7,6 +7,7 @@
 
 #include "ops/kernel_types.h"
 #include "ops/layer_norm/layer_norm.h"
+#include "ops/scratch.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
 
@@ -71,7 +72,7 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   T* dx = outs[0].data<T>();
   const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
   const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
-  std::vector<Acc> dw_blocks(w ? size_t(blocks * C) : 0, Acc(0)), db_blocks(dw_blocks.size(), Acc(0));
+  Scratch<Acc> dw_blocks(w ? blocks * C : 0, Acc(0)), db_blocks(w ? blocks * C : 0, Acc(0));
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t blk = b0; blk < b1; ++blk) {
       for (int64_t r = blk * kLayerNormBlockRows; r < std::min(rows, (blk + 1) * kLayerNormBlockRows); ++r) {

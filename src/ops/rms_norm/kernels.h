@@ -9,6 +9,7 @@
 
 #include "ops/kernel_types.h"
 #include "ops/rms_norm/rms_norm.h"
+#include "ops/scratch.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
 
@@ -78,7 +79,7 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
   T* dx = outs[0].data<T>();
   const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
   const int64_t blocks = (rows + kWeightGradBlockRows - 1) / kWeightGradBlockRows;
-  std::vector<Acc> dw_blocks(w ? size_t(blocks * C) : 0, Acc(0));
+  Scratch<Acc> dw_blocks(w ? blocks * C : 0, Acc(0));
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t b = b0; b < b1; ++b) {
       Acc* dwb = w ? dw_blocks.data() + b * C : nullptr;
