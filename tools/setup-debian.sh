@@ -5,6 +5,6 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
-  g++ cmake ninja-build ccache pkg-config \
+  g++ cmake ninja-build ccache \
   libfmt-dev libcli11-dev libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev \
-  libgtest-dev libbenchmark-dev >/dev/null
+  libgtest-dev >/dev/null

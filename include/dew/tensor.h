@@ -76,6 +76,9 @@ class Tensor {
     return static_cast<T*>(raw_data());
   }
 
+  // Sets every element to value, rounded to the dtype; the tensor must be contiguous.
+  void fill(double value);
+
   // Views: share storage, never copy.
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor select(int64_t dim, int64_t index) const;  // drops dim

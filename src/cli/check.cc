@@ -44,8 +44,8 @@ int run_check(const CheckOptions& o) {
       }
     }
   }
-  fmt::print("{} passed, {} failed ({} skipped: refused on this machine; seed {})\n", passed, failed, skipped,
-             seed);
+  fmt::print("{} passed, {} failed ({} skipped: an implementation refused the case; seed {})\n", passed,
+             failed, skipped, seed);
   return failed == 0 ? 0 : 1;
 }
 

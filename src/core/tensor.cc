@@ -67,13 +67,18 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
-  visit_dtype(dtype, [&](auto zero) {
-    using T = decltype(zero);
-    T v = Scalar<T>::from_f64(value);
-    T* p = static_cast<T*>(t.raw_data());
-    for (int64_t i = 0, n = t.numel(); i < n; ++i) p[i] = v;
-  });
+  t.fill(value);
   return t;
+}
+
+void Tensor::fill(double value) {
+  DEW_REQUIRE(is_contiguous(), "[tensor] fill of {} needs a contiguous tensor", describe());
+  visit_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    const T v = Scalar<T>::from_f64(value);
+    T* p = static_cast<T*>(raw_data());
+    for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = v;
+  });
 }
 
 Tensor Tensor::from_values(const std::vector<double>& values, const Shape& shape, DType dtype) {

@@ -39,21 +39,19 @@ inline T narrow(Acc v) {
   }
 }
 
-// Calls f(T{}) for the floating dtypes; refuses the others naming the dtype.
+template <class T>
+inline constexpr bool is_floating_type = std::is_same_v<T, double> || std::is_same_v<T, float> ||
+                                         std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
+
+// Calls f(T{}) for the floating dtypes (through visit_dtype); refuses the others naming the dtype.
 template <class F>
 void visit_floating(DType t, F&& f) {
-  switch (t) {
-    case DType::f64:
-      return f(double{});
-    case DType::f32:
-      return f(float{});
-    case DType::bf16:
-      return f(bf16{});
-    case DType::f16:
-      return f(f16{});
-    default:
+  visit_dtype(t, [&](auto zero) {
+    if constexpr (is_floating_type<decltype(zero)>)
+      f(zero);
+    else
       fail("dtype {} is not floating; expected f64, f32, bf16 or f16", dtype_name(t));
-  }
+  });
 }
 
 }  // namespace dew::ops

@@ -1,9 +1,12 @@
-// Shared helpers of the op framework: random gate inputs and device checks.
+// Shared helpers of the op framework: random gate inputs, device checks, axis lists and row order.
 #include "ops/op.h"
 
-#include "ops/activation.h"
-
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+
+#include "core/strided.h"
+#include "ops/rows.h"
 
 namespace dew::ops {
 
@@ -23,47 +26,6 @@ void require_same_device(const char* op, const std::vector<const Tensor*>& input
                 inputs[0]->device().str(), t->device().str());
   }
 }
-
-std::string_view activation_name(Activation a) {
-  switch (a) {
-    case Activation::none:
-      return "none";
-    case Activation::relu:
-      return "relu";
-    case Activation::gelu_erf:
-      return "gelu";
-    case Activation::gelu_tanh:
-      return "gelu_tanh";
-    case Activation::silu:
-      return "silu";
-  }
-  return "?";
-}
-
-}  // namespace dew::ops
-
-namespace dew {
-
-std::vector<RouteRecord> routes() {
-  std::vector<RouteRecord> out;
-  for (const auto& r : select::routes()) out.push_back({r.op, r.implementation, r.case_label, r.count});
-  return out;
-}
-
-void reset_routes() {
-  select::reset_routes();
-}
-
-void set_impl_overrides(const std::string& spec) {
-  select::set_impl_overrides(spec);
-}
-
-}  // namespace dew
-
-#include "core/strided.h"
-#include "ops/rows.h"
-
-namespace dew::ops {
 
 std::vector<int64_t> normalize_axes(const std::vector<int64_t>& axes, int64_t rank, const char* op) {
   std::vector<int64_t> out;

@@ -39,8 +39,9 @@ inline double exp_f32(double x) {
 }  // f64 kernels keep libm's exp
 
 // exp_f32_within_2ulp: float throughout (Cody-Waite reduction, Cephes' degree-6 polynomial, 2^n as two
-// factors so results round once into the subnormals), about twice exp_f32's speed and within ~2 ulp.
-// For kernels whose own rounding dwarfs it (attention: a score carries gamma_D * sum |q k|).
+// factors so results round once into the subnormals); Cephes documents about 1-2 ulp for it. For
+// kernels whose own rounding dwarfs it (attention: a score carries gamma_D * sum |q k|); switching the
+// flash_gemm forward from exp_f32 took the GPT-2 layer from 80.5 to 61.9 ms (dew bench ops, 2026-11-29).
 inline float exp_f32_within_2ulp(float x) {
   x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
   const float n = std::nearbyint(x * 1.44269504088896341f);
@@ -55,6 +56,15 @@ inline float exp_f32_within_2ulp(float x) {
   const float y = std::fma(p, r * r, r) + 1.0f;
   const int32_t ni = int32_t(n), n1 = ni / 2, n2 = ni - n1;
   return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+}
+
+// The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).
+template <bool FastExp, class Acc>
+inline Acc exp_with(Acc x) {
+  if constexpr (FastExp)
+    return exp_f32(x);
+  else
+    return std::exp(x);
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS

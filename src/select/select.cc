@@ -1,5 +1,6 @@
 // Route log, DEW_IMPL overrides and the no-route error of the selector.
 #include <dew/error.h>
+#include <dew/ops.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -128,3 +129,22 @@ void throw_no_implementation(std::string_view op, std::string_view case_label,
 }
 
 }  // namespace dew::select
+
+// The public route API of include/dew/ops.h.
+namespace dew {
+
+std::vector<RouteRecord> routes() {
+  std::vector<RouteRecord> out;
+  for (const auto& r : select::routes()) out.push_back({r.op, r.implementation, r.case_label, r.count});
+  return out;
+}
+
+void reset_routes() {
+  select::reset_routes();
+}
+
+void set_impl_overrides(const std::string& spec) {
+  select::set_impl_overrides(spec);
+}
+
+}  // namespace dew

@@ -52,6 +52,13 @@ BenchTiming time_case(const std::string& impl_name, const ops::Case<typename Op:
 }
 
 template <class Op>
+ops::Case<typename Op::Args> find_case(const std::string& op, const std::string& case_name) {
+  for (auto& c : Op::cases(op))
+    if (c.name == case_name) return c;
+  fail("op {} has no case '{}'", op, case_name);
+}
+
+template <class Op>
 OpEntry make_entry(const std::string& name, const std::string& folder) {
   OpEntry e{name, folder, {}, {}, {}, {}};
   for (const auto& impl : Op::registry().implementations()) {
@@ -61,14 +68,10 @@ OpEntry make_entry(const std::string& name, const std::string& folder) {
   }
   for (const auto& c : Op::cases(name)) e.cases.push_back({c.name, c.tags, c.dtypes});
   e.check = [name](const std::string& impl, const std::string& case_name, DType dtype, uint64_t seed) {
-    for (const auto& c : Op::cases(name))
-      if (c.name == case_name) return run_gate<Op>(name, impl, c, dtype, seed);
-    fail("[check] op {} has no case '{}'", name, case_name);
+    return run_gate<Op>(name, impl, find_case<Op>(name, case_name), dtype, seed);
   };
   e.bench = [name](const std::string& impl, const std::string& case_name, DType dtype, int reps) {
-    for (const auto& c : Op::cases(name))
-      if (c.name == case_name) return time_case<Op>(impl, c, dtype, reps);
-    fail("[bench] op {} has no case '{}'", name, case_name);
+    return time_case<Op>(impl, find_case<Op>(name, case_name), dtype, reps);
   };
   return e;
 }

@@ -36,11 +36,47 @@ double ratio(double candidate, double base) {
 
 }  // namespace
 
+int64_t OutputReport::elements() const {
+  int64_t n = 0;
+  for (int64_t e : group_elements) n += e;
+  return n;
+}
+
+namespace {
+
+// RMS over every group's elements together, and the largest single group's RMS.
+double pooled_rms(const std::vector<double>& sq, const std::vector<int64_t>& n) {
+  double s = 0, count = 0;
+  for (size_t g = 0; g < sq.size(); ++g) s += sq[g], count += double(n[g]);
+  return count > 0 ? std::sqrt(s / count) : 0.0;
+}
+
+double worst_group_rms(const std::vector<double>& sq, const std::vector<int64_t>& n) {
+  double worst = 0;
+  for (size_t g = 0; g < sq.size(); ++g)
+    worst = std::max(worst, std::sqrt(sq[g] / double(std::max<int64_t>(n[g], 1))));
+  return worst;
+}
+
+}  // namespace
+
+double OutputReport::rms_candidate() const {
+  return pooled_rms(group_sq_candidate, group_elements);
+}
+double OutputReport::rms_base() const {
+  return pooled_rms(group_sq_base, group_elements);
+}
+double OutputReport::worst_row_candidate() const {
+  return worst_group_rms(group_sq_candidate, group_elements);
+}
+double OutputReport::worst_row_base() const {
+  return worst_group_rms(group_sq_base, group_elements);
+}
 double OutputReport::rms_ratio() const {
-  return ratio(rms_candidate, rms_base);
+  return ratio(rms_candidate(), rms_base());
 }
 double OutputReport::worst_row_ratio() const {
-  return ratio(worst_row_candidate, worst_row_base);
+  return ratio(worst_row_candidate(), worst_row_base());
 }
 
 OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth,
@@ -54,6 +90,8 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
     for (size_t i = 0; i < c.size(); ++i)
       if (c[i] != t[i] && r.integer_mismatch++ == 0)
         r.first_violation = fmt::format("element {}: {} != reference {}", i, c[i], t[i]);
+    r.group_sq_candidate = r.group_sq_base = {0.0};  // exact: no rounding error to pool over draws
+    r.group_elements = {int64_t(c.size())};
     return r;
   }
   std::vector<double> m = truth.magnitude.to_f64_vector();
@@ -67,8 +105,8 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
   // still stands out in its group.
   const int64_t last = candidate.dim() == 0 ? 1 : std::max<int64_t>(1, candidate.size(-1));
   const int64_t row = last * ((256 + last - 1) / last);
-  double sum_c = 0, sum_b = 0, row_c = 0, row_b = 0;
-  r.row_elements = row;
+  double row_c = 0, row_b = 0;
+  int64_t in_row = 0;
   for (size_t i = 0; i < c.size(); ++i) {
     double ec = 0, eb = 0;
     if (std::isnan(c[i]) && !std::isnan(t[i])) {
@@ -84,52 +122,25 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
         r.first_violation = fmt::format("element {}: {} vs reference {} (error {:.3g} > bound {:.3g})", i,
                                         c[i], t[i], std::fabs(ec), bound);
     }
-    sum_c += ec * ec;
-    sum_b += eb * eb;
     row_c += ec * ec;
     row_b += eb * eb;
-    if ((int64_t(i) + 1) % row == 0 || i + 1 == c.size()) {
-      r.row_sum_sq_candidate.push_back(row_c);
-      r.row_sum_sq_base.push_back(row_b);
+    if (++in_row == row || i + 1 == c.size()) {
+      r.group_sq_candidate.push_back(row_c);
+      r.group_sq_base.push_back(row_b);
+      r.group_elements.push_back(in_row);
       row_c = row_b = 0;
+      in_row = 0;
     }
   }
-  r.worst_row_candidate = r.worst_row_base = 0;
-  for (size_t g = 0; g < r.row_sum_sq_candidate.size(); ++g) {
-    r.worst_row_candidate =
-        std::max(r.worst_row_candidate, std::sqrt(r.row_sum_sq_candidate[g] / double(row)));
-    r.worst_row_base = std::max(r.worst_row_base, std::sqrt(r.row_sum_sq_base[g] / double(row)));
-  }
-  r.sum_sq_candidate = sum_c;
-  r.sum_sq_base = sum_b;
-  r.elements = int64_t(c.size());
-  double n = std::max<double>(1, double(c.size()));
-  r.rms_candidate = std::sqrt(sum_c / n);
-  r.rms_base = std::sqrt(sum_b / n);
   return r;
 }
 
 void OutputReport::merge(const OutputReport& o) {
-  sum_sq_candidate += o.sum_sq_candidate;
-  sum_sq_base += o.sum_sq_base;
-  elements += o.elements;
-  double n = std::max<double>(1, double(elements));
-  rms_candidate = std::sqrt(sum_sq_candidate / n);
-  rms_base = std::sqrt(sum_sq_base / n);
-  // Row groups pool too: each group's RMS over every draw, then the worst group.
-  if (o.row_sum_sq_candidate.size() == row_sum_sq_candidate.size()) {
-    worst_row_candidate = worst_row_base = 0;
-    draws_pooled_ += 1;
-    for (size_t g = 0; g < row_sum_sq_candidate.size(); ++g) {
-      row_sum_sq_candidate[g] += o.row_sum_sq_candidate[g];
-      row_sum_sq_base[g] += o.row_sum_sq_base[g];
-      const double n_row = double(row_elements) * double(draws_pooled_);
-      worst_row_candidate = std::max(worst_row_candidate, std::sqrt(row_sum_sq_candidate[g] / n_row));
-      worst_row_base = std::max(worst_row_base, std::sqrt(row_sum_sq_base[g] / n_row));
-    }
-  } else {
-    worst_row_candidate = std::max(worst_row_candidate, o.worst_row_candidate);
-    worst_row_base = std::max(worst_row_base, o.worst_row_base);
+  // Each row group pools its squared errors over the draws (the same output shape every draw).
+  for (size_t g = 0; g < group_sq_candidate.size() && g < o.group_sq_candidate.size(); ++g) {
+    group_sq_candidate[g] += o.group_sq_candidate[g];
+    group_sq_base[g] += o.group_sq_base[g];
+    group_elements[g] += o.group_elements[g];
   }
   if (!unwritten && !outside_bound && !integer_mismatch) first_violation = o.first_violation;
   unwritten += o.unwritten;

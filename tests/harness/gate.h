@@ -15,17 +15,20 @@
 namespace dew::gate {
 
 struct OutputReport {
-  double rms_candidate = 0, rms_base = 0;  // RMS(x - truth)
-  double sum_sq_candidate = 0, sum_sq_base = 0;
-  int64_t elements = 0;
-  std::vector<double> row_sum_sq_candidate, row_sum_sq_base;  // per row group, pooled over draws
-  int64_t row_elements = 0;                                   // elements of one row group in one draw
-  int64_t draws_pooled_ = 1;
-  double worst_row_candidate = 0, worst_row_base = 0;
+  // Squared errors against the truth of the candidate and of the portable base, per row group (the
+  // last dim, grouped up to 256 elements), summed over the draws pooled so far; every RMS derives
+  // from these.
+  std::vector<double> group_sq_candidate, group_sq_base;
+  std::vector<int64_t> group_elements;
   int64_t unwritten = 0;      // NaN where the truth is a number: never written
   int64_t outside_bound = 0;  // elements beyond their certified roundoff bound
   int64_t integer_mismatch = 0;
   std::string first_violation;
+  int64_t elements() const;
+  double rms_candidate() const;
+  double rms_base() const;
+  double worst_row_candidate() const;
+  double worst_row_base() const;
   double rms_ratio() const;
   double worst_row_ratio() const;
   void merge(const OutputReport& other);  // pools the errors of another draw of the same output
@@ -94,13 +97,13 @@ Report run_gate(const std::string& op_name, const std::string& impl_name,
   report.ran = true;
   report.outputs = judge_draw(args);
   int64_t fewest = kPooledElements;
-  for (const auto& o : report.outputs) fewest = std::min(fewest, std::max<int64_t>(o.elements, 1));
+  for (const auto& o : report.outputs) fewest = std::min(fewest, std::max<int64_t>(o.elements(), 1));
   const int draws = int(
       std::min<int64_t>(kMaxDraws, std::max<int64_t>(kMinDraws, (kPooledElements + fewest - 1) / fewest)));
   for (int d = 1; d < draws; ++d) {
     auto more = judge_draw(c.make(dtype, RandomKey{seed, 0x6a7e + uint64_t(d) * 0x10000, 0}));
     for (size_t i = 0; i < more.size(); ++i)
-      if (d < kMinDraws || report.outputs[i].elements < kPooledElements) report.outputs[i].merge(more[i]);
+      if (d < kMinDraws || report.outputs[i].elements() < kPooledElements) report.outputs[i].merge(more[i]);
   }
   return report;
 }

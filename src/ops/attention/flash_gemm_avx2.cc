@@ -67,7 +67,8 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
           }
           const float correction = flash_gemm::exp_f32(m[size_t(r)] - new_m);
           for (int64_t j = 0; j < cols; ++j) sr[j] = flash_gemm::exp_f32_within_2ulp(sr[j] - new_m);
-          const float sum = flash_gemm::lane_sum<8>(sr, cols);  // eight lanes: a sum the compiler vectorizes
+          const float sum = flash_gemm::lane_sum<8, float>(
+              cols, [&](int64_t j) { return sr[j]; });  // eight lanes: a sum the compiler vectorizes
           float* ar = acc.data() + r * g.D;
           for (int64_t d = 0; d < g.D; ++d) ar[d] *= correction;
           l[size_t(r)] = l[size_t(r)] * correction + sum;

@@ -10,45 +10,13 @@
 
 #include "ops/attention/attention.h"
 #include "ops/kernel_types.h"
+#include "ops/lanes.h"
 #include "ops/scratch.h"
 #include "ops/vector_math.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kQueryTile = 16, kKeyTile = 64;
-
-template <bool FastExp, class Acc>
-inline Acc exp_acc(Acc x) {
-  if constexpr (FastExp)
-    return exp_f32(x);
-  else
-    return std::exp(x);
-}
-
-template <int L, class Acc>
-inline Acc dot(const Acc* a, const Acc* b, int64_t n) {
-  Acc part[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) part[l] += a[i + l] * b[i + l];
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-// sum of x[0..n) over L lanes
-template <int L, class Acc>
-inline Acc lane_sum(const Acc* x, int64_t n) {
-  Acc part[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) part[l] += x[i + l];
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < n; ++i) s += x[i];
-  return s;
-}
 
 // The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product.
 template <class Acc, class T>
@@ -107,12 +75,12 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
           const int64_t r = t - t0;
           const Acc new_m = std::max(m[size_t(r)], tile_max);
           if (new_m == -std::numeric_limits<Acc>::infinity()) continue;  // nothing visible yet
-          const Acc correction = exp_acc<FastExp>(m[size_t(r)] - new_m);
+          const Acc correction = exp_with<FastExp>(m[size_t(r)] - new_m);
           Acc* ar = acc.data() + r * D;
           for (int64_t d = 0; d < D; ++d) ar[d] *= correction;
           Acc sum = 0;
           for (int64_t j = j0; j < j1; ++j) {
-            const Acc p = exp_acc<FastExp>(st[j - j0] - new_m);
+            const Acc p = exp_with<FastExp>(st[j - j0] - new_m);
             sum += p;
             const Acc* vj = v.data() + ((b * S + j) * Hkv + hk) * D;
             for (int64_t d = 0; d < D; ++d) ar[d] += p * vj[d];
@@ -126,9 +94,9 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
         Acc* ar = acc.data() + r * D;
         if (!sinks.empty()) {  // the sink joins the denominator with no value
           const Acc new_m = std::max(m[size_t(r)], sinks[size_t(h)]);
-          const Acc correction = exp_acc<FastExp>(m[size_t(r)] - new_m);
+          const Acc correction = exp_with<FastExp>(m[size_t(r)] - new_m);
           for (int64_t d = 0; d < D; ++d) ar[d] *= correction;
-          l[size_t(r)] = l[size_t(r)] * correction + exp_acc<FastExp>(sinks[size_t(h)] - new_m);
+          l[size_t(r)] = l[size_t(r)] * correction + exp_with<FastExp>(sinks[size_t(h)] - new_m);
           m[size_t(r)] = new_m;
         }
         const Acc inv = l[size_t(r)] > 0 ? Acc(1) / l[size_t(r)] : Acc(0);
@@ -166,7 +134,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
           const Acc Dt = dot<L>(dot_, out.data() + ((b * T_ + t) * H + h) * D, D);  // sum_d dout * out
           Acc* dqt = dq.data() + ((b * T_ + t) * H + h) * D;
           if (!sinks.empty())
-            dsink_parts[size_t(b * H + h)] -= exp_acc<FastExp>(sinks[size_t(h)] - lse_t) * Dt;
+            dsink_parts[size_t(b * H + h)] -= exp_with<FastExp>(sinks[size_t(h)] - lse_t) * Dt;
           auto [j_lo, j_hi] = mask.key_range(t);
           for (int64_t j = j_lo; j < j_hi; ++j) {
             if (!mask.visible(t, j)) continue;
@@ -174,7 +142,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
             const Acc* vj = v.data() + ((b * S + j) * Hkv + hk) * D;
             const Acc raw = scale * dot<L>(qt, kj, D);
             const Acc sc = capped(raw, cap);
-            const Acc p = exp_acc<FastExp>(sc - lse_t);
+            const Acc p = exp_with<FastExp>(sc - lse_t);
             Acc ds = p * (dot<L>(dot_, vj, D) - Dt);
             if (cap > 0) {
               const Acc th = sc / cap;

@@ -9,9 +9,7 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 template <class T>
 void binary_rows(const BinaryArgs& args, Tensor& out) {
-  using Acc =
-      std::conditional_t<std::is_floating_point_v<T> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
-                         AccumulatorOf<T>, double>;
+  using Acc = std::conditional_t<is_floating_type<T>, AccumulatorOf<T>, double>;
   with_binary_fn(args.fn, [&](auto fn) {
     constexpr BinaryFn F = decltype(fn)::value;
     using Out = std::conditional_t<(F >= BinaryFn::eq), bool, T>;

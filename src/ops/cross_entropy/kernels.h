@@ -8,39 +8,17 @@
 
 #include "ops/cross_entropy/cross_entropy.h"
 #include "ops/kernel_types.h"
+#include "ops/lanes.h"
 #include "ops/vector_math.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
 
-template <bool FastExp, class Acc>
-inline Acc exp_of(Acc x) {
-  if constexpr (FastExp)
-    return exp_f32(x);
-  else
-    return std::exp(x);
-}
-
 // lse of one row: max over L lanes, then sum of exp(x - max) over L lanes.
 template <int L, bool FastExp, class Acc, class T>
 Acc row_logsumexp(const T* x, int64_t V) {
-  Acc mx[L];
-  for (int l = 0; l < L; ++l) mx[l] = -std::numeric_limits<Acc>::infinity();
-  int64_t i = 0;
-  for (; i + L <= V; i += L)
-    for (int l = 0; l < L; ++l) {
-      Acc v = widen<Acc>(x[i + l]);
-      mx[l] = v > mx[l] ? v : mx[l];
-    }
-  Acc m = -std::numeric_limits<Acc>::infinity();
-  for (int l = 0; l < L; ++l) m = mx[l] > m ? mx[l] : m;
-  for (; i < V; ++i) m = std::max(m, widen<Acc>(x[i]));
-  Acc part[L] = {};
-  for (i = 0; i + L <= V; i += L)
-    for (int l = 0; l < L; ++l) part[l] += exp_of<FastExp>(widen<Acc>(x[i + l]) - m);
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < V; ++i) s += exp_of<FastExp>(widen<Acc>(x[i]) - m);
-  return m + std::log(s);
+  const Acc m = lane_max<L, Acc>(V, [&](int64_t i) { return widen<Acc>(x[i]); });
+  return m +
+         std::log(lane_sum<L, Acc>(V, [&](int64_t i) { return exp_with<FastExp>(widen<Acc>(x[i]) - m); }));
 }
 
 template <int L, bool FastExp, class T>
@@ -74,8 +52,8 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
         row_loss[size_t(r)] =
             double(scale) * (double(lse) - double(widen<Acc>(xr[t[r]])) + double(z) * lse * lse);
       const Acc p_scale = scale * (Acc(1) + Acc(2) * z * lse);
-      for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * exp_of<FastExp>(widen<Acc>(xr[i]) - lse));
-      if (counted) dr[t[r]] = narrow<T>(p_scale * exp_of<FastExp>(widen<Acc>(xr[t[r]]) - lse) - scale);
+      for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * exp_with<FastExp>(widen<Acc>(xr[i]) - lse));
+      if (counted) dr[t[r]] = narrow<T>(p_scale * exp_with<FastExp>(widen<Acc>(xr[t[r]]) - lse) - scale);
     }
   });
   double loss = 0;

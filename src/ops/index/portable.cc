@@ -2,8 +2,10 @@
 // (embedding_backward parallel over columns, each column summed in id order; scatter_add serial).
 #include <cstring>
 
+#define DEW_KERNEL_NS portable
 #include "ops/index/index.h"
 #include "ops/kernel_types.h"
+#include "ops/scratch.h"
 
 namespace dew::ops {
 namespace {
@@ -74,12 +76,14 @@ void index_typed(const IndexArgs& a, Tensor& out) {
       });
     }
     case IndexFn::scatter_add: {
-      std::vector<Acc> acc(static_cast<size_t>(a.x.numel()));
+      portable::Scratch<Acc> acc(a.x.numel());
       Tensor xc = a.x.contiguous(), sc = a.src.contiguous();
-      for (size_t i = 0; i < acc.size(); ++i) acc[i] = widen<Acc>(xc.data<T>()[i]);
+      const T* x = xc.data<T>();
       const T* src = sc.data<T>();
+      T* y = out.data<T>();
+      for (size_t i = 0; i < acc.size(); ++i) acc[i] = widen<Acc>(x[i]);
       along_index(a.x, ic, axis, [&](int64_t i, int64_t off) { acc[size_t(off)] += widen<Acc>(src[i]); });
-      for (size_t i = 0; i < acc.size(); ++i) out.data<T>()[i] = narrow<T>(acc[i]);
+      for (size_t i = 0; i < acc.size(); ++i) y[i] = narrow<T>(acc[i]);
       return;
     }
     case IndexFn::embedding_backward: {
@@ -88,7 +92,7 @@ void index_typed(const IndexArgs& a, Tensor& out) {
       const T* d = dc.data<T>();
       const int64_t* id = ic.data<int64_t>();
       // f32/f64 accumulate in the output itself; bf16/f16 in an f32 table narrowed at the end.
-      std::vector<Acc> scratch(std::is_same_v<T, Acc> ? 0 : static_cast<size_t>(a.count * C), Acc(0));
+      portable::Scratch<Acc> scratch(std::is_same_v<T, Acc> ? 0 : a.count * C, Acc(0));
       Acc* acc = scratch.empty() ? reinterpret_cast<Acc*>(out.raw_data()) : scratch.data();
       if (scratch.empty()) std::memset(acc, 0, size_t(a.count * C) * sizeof(Acc));
       parallel_for(C, 64, [&](int64_t c0, int64_t c1) {  // each column summed in id order
@@ -118,8 +122,7 @@ void add_index_portable(select::Registry<IndexArgs>& r) {
   r.add({"portable", {select::on_cpu<IndexArgs>()}, [](const IndexArgs& a, std::vector<Tensor>& outs) {
            visit_dtype(a.dtype(), [&](auto zero) {
              using T = decltype(zero);
-             if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, bf16> ||
-                           std::is_same_v<T, f16>)
+             if constexpr (is_floating_type<T>)
                index_typed<T>(a, outs[0]);
              else
                index_typed<float>(a, outs[0]);  // integer data: only byte copies and one_hot (validated)

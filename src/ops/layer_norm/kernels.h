@@ -6,25 +6,13 @@
 #include <vector>
 
 #include "ops/kernel_types.h"
+#include "ops/lanes.h"
 #include "ops/layer_norm/layer_norm.h"
 #include "ops/scratch.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kLayerNormBlockRows = 32;
-
-// sum_i f(i) over L lanes.
-template <int L, class Acc, class F>
-Acc lane_sum(int64_t n, F&& f) {
-  Acc part[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) part[l] += f(i + l);
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < n; ++i) s += f(i);
-  return s;
-}
 
 template <int L, class T>
 void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {

@@ -21,7 +21,9 @@ Tensor piece(const Tensor& whole, int64_t axis, int64_t begin, int64_t length) {
   return whole.slice(axis, begin, begin + length);
 }
 
-void copy_into(const Tensor& src, const Tensor& dst) { detail::copy_strided(src, dst); }
+void copy_into(const Tensor& src, const Tensor& dst) {
+  detail::copy_strided(src, dst);
+}
 
 // Views of `out` where pad's input lands.
 Tensor padded_interior(const Tensor& out, const LayoutArgs& a) {
@@ -49,8 +51,7 @@ void layout_portable(const LayoutArgs& a, std::vector<Tensor>& outs) {
       return;
     }
     case LayoutFn::pad: {
-      Tensor filled = Tensor::full(outs[0].shape(), a.value, outs[0].dtype());
-      std::memcpy(outs[0].raw_data(), filled.raw_data(), size_t(filled.numel()) * dtype_size(filled.dtype()));
+      outs[0].fill(a.value);
       copy_into(a.xs[0], padded_interior(outs[0], a));
       return;
     }
@@ -70,11 +71,8 @@ void layout_portable(const LayoutArgs& a, std::vector<Tensor>& outs) {
               std::memset(p + size_t((m * R + i) * C + j) * es, 0, es);  // all-zero bits are 0 in every dtype
       return;
     }
-    case LayoutFn::fill: {
-      Tensor t = Tensor::full(outs[0].shape(), a.value, outs[0].dtype());
-      std::memcpy(outs[0].raw_data(), t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
-      return;
-    }
+    case LayoutFn::fill:
+      return outs[0].fill(a.value);
     case LayoutFn::arange: {
       std::vector<double> v(static_cast<size_t>(outs[0].numel()));
       for (size_t i = 0; i < v.size(); ++i) v[i] = a.start + double(i) * a.step;

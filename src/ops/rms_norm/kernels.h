@@ -8,39 +8,11 @@
 #include <cmath>
 
 #include "ops/kernel_types.h"
+#include "ops/lanes.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/scratch.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
-
-template <int L, class Acc, class T>
-Acc sum_of_squares(const T* x, int64_t n) {
-  Acc part[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) {
-      Acc v = widen<Acc>(x[i + l]);
-      part[l] += v * v;
-    }
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < n; ++i) s += widen<Acc>(x[i]) * widen<Acc>(x[i]);
-  return s;
-}
-
-// sum_i a_i * b_i * c_i (c optional: then sum a_i b_i)
-template <int L, class Acc, class T>
-Acc sum_of_products(const T* a, const T* b, const T* c, int64_t n) {
-  Acc part[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l)
-      part[l] += widen<Acc>(a[i + l]) * widen<Acc>(b[i + l]) * (c ? widen<Acc>(c[i + l]) : Acc(1));
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < n; ++i) s += widen<Acc>(a[i]) * widen<Acc>(b[i]) * (c ? widen<Acc>(c[i]) : Acc(1));
-  return s;
-}
 
 template <int L, class T, class R>
 void rms_norm_forward(const RmsNormArgs& a, Tensor& y_out, Tensor& rstd_out) {
@@ -57,7 +29,11 @@ void rms_norm_forward(const RmsNormArgs& a, Tensor& y_out, Tensor& rstd_out) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * C;
       T* yr = y + r * C;
-      const Acc inv = Acc(1) / std::sqrt(sum_of_squares<L, Acc>(xr, C) / Acc(C) + eps);
+      const Acc inv =
+          Acc(1) /
+          std::sqrt(lane_sum<L, Acc>(C, [&](int64_t i) { return widen<Acc>(xr[i]) * widen<Acc>(xr[i]); }) /
+                        Acc(C) +
+                    eps);
       rstd[r] = R(inv);
       if (w)
         for (int64_t i = 0; i < C; ++i) yr[i] = narrow<T>(widen<Acc>(xr[i]) * inv * widen<Acc>(w[i]));
@@ -88,7 +64,13 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
         const T* dyr = dy + r * C;
         const Acc inv = Acc(rstd[r]);
         // dx = rstd * (dy*w - x * rstd^2 * mean(dy*w*x))
-        const Acc k = inv * inv * sum_of_products<L, Acc>(dyr, xr, w, C) / Acc(C);
+        const Acc k = inv * inv *
+                      lane_sum<L, Acc>(C,
+                                       [&](int64_t i) {
+                                         return widen<Acc>(dyr[i]) * widen<Acc>(xr[i]) *
+                                                (w ? widen<Acc>(w[i]) : Acc(1));
+                                       }) /
+                      Acc(C);
         for (int64_t i = 0; i < C; ++i) {
           Acc g = widen<Acc>(dyr[i]) * (w ? widen<Acc>(w[i]) : Acc(1));
           dx[r * C + i] = narrow<T>(inv * (g - widen<Acc>(xr[i]) * k));

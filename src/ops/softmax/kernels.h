@@ -7,19 +7,12 @@
 #include <type_traits>
 
 #include "ops/kernel_types.h"
+#include "ops/lanes.h"
 #include "ops/rows.h"
 #include "ops/softmax/softmax.h"
 #include "ops/vector_math.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
-
-template <bool FastExp, class Acc>
-inline Acc exp_of(Acc x) {
-  if constexpr (FastExp)
-    return exp_f32(x);
-  else
-    return std::exp(x);
-}
 
 template <int L, bool FastExp, class Acc, class T>
 void along_row(AlongAxisFn f, const T* x, T* y, int64_t n) {
@@ -28,40 +21,22 @@ void along_row(AlongAxisFn f, const T* x, T* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]), y[i] = narrow<T>(s);
     return;
   }
-  Acc mx[L];
-  for (int l = 0; l < L; ++l) mx[l] = -std::numeric_limits<Acc>::infinity();
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) mx[l] = widen<Acc>(x[i + l]) > mx[l] ? widen<Acc>(x[i + l]) : mx[l];
-  Acc m = -std::numeric_limits<Acc>::infinity();
-  for (int l = 0; l < L; ++l) m = mx[l] > m ? mx[l] : m;
-  for (; i < n; ++i) m = std::max(m, widen<Acc>(x[i]));
+  const Acc m = lane_max<L, Acc>(n, [&](int64_t i) { return widen<Acc>(x[i]); });
   if constexpr (std::is_same_v<T, Acc>) {
     if (f == AlongAxisFn::softmax) {  // y holds exp(x - m) unrounded: one exp per element
-      Acc part[L] = {};
-      for (i = 0; i < n; ++i) y[i] = exp_of<FastExp>(x[i] - m);
-      for (i = 0; i + L <= n; i += L)
-        for (int l = 0; l < L; ++l) part[l] += y[i + l];
-      Acc s = 0;
-      for (int l = 0; l < L; ++l) s += part[l];
-      for (; i < n; ++i) s += y[i];
-      const Acc inv = Acc(1) / s;
-      for (i = 0; i < n; ++i) y[i] *= inv;
+      for (int64_t i = 0; i < n; ++i) y[i] = exp_with<FastExp>(x[i] - m);
+      const Acc inv = Acc(1) / lane_sum<L, Acc>(n, [&](int64_t i) { return y[i]; });
+      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
       return;
     }
   }
-  Acc part[L] = {};
-  for (i = 0; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) part[l] += exp_of<FastExp>(widen<Acc>(x[i + l]) - m);
-  Acc s = 0;
-  for (int l = 0; l < L; ++l) s += part[l];
-  for (; i < n; ++i) s += exp_of<FastExp>(widen<Acc>(x[i]) - m);
+  const Acc s = lane_sum<L, Acc>(n, [&](int64_t i) { return exp_with<FastExp>(widen<Acc>(x[i]) - m); });
   if (f == AlongAxisFn::softmax) {
     const Acc inv = Acc(1) / s;
-    for (i = 0; i < n; ++i) y[i] = narrow<T>(exp_of<FastExp>(widen<Acc>(x[i]) - m) * inv);
+    for (int64_t i = 0; i < n; ++i) y[i] = narrow<T>(exp_with<FastExp>(widen<Acc>(x[i]) - m) * inv);
   } else {
     const Acc log_s = std::log(s);
-    for (i = 0; i < n; ++i) y[i] = narrow<T>((widen<Acc>(x[i]) - m) - log_s);
+    for (int64_t i = 0; i < n; ++i) y[i] = narrow<T>((widen<Acc>(x[i]) - m) - log_s);
   }
 }
 
