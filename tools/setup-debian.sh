@@ -7,4 +7,4 @@ $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
   g++ cmake ninja-build ccache \
   libfmt-dev libcli11-dev libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev \
-  libgtest-dev >/dev/null
+  libgtest-dev qemu-user >/dev/null

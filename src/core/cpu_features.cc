@@ -10,6 +10,9 @@ const CpuFeatures& cpu_features() {
     f.avx2 = __builtin_cpu_supports("avx2");
     f.fma = __builtin_cpu_supports("fma");
     f.avx512f = __builtin_cpu_supports("avx512f");
+    f.avx512bw = __builtin_cpu_supports("avx512bw");
+    f.avx512vl = __builtin_cpu_supports("avx512vl");
+    f.avx512dq = __builtin_cpu_supports("avx512dq");
     return f;
   }();
   return features;

@@ -1,16 +1,17 @@
 // Reductions over L partial lanes, the one pattern every kernel.h reduces with: L = 1 in portable
-// builds, L = 8 in AVX2 builds, where the compiler turns the lanes into one vector register (float
-// sums do not vectorize otherwise: that would reassociate them). Included inside a DEW_KERNEL_NS
+// builds, kLanes (8 or 16) in the cpu tiers, where the compiler turns the lanes into one vector register
+// (float sums do not vectorize otherwise: that would reassociate them). Included inside a DEW_KERNEL_NS
 // namespace (NOTE [kernel namespaces]).
 #pragma once
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
-#ifndef DEW_KERNEL_NS
-#error "include lanes.h after defining DEW_KERNEL_NS"
-#endif
+#include "ops/isa.h"
+#include "ops/kernel_types.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // sum of f(i) for i in [0, n)
@@ -26,21 +27,46 @@ inline Acc lane_sum(int64_t n, F&& f) {
   return s;
 }
 
-// max of f(i) for i in [0, n); -inf when n = 0
-template <int L, class Acc, class F>
-inline Acc lane_max(int64_t n, F&& f) {
-  Acc part[L];
-  for (int l = 0; l < L; ++l) part[l] = -std::numeric_limits<Acc>::infinity();
+// L values of a contiguous row, widened to Acc, as one vector (GCC/clang vector extensions): the
+// compilers do not vectorize a compare-and-select over L separate partials, but they do over a vector.
+template <class E, int L>
+struct LaneVector {
+  typedef E type __attribute__((vector_size(sizeof(E) * L)));
+};
+
+template <int L, class Acc, class T>
+inline auto load_lanes(const T* x) {
+  typename LaneVector<Acc, L>::type v;
+  if constexpr (std::is_same_v<T, Acc>) {
+    __builtin_memcpy(&v, x, sizeof v);
+  } else if constexpr (std::is_same_v<T, bf16> && std::is_same_v<Acc, float>) {  // bf16 = high half
+    using Word = typename LaneVector<uint32_t, L>::type;
+    typename LaneVector<uint16_t, L>::type h;
+    __builtin_memcpy(&h, x, sizeof h);
+    const Word w = __builtin_convertvector(h, Word) << 16;
+    __builtin_memcpy(&v, &w, sizeof v);
+  } else {
+    for (int l = 0; l < L; ++l) v[l] = widen<Acc>(x[l]);
+  }
+  return v;
+}
+
+// max of widen(x[i]) over a contiguous row; -inf when n = 0. NaN elements are passed over: the
+// callers' next pass (exp(x - max)) carries them into the row's result.
+template <int L, class Acc, class T>
+inline Acc row_max(const T* x, int64_t n) {
+  using V = typename LaneVector<Acc, L>::type;
+  constexpr Acc lowest = -std::numeric_limits<Acc>::infinity();
+  V part = V{} + lowest;
   int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) {
-      const Acc v = f(i + l);
-      part[l] = v > part[l] ? v : part[l];
-    }
-  Acc m = -std::numeric_limits<Acc>::infinity();
+  for (; i + L <= n; i += L) {
+    const V v = load_lanes<L, Acc>(x + i);
+    part = v > part ? v : part;
+  }
+  Acc m = lowest;
   for (int l = 0; l < L; ++l) m = part[l] > m ? part[l] : m;
   for (; i < n; ++i) {
-    const Acc v = f(i);
+    const Acc v = widen<Acc>(x[i]);
     m = v > m ? v : m;
   }
   return m;
@@ -52,3 +78,4 @@ inline Acc dot(const Acc* a, const Acc* b, int64_t n) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

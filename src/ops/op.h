@@ -13,6 +13,15 @@
 #include "select/registry.h"
 #include "select/requirements.h"
 
+// Declares a function that each CPU tier's cpu.cc defines in its own namespace (CMake's dew_cpu_tiers).
+#define DEW_DECLARE_CPU_TIERS(...) \
+  namespace avx2 {                 \
+  __VA_ARGS__;                     \
+  }                                \
+  namespace avx512 {               \
+  __VA_ARGS__;                     \
+  }
+
 namespace dew::ops {
 
 struct OutputSpec {

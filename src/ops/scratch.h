@@ -5,11 +5,9 @@
 #include <dew/tensor.h>
 
 #include <algorithm>
+#include "ops/isa.h"
 
-#ifndef DEW_KERNEL_NS
-#error "include scratch.h after defining DEW_KERNEL_NS"
-#endif
-
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // A buffer from Dew's caching allocator: a fresh std::vector of many megabytes pays a page fault per
@@ -32,3 +30,4 @@ class Scratch {
 };
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -1,37 +1,43 @@
 // Branch-free float math that compilers vectorize: included inside a DEW_KERNEL_NS namespace (NOTE
 // [kernel namespaces]), so each instruction set gets its own copy.
-// exp_f32: float in, float out, computed in double (reduction by ln 2, degree-8 Taylor polynomial,
-// relative error ~2e-10) so the one rounding to float is nearly always the correct one: libm's expf is
-// correctly rounded too, and the gate holds a fast path to that accuracy. NaN stays NaN.
+// exp_f32: float in, float out, float throughout, within 0.66 ulp (measured over 2^20 draws) (NOTE
+// [compensated exp]); the gate holds it to libm's correctly rounded expf, which it matches in 98% of draws.
+// NaN stays NaN.
 #pragma once
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include "ops/isa.h"
 
-#ifndef DEW_KERNEL_NS
-#error "include vector_math.h after defining DEW_KERNEL_NS"
-#endif
-
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-inline float exp_f32(float xf) {
-  double x =
-      xf < -104.0f ? -104.0 : (xf > 89.0f ? 89.0 : double(xf));  // exp(-104) rounds to 0, exp(89) to inf
-  const double shifted = x * 1.4426950408889634 + 0x1.8p52;      // n = round(x / ln 2) in the low bits
-  const double n = shifted - 0x1.8p52;
-  const double r = std::fma(n, -0.6931471805599453, x);  // |r| <= 0.347
-  double p = 1.0 / 40320;
-  p = std::fma(p, r, 1.0 / 5040);
-  p = std::fma(p, r, 1.0 / 720);
-  p = std::fma(p, r, 1.0 / 120);
-  p = std::fma(p, r, 1.0 / 24);
-  p = std::fma(p, r, 1.0 / 6);
-  p = std::fma(p, r, 0.5);
-  p = std::fma(p, r, 1.0);
-  p = std::fma(p, r, 1.0);
-  const double scale = std::bit_cast<double>((std::bit_cast<uint64_t>(shifted) + 1023) << 52);  // 2^n
-  return float(p * scale);
+// NOTE [compensated exp]
+// exp(x) = 2^n exp(r), n = round(x / ln 2). Two roundings would cost a float polynomial accuracy the
+// gate measures (RMS ratio 1.4-1.55 against expf): the reduced argument r and the sum 1 + r + ...
+// So r = rh + rl keeps its rounding error e (rh = x - n c1 is exact: c1 has 9 bits), and
+// exp(r) = 1 + r + r^2 p(r) + e is summed with 1 + r split exactly into hi + lo (Fast2Sum), leaving one
+// rounding at the end. 2^n is applied as two factors so that subnormal results round once.
+inline float exp_f32(float x) {
+  x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);  // exp(-104) rounds to 0, exp(89) to inf
+  const float shifted = std::fma(x, 1.44269504088896341f, 0x1.8p23f);  // n in the low mantissa bits
+  const float n = shifted - 0x1.8p23f;
+  const float rh = std::fma(n, -0.693359375f, x);
+  const float rl = n * 2.12194440e-4f;  // ln 2 - c1
+  const float r = rh + rl;              // |r| <= 0.347
+  const float e = (rh - r) + rl;        // r's rounding error
+  float p = 1.9875691500e-4f;           // Cephes' coefficients of (exp(r) - 1 - r) / r^2
+  p = std::fma(p, r, 1.3981999507e-3f);
+  p = std::fma(p, r, 8.3334519073e-3f);
+  p = std::fma(p, r, 4.1665795894e-2f);
+  p = std::fma(p, r, 1.6666665459e-1f);
+  p = std::fma(p, r, 5.0000001201e-1f);
+  const float hi = 1.0f + r;
+  const float lo = (1.0f - hi) + r;
+  const float y = hi + (lo + std::fma(p, r * r, e));
+  const int32_t ni = std::bit_cast<int32_t>(shifted) - 0x4B400000, n1 = ni >> 1, n2 = ni - n1;
+  return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
 }
 
 inline double exp_f32(double x) {
@@ -68,3 +74,4 @@ inline Acc exp_with(Acc x) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -30,11 +30,23 @@ Requirement<Args> on_cpu() {
           }};
 }
 
+// The instruction-set tiers kernels are built for (NOTE [instruction-set regions], src/ops/isa.h).
+enum class Isa { avx2, avx512 };
+
+inline bool cpu_supports(Isa isa) {
+  const CpuFeatures& f = cpu_features();
+  const bool avx2 = f.avx2 && f.fma;
+  if (isa == Isa::avx2) return avx2;
+  return avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+}
+
 template <class Args>
-Requirement<Args> cpu_has_avx2() {
-  return {"cpu_has(avx2, fma)", [](const Args&) -> std::optional<std::string> {
-            if (cpu_features().avx2 && cpu_features().fma) return std::nullopt;
-            return std::string("this CPU lacks AVX2/FMA");
+Requirement<Args> cpu_has(Isa isa) {
+  const bool avx2 = isa == Isa::avx2;
+  return {avx2 ? "cpu_has(avx2, fma)" : "cpu_has(avx512f, avx512bw, avx512vl, avx512dq)",
+          [isa, avx2](const Args&) -> std::optional<std::string> {
+            if (cpu_supports(isa)) return std::nullopt;
+            return std::string(avx2 ? "this CPU lacks AVX2/FMA" : "this CPU lacks AVX-512 (F, BW, VL, DQ)");
           }};
 }
 

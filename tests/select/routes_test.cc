@@ -1,10 +1,11 @@
 // Representative routes, asserted through the route log: which implementation the selector picks
-// for each op family on this machine (AVX2 paths only where the CPU has AVX2 and FMA).
+// for each op family on this machine (the widest CPU tier the CPU has; portable below AVX2).
 #include <dew/ops.h>
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+#include "select/requirements.h"
 #include "routes.h"
 
 namespace dew {
@@ -17,15 +18,21 @@ Tensor ones(const Shape& s, DType t) {
 }
 
 std::string fast_or_portable(const char* fast) {
-  return cpu_features().avx2 && cpu_features().fma ? fast : "portable";
+  return select::cpu_supports(select::Isa::avx2) ? fast : "portable";
+}
+
+// The tiered ops' choice: cpu.avx512 over cpu.avx2 over portable.
+std::string widest_tier() {
+  if (select::cpu_supports(select::Isa::avx512)) return "cpu.avx512";
+  return fast_or_portable("cpu.avx2");
 }
 
 TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
-  EXPECT_ROUTE("rms_norm", fast_or_portable("cpu.avx2"), rms_norm(ones({4, 64}, DType::f32), Tensor(), 1e-6));
+  EXPECT_ROUTE("rms_norm", widest_tier(), rms_norm(ones({4, 64}, DType::f32), Tensor(), 1e-6));
   EXPECT_ROUTE("rms_norm", "portable", rms_norm(ones({4, 64}, DType::f16), Tensor(), 1e-6));
-  EXPECT_ROUTE("exp", fast_or_portable("cpu.avx2"), exp(ones({4, 64}, DType::f32)));
+  EXPECT_ROUTE("exp", widest_tier(), exp(ones({4, 64}, DType::f32)));
   EXPECT_ROUTE("tanh", "portable", tanh(ones({4, 64}, DType::f32)));  // no fast form
-  EXPECT_ROUTE("add", fast_or_portable("cpu.avx2"), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));
+  EXPECT_ROUTE("add", widest_tier(), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));
   EXPECT_ROUTE("pow", "portable", pow(ones({4, 8}, DType::f32), ones({4, 8}, DType::f32)));
   Tensor q = ones({1, 8, 2, 16}, DType::f32), kv = ones({1, 8, 1, 16}, DType::f32);
   EXPECT_ROUTE("attention", fast_or_portable("cpu.flash_gemm"), attention(q, kv, kv));
@@ -33,7 +40,7 @@ TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
                attention(ones({1, 8, 2, 16}, DType::f64), ones({1, 8, 1, 16}, DType::f64),
                          ones({1, 8, 1, 16}, DType::f64)));
   Tensor logits = ones({3, 10}, DType::f32), targets = Tensor::from_values({1, 2, 3}, {3}, DType::i64);
-  EXPECT_ROUTE("cross_entropy", fast_or_portable("cpu.avx2"), cross_entropy(logits, targets));
+  EXPECT_ROUTE("cross_entropy", widest_tier(), cross_entropy(logits, targets));
 }
 
 TEST(Routes, MismatchedDtypesAndShapesAreRefusedNamingBoth) {

@@ -86,8 +86,8 @@ AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, in
 void add_attention_portable(select::Registry<AttentionArgs>& r);
 void add_attention_flash_gemm(select::Registry<AttentionArgs>& r);
 void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& r);
-void add_attention_avx2(select::Registry<AttentionArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_attention_cpu(select::Registry<AttentionArgs>& r))
 void add_attention_backward_portable(select::Registry<AttentionBackwardArgs>& r);
-void add_attention_backward_avx2(select::Registry<AttentionBackwardArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_attention_backward_cpu(select::Registry<AttentionBackwardArgs>& r))
 
 }  // namespace dew::ops

@@ -8,6 +8,7 @@
 
 #include "ops/attention/kernels.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops {
 namespace {
 
@@ -205,10 +206,14 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
 }
 
 }  // namespace
+}  // namespace dew::ops
+DEW_ISA_END
+
+namespace dew::ops {
 
 void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& r) {
   r.add({"cpu.flash_gemm",
-         {select::on_cpu<AttentionBackwardArgs>(), select::cpu_has_avx2<AttentionBackwardArgs>(),
+         {select::on_cpu<AttentionBackwardArgs>(), select::cpu_has<AttentionBackwardArgs>(select::Isa::avx2),
           select::dtype_in<AttentionBackwardArgs>({DType::f32, DType::bf16})},
          [](const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
            if (a.dtype() == DType::f32)
@@ -220,7 +225,7 @@ void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& 
 
 void add_attention_flash_gemm(select::Registry<AttentionArgs>& r) {
   r.add({"cpu.flash_gemm",
-         {select::on_cpu<AttentionArgs>(), select::cpu_has_avx2<AttentionArgs>(),
+         {select::on_cpu<AttentionArgs>(), select::cpu_has<AttentionArgs>(select::Isa::avx2),
           select::dtype_in<AttentionArgs>({DType::f32, DType::bf16})},
          [](const AttentionArgs& a, std::vector<Tensor>& outs) {
            if (a.dtype() == DType::f32)

@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "ops/attention/attention.h"
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/scratch.h"
 #include "ops/vector_math.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kQueryTile = 16, kKeyTile = 64;
@@ -179,3 +181,4 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -71,7 +71,8 @@ std::vector<Truth> Binary::reference(const Args& args) {
 const select::Registry<BinaryArgs>& Binary::registry() {
   static const select::Registry<BinaryArgs> r = [] {
     select::Registry<BinaryArgs> reg;
-    add_binary_avx2(reg);
+    avx512::add_binary_cpu(reg);
+    avx2::add_binary_cpu(reg);
     add_binary_portable(reg);
     return reg;
   }();

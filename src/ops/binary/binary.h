@@ -34,6 +34,6 @@ struct Binary {
 };
 
 void add_binary_portable(select::Registry<BinaryArgs>& r);
-void add_binary_avx2(select::Registry<BinaryArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_binary_cpu(select::Registry<BinaryArgs>& r))
 
 }  // namespace dew::ops

@@ -3,8 +3,10 @@
 
 #include "ops/binary/scalar.h"
 #include "ops/elementwise.h"
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 template <class T>
@@ -36,3 +38,4 @@ void binary_rows(const BinaryArgs& args, Tensor& out) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -94,7 +94,8 @@ std::vector<Truth> CrossEntropy::reference(const Args& a) {
 const select::Registry<CrossEntropyArgs>& CrossEntropy::registry() {
   static const select::Registry<CrossEntropyArgs> r = [] {
     select::Registry<CrossEntropyArgs> reg;
-    add_cross_entropy_avx2(reg);
+    avx512::add_cross_entropy_cpu(reg);
+    avx2::add_cross_entropy_cpu(reg);
     add_cross_entropy_portable(reg);
     return reg;
   }();

@@ -30,6 +30,6 @@ struct CrossEntropy {
 };
 
 void add_cross_entropy_portable(select::Registry<CrossEntropyArgs>& r);
-void add_cross_entropy_avx2(select::Registry<CrossEntropyArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_cross_entropy_cpu(select::Registry<CrossEntropyArgs>& r))
 
 }  // namespace dew::ops

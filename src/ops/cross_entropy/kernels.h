@@ -7,16 +7,18 @@
 #include <vector>
 
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/vector_math.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // lse of one row: max over L lanes, then sum of exp(x - max) over L lanes.
 template <int L, bool FastExp, class Acc, class T>
 Acc row_logsumexp(const T* x, int64_t V) {
-  const Acc m = lane_max<L, Acc>(V, [&](int64_t i) { return widen<Acc>(x[i]); });
+  const Acc m = row_max<L, Acc>(x, V);
   return m +
          std::log(lane_sum<L, Acc>(V, [&](int64_t i) { return exp_with<FastExp>(widen<Acc>(x[i]) - m); }));
 }
@@ -62,3 +64,4 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -72,7 +72,8 @@ std::vector<Truth> Glu::reference(const Args& a) {
 const select::Registry<GluArgs>& Glu::registry() {
   static const select::Registry<GluArgs> r = [] {
     select::Registry<GluArgs> reg;
-    add_glu_avx2(reg);
+    avx512::add_glu_cpu(reg);
+    avx2::add_glu_cpu(reg);
     add_glu_portable(reg);
     return reg;
   }();

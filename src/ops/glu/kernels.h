@@ -4,9 +4,11 @@
 
 #include "ops/activation.h"
 #include "ops/glu/glu.h"
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/vector_math.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
@@ -73,3 +75,4 @@ void glu(const GluArgs& a, std::vector<Tensor>& outs) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

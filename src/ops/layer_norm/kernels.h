@@ -5,11 +5,13 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/layer_norm/layer_norm.h"
 #include "ops/scratch.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kLayerNormBlockRows = 32;
@@ -104,3 +106,4 @@ void layer_norm(const LayerNormArgs& a, std::vector<Tensor>& outs) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

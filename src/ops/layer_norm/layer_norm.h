@@ -29,6 +29,6 @@ struct LayerNorm {
 };
 
 void add_layer_norm_portable(select::Registry<LayerNormArgs>& r);
-void add_layer_norm_avx2(select::Registry<LayerNormArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_layer_norm_cpu(select::Registry<LayerNormArgs>& r))
 
 }  // namespace dew::ops

@@ -72,7 +72,7 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
 
 // bf16 operands straight into oneDNN's matmul primitive (f32 accumulation and output), where oneDNN
 // has a native bf16 kernel for this CPU (AVX-512 BF16); false when it would fall back to its slow
-// reference code, and the caller widens to f32 instead. The epilogue then runs as one pass over C.
+// reference code or has none, and the caller widens to f32 instead. The epilogue then runs as one pass over C.
 bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
   using dnnl::memory;
   MatmulGeometry g = matmul_geometry(args);
@@ -87,7 +87,12 @@ bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
   const memory::desc a_md({g.M, g.K}, memory::data_type::bf16, {a.strides()[br], a.strides()[br + 1]});
   const memory::desc b_md({g.K, g.N}, memory::data_type::bf16, {b.strides()[br], b.strides()[br + 1]});
   const memory::desc c_md({g.M, g.N}, memory::data_type::f32, {g.N, 1});
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine);
+  } catch (const dnnl::error&) {  // no bf16 matmul at all on this CPU (one without SSE4.1, say)
+    return false;
+  }
   if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return false;
   dnnl::matmul prim(pd);
   dnnl::stream stream(engine);

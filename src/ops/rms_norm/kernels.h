@@ -1,17 +1,20 @@
-// rms_norm's row kernels, written once with L partial sums per reduction and compiled twice: L = 1 in
-// portable.cc (baseline x86-64) and L = 8 in cpu_avx2.cc (-mavx2 -mfma, where the compiler turns the
-// L lanes into one vector register).
+// rms_norm's row kernels, written once with L partial sums per reduction and built per tier: L = 1 in
+// portable.cc, kLanes in cpu.cc (8 for avx2, 16 for avx512, where the compiler turns the L lanes into
+// one vector register).
 // NOTE [kernel namespaces]: each translation unit defines DEW_KERNEL_NS before including a kernels.h,
-// so its instantiations get their own symbols and an AVX2 body can never stand in for a baseline one.
+// so its instantiations get their own symbols and one tier's body can never stand in for another's;
+// NOTE [instruction-set regions] (isa.h) says which instructions each body may use.
 #pragma once
 
 #include <cmath>
 
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/scratch.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 template <int L, class T, class R>
@@ -90,3 +93,4 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

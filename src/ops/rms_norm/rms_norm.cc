@@ -76,7 +76,8 @@ std::vector<Truth> RmsNorm::reference(const Args& a) {
 const select::Registry<RmsNormArgs>& RmsNorm::registry() {
   static const select::Registry<RmsNormArgs> r = [] {
     select::Registry<RmsNormArgs> reg;
-    add_rms_norm_avx2(reg);
+    avx512::add_rms_norm_cpu(reg);
+    avx2::add_rms_norm_cpu(reg);
     add_rms_norm_portable(reg);
     return reg;
   }();
@@ -145,7 +146,8 @@ std::vector<Truth> RmsNormBackward::reference(const Args& a) {
 const select::Registry<RmsNormBackwardArgs>& RmsNormBackward::registry() {
   static const select::Registry<RmsNormBackwardArgs> r = [] {
     select::Registry<RmsNormBackwardArgs> reg;
-    add_rms_norm_backward_avx2(reg);
+    avx512::add_rms_norm_backward_cpu(reg);
+    avx2::add_rms_norm_backward_cpu(reg);
     add_rms_norm_backward_portable(reg);
     return reg;
   }();

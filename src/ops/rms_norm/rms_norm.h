@@ -49,8 +49,8 @@ struct RmsNormBackward {
 inline constexpr int64_t kWeightGradBlockRows = 32;
 
 void add_rms_norm_portable(select::Registry<RmsNormArgs>& r);
-void add_rms_norm_avx2(select::Registry<RmsNormArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_rms_norm_cpu(select::Registry<RmsNormArgs>& r))
 void add_rms_norm_backward_portable(select::Registry<RmsNormBackwardArgs>& r);
-void add_rms_norm_backward_avx2(select::Registry<RmsNormBackwardArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_rms_norm_backward_cpu(select::Registry<RmsNormBackwardArgs>& r))
 
 }  // namespace dew::ops

@@ -2,9 +2,11 @@
 // row of H heads per step, the rotation's pairs in a plain loop the compiler vectorizes.
 #pragma once
 
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/rope/rope.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 template <class T, class Tab>
@@ -40,3 +42,4 @@ void rope_rows(const RopeArgs& a, Tensor& out) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -66,7 +66,8 @@ std::vector<Truth> Rope::reference(const Args& a) {
 const select::Registry<RopeArgs>& Rope::registry() {
   static const select::Registry<RopeArgs> r = [] {
     select::Registry<RopeArgs> reg;
-    add_rope_avx2(reg);
+    avx512::add_rope_cpu(reg);
+    avx2::add_rope_cpu(reg);
     add_rope_portable(reg);
     return reg;
   }();

@@ -6,12 +6,14 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/rows.h"
 #include "ops/softmax/softmax.h"
 #include "ops/vector_math.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 template <int L, bool FastExp, class Acc, class T>
@@ -21,11 +23,11 @@ void along_row(AlongAxisFn f, const T* x, T* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]), y[i] = narrow<T>(s);
     return;
   }
-  const Acc m = lane_max<L, Acc>(n, [&](int64_t i) { return widen<Acc>(x[i]); });
+  const Acc m = row_max<L, Acc>(x, n);
   if constexpr (std::is_same_v<T, Acc>) {
     if (f == AlongAxisFn::softmax) {  // y holds exp(x - m) unrounded: one exp per element
-      for (int64_t i = 0; i < n; ++i) y[i] = exp_with<FastExp>(x[i] - m);
-      const Acc inv = Acc(1) / lane_sum<L, Acc>(n, [&](int64_t i) { return y[i]; });
+      const Acc inv =
+          Acc(1) / lane_sum<L, Acc>(n, [&](int64_t i) { return y[i] = exp_with<FastExp>(x[i] - m); });
       for (int64_t i = 0; i < n; ++i) y[i] *= inv;
       return;
     }
@@ -57,3 +59,4 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -24,6 +24,6 @@ struct AlongAxis {
 };
 
 void add_along_axis_portable(select::Registry<AlongAxisArgs>& r);
-void add_along_axis_avx2(select::Registry<AlongAxisArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_along_axis_cpu(select::Registry<AlongAxisArgs>& r))
 
 }  // namespace dew::ops

@@ -3,10 +3,12 @@
 #pragma once
 
 #include "ops/elementwise.h"
+#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/unary/scalar.h"
 #include "ops/vector_math.h"
 
+DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // The functions whose Fast form exists; the others keep their scalar definition.
@@ -48,3 +50,4 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -68,7 +68,8 @@ std::vector<Truth> Unary::reference(const Args& a) {
 const select::Registry<UnaryArgs>& Unary::registry() {
   static const select::Registry<UnaryArgs> r = [] {
     select::Registry<UnaryArgs> reg;
-    add_unary_avx2(reg);
+    avx512::add_unary_cpu(reg);
+    avx2::add_unary_cpu(reg);
     add_unary_portable(reg);
     return reg;
   }();

@@ -40,6 +40,6 @@ struct Unary {
 };
 
 void add_unary_portable(select::Registry<UnaryArgs>& r);
-void add_unary_avx2(select::Registry<UnaryArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_unary_cpu(select::Registry<UnaryArgs>& r))
 
 }  // namespace dew::ops

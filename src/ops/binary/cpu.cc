@@ -1,0 +1,16 @@
+// Binary ops for each CPU tier (cpu.avx2, cpu.avx512: built once per tier, NOTE [instruction-set
+// regions]): f32 and bf16, every function but pow (libm's, scalar).
+#include "ops/binary/kernels.h"
+#include "ops/cpu_tier.h"
+
+namespace dew::ops::DEW_KERNEL_NS {
+
+void add_binary_cpu(select::Registry<BinaryArgs>& r) {
+  add_cpu_f32_bf16<BinaryArgs>(
+      r, [](auto t, const BinaryArgs& a, std::vector<Tensor>& outs) { binary_rows<decltype(t)>(a, outs[0]); },
+      {select::requires_that<BinaryArgs>(
+          "fn is not pow", [](const BinaryArgs& a) { return a.fn != BinaryFn::pow; },
+          [](const BinaryArgs&) { return std::string("fn is pow"); })});
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
