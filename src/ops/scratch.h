@@ -5,7 +5,10 @@
 #include <dew/tensor.h>
 
 #include <algorithm>
+#include <type_traits>
+
 #include "ops/isa.h"
+#include "ops/kernel_types.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -28,6 +31,40 @@ class Scratch {
  private:
   Tensor t_;
 };
+
+// A row of C values of T as Acc: the row itself when T is Acc, otherwise widened into buf. Kernels
+// widen a bf16 row once so that their passes over it vectorize (a widening load inside a lane_sum's
+// lambda does not).
+template <class Acc, class T>
+inline const Acc* row_as(const T* row, int64_t C, Acc* buf) {
+  if constexpr (std::is_same_v<T, Acc>) {
+    return row;
+  } else {
+    for (int64_t i = 0; i < C; ++i) buf[i] = widen<Acc>(row[i]);
+    return buf;
+  }
+}
+
+// The buffer row_as needs: C values when T must be widened, none when T is Acc.
+template <class Acc, class T>
+Scratch<Acc> widening_buffer(int64_t C) {
+  return Scratch<Acc>(std::is_same_v<T, Acc> ? 0 : C);
+}
+
+// A per-channel parameter (a norm's weight or bias, C values) widened to Acc once per call, or
+// `absent` in every channel when it is undefined (weight 1, bias 0): row loops then read it without a
+// branch, which is what lets them vectorize. Multiplying by 1 or adding 0 changes no value.
+template <class Acc, class T>
+Scratch<Acc> channel_values(const Tensor& p, int64_t C, Acc absent) {
+  Scratch<Acc> s(C, absent);
+  if (p.defined()) {
+    Tensor pc = p.contiguous();
+    const T* v = pc.data<T>();
+    Acc* out = s.data();
+    for (int64_t i = 0; i < C; ++i) out[i] = widen<Acc>(v[i]);
+  }
+  return s;
+}
 
 }  // namespace dew::ops::DEW_KERNEL_NS
 DEW_ISA_END

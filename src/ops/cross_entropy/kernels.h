@@ -1,5 +1,6 @@
 // cross_entropy's row kernels, written once and compiled per instruction set (NOTE [kernel
-// namespaces]): L partial lanes for the online max/sum, and FastExp choosing exp_f32 over libm.
+// namespaces]): L partial lanes for the max and the sum, one exp per logit (kept for the gradient),
+// and FastExp choosing exp_f32 over libm.
 #pragma once
 
 #include <cmath>
@@ -10,18 +11,11 @@
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
+#include "ops/scratch.h"
 #include "ops/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
-
-// lse of one row: max over L lanes, then sum of exp(x - max) over L lanes.
-template <int L, bool FastExp, class Acc, class T>
-Acc row_logsumexp(const T* x, int64_t V) {
-  const Acc m = row_max<L, Acc>(x, V);
-  return m +
-         std::log(lane_sum<L, Acc>(V, [&](int64_t i) { return exp_with<FastExp>(widen<Acc>(x[i]) - m); }));
-}
 
 template <int L, bool FastExp, class T>
 void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
@@ -43,19 +37,25 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   const Acc z = Acc(a.z_loss);
   std::vector<double> row_loss(size_t(N), 0.0);  // summed in row order below: thread-independent
   parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
+    Scratch<Acc> row_buffer(V);
+    Acc* e = row_buffer.data();  // exp(x - max) of the row, kept so that each logit costs one exp
     for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * V;
+      const Acc* xr = row_as<Acc>(x + r * V, V, e);  // bf16 rows are widened into e, then overwritten
       T* dr = dx + r * V;
-      const Acc lse = row_logsumexp<L, FastExp, Acc>(xr, V);
+      const Acc m = row_max<L, Acc>(xr, V);
+      const Acc sum = lane_sum<L, Acc>(V, [&](int64_t i) { return e[i] = exp_with<FastExp>(xr[i] - m); });
+      const Acc lse = m + std::log(sum);
       lse_out[r] = R(lse);
-      const bool counted = t[r] != a.ignore_index;
+      const int64_t target = t[r];
+      const bool counted = target != a.ignore_index;
       const Acc scale = counted ? (w ? Acc(w[r]) : Acc(1)) * inv_w : Acc(0);
       if (counted)
         row_loss[size_t(r)] =
-            double(scale) * (double(lse) - double(widen<Acc>(xr[t[r]])) + double(z) * lse * lse);
-      const Acc p_scale = scale * (Acc(1) + Acc(2) * z * lse);
-      for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * exp_with<FastExp>(widen<Acc>(xr[i]) - lse));
-      if (counted) dr[t[r]] = narrow<T>(p_scale * exp_with<FastExp>(widen<Acc>(xr[t[r]]) - lse) - scale);
+            double(scale) * (double(lse) - double(widen<Acc>(x[r * V + target])) + double(z) * lse * lse);
+      // d logits = scale (1 + 2 z lse) softmax(x) - scale [i = target], softmax(x) = e / sum
+      const Acc p_scale = scale * (Acc(1) + Acc(2) * z * lse) / sum;
+      for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * e[i]);
+      if (counted) dr[target] = narrow<T>(p_scale * e[target] - scale);
     }
   });
   double loss = 0;

@@ -19,22 +19,23 @@ inline constexpr int64_t kLayerNormBlockRows = 32;
 template <int L, class T>
 void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
-  Tensor xc = a.x.contiguous(), wc = a.weight.defined() ? a.weight.contiguous() : Tensor(),
-         bc = a.bias.defined() ? a.bias.contiguous() : Tensor();
+  Tensor xc = a.x.contiguous();
   const T* x = xc.data<T>();
-  const T* w = wc.defined() ? wc.data<T>() : nullptr;
-  const T* b = bc.defined() ? bc.data<T>() : nullptr;
   T* y = outs[0].data<T>();
   Acc* mean_out = outs[1].data<Acc>();
   Acc* rstd_out = outs[2].data<Acc>();
   const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
+  const Scratch<Acc> w_values = channel_values<Acc, T>(a.weight, C, Acc(1)),
+                     b_values = channel_values<Acc, T>(a.bias, C, Acc(0));
+  const Acc *w = w_values.data(), *b = b_values.data();
   parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
+    Scratch<Acc> widened = widening_buffer<Acc, T>(C);
     for (int64_t r = r0; r < r1; ++r) {
-      const T* xr = x + r * C;
-      const Acc mu = lane_sum<L, Acc>(C, [&](int64_t i) { return widen<Acc>(xr[i]); }) / Acc(C);
+      const Acc* xr = row_as<Acc>(x + r * C, C, widened.data());
+      const Acc mu = lane_sum<L, Acc>(C, [&](int64_t i) { return xr[i]; }) / Acc(C);
       const Acc var = lane_sum<L, Acc>(C,
                                        [&](int64_t i) {
-                                         const Acc d = widen<Acc>(xr[i]) - mu;
+                                         const Acc d = xr[i] - mu;
                                          return d * d;
                                        }) /
                       Acc(C);
@@ -42,9 +43,7 @@ void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
       mean_out[r] = mu;
       rstd_out[r] = rs;
       T* yr = y + r * C;
-      for (int64_t i = 0; i < C; ++i)
-        yr[i] = narrow<T>((widen<Acc>(xr[i]) - mu) * rs * (w ? widen<Acc>(w[i]) : Acc(1)) +
-                          (b ? widen<Acc>(b[i]) : Acc(0)));
+      for (int64_t i = 0; i < C; ++i) yr[i] = narrow<T>((xr[i] - mu) * rs * w[i] + b[i]);
     }
   });
 }
@@ -53,45 +52,48 @@ template <int L, class T>
 void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   Tensor dyc = a.dy.contiguous(), xc = a.x.contiguous(), mc = a.mean.contiguous(), rc = a.rstd.contiguous();
-  Tensor wc = a.weight.defined() ? a.weight.contiguous() : Tensor();
   const T* dy = dyc.data<T>();
   const T* x = xc.data<T>();
-  const T* w = wc.defined() ? wc.data<T>() : nullptr;
   const Acc* mean = mc.data<Acc>();
   const Acc* rstd = rc.data<Acc>();
   T* dx = outs[0].data<T>();
   const int64_t C = a.x.size(-1), rows = a.x.numel() / std::max<int64_t>(C, 1);
+  const Scratch<Acc> w_values = channel_values<Acc, T>(a.weight, C, Acc(1));
+  const Acc* w = w_values.data();
+  const bool has_w = a.weight.defined();
   const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
-  Scratch<Acc> dw_blocks(w ? blocks * C : 0, Acc(0)), db_blocks(w ? blocks * C : 0, Acc(0));
+  Scratch<Acc> dw_blocks(has_w ? blocks * C : 0, Acc(0)), db_blocks(has_w ? blocks * C : 0, Acc(0));
+  Acc *dw_parts = dw_blocks.data(), *db_parts = db_blocks.data();
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    Scratch<Acc> x_widened = widening_buffer<Acc, T>(C), dy_widened = widening_buffer<Acc, T>(C);
     for (int64_t blk = b0; blk < b1; ++blk) {
       for (int64_t r = blk * kLayerNormBlockRows; r < std::min(rows, (blk + 1) * kLayerNormBlockRows); ++r) {
-        const T* xr = x + r * C;
-        const T* dyr = dy + r * C;
+        const Acc* xr = row_as<Acc>(x + r * C, C, x_widened.data());
+        const Acc* dyr = row_as<Acc>(dy + r * C, C, dy_widened.data());
+        T* dxr = dx + r * C;
         const Acc mu = mean[r], rs = rstd[r];
-        auto g = [&](int64_t i) { return widen<Acc>(dyr[i]) * (w ? widen<Acc>(w[i]) : Acc(1)); };
-        auto xhat = [&](int64_t i) { return (widen<Acc>(xr[i]) - mu) * rs; };
+        auto g = [&](int64_t i) { return dyr[i] * w[i]; };
+        auto xhat = [&](int64_t i) { return (xr[i] - mu) * rs; };
         const Acc mean_g = lane_sum<L, Acc>(C, g) / Acc(C);
         const Acc mean_gx = lane_sum<L, Acc>(C, [&](int64_t i) { return g(i) * xhat(i); }) / Acc(C);
-        for (int64_t i = 0; i < C; ++i) dx[r * C + i] = narrow<T>(rs * (g(i) - mean_g - xhat(i) * mean_gx));
-        if (w) {
-          Acc* dwb = dw_blocks.data() + blk * C;
-          Acc* dbb = db_blocks.data() + blk * C;
+        for (int64_t i = 0; i < C; ++i) dxr[i] = narrow<T>(rs * (g(i) - mean_g - xhat(i) * mean_gx));
+        if (has_w) {
+          Acc* dwb = dw_parts + blk * C;
+          Acc* dbb = db_parts + blk * C;
           for (int64_t i = 0; i < C; ++i) {
-            dwb[i] += widen<Acc>(dyr[i]) * xhat(i);
-            dbb[i] += widen<Acc>(dyr[i]);
+            dwb[i] += dyr[i] * xhat(i);
+            dbb[i] += dyr[i];
           }
         }
       }
     }
   });
-  if (!w) return;
+  if (!has_w) return;
   T* dw = outs[1].data<T>();
   T* db = outs[2].data<T>();
   for (int64_t i = 0; i < C; ++i) {
     Acc sw = 0, sb = 0;
-    for (int64_t blk = 0; blk < blocks; ++blk)
-      sw += dw_blocks[size_t(blk * C + i)], sb += db_blocks[size_t(blk * C + i)];
+    for (int64_t blk = 0; blk < blocks; ++blk) sw += dw_parts[blk * C + i], sb += db_parts[blk * C + i];
     dw[i] = narrow<T>(sw);
     db[i] = narrow<T>(sb);
   }

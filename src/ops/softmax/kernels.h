@@ -10,35 +10,35 @@
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/rows.h"
+#include "ops/scratch.h"
 #include "ops/softmax/softmax.h"
 #include "ops/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
+// One row; e holds n values of scratch when T is not Acc (the row is widened once, then exp'd in place).
 template <int L, bool FastExp, class Acc, class T>
-void along_row(AlongAxisFn f, const T* x, T* y, int64_t n) {
+void along_row(AlongAxisFn f, const T* x_row, T* y, int64_t n, Acc* e) {
   if (f == AlongAxisFn::cumsum) {
     Acc s = 0;
-    for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]), y[i] = narrow<T>(s);
+    for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x_row[i]), y[i] = narrow<T>(s);
     return;
   }
+  const Acc* x = row_as<Acc>(x_row, n, e);
   const Acc m = row_max<L, Acc>(x, n);
-  if constexpr (std::is_same_v<T, Acc>) {
-    if (f == AlongAxisFn::softmax) {  // y holds exp(x - m) unrounded: one exp per element
-      const Acc inv =
-          Acc(1) / lane_sum<L, Acc>(n, [&](int64_t i) { return y[i] = exp_with<FastExp>(x[i] - m); });
-      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
-      return;
-    }
-  }
-  const Acc s = lane_sum<L, Acc>(n, [&](int64_t i) { return exp_with<FastExp>(widen<Acc>(x[i]) - m); });
-  if (f == AlongAxisFn::softmax) {
-    const Acc inv = Acc(1) / s;
-    for (int64_t i = 0; i < n; ++i) y[i] = narrow<T>(exp_with<FastExp>(widen<Acc>(x[i]) - m) * inv);
+  if (f == AlongAxisFn::softmax) {  // exp(x - m) kept unrounded until the scaling: one exp per element
+    Acc* ex;
+    if constexpr (std::is_same_v<T, Acc>)
+      ex = y;
+    else
+      ex = e;
+    const Acc inv =
+        Acc(1) / lane_sum<L, Acc>(n, [&](int64_t i) { return ex[i] = exp_with<FastExp>(x[i] - m); });
+    for (int64_t i = 0; i < n; ++i) y[i] = narrow<T>(ex[i] * inv);
   } else {
-    const Acc log_s = std::log(s);
-    for (int64_t i = 0; i < n; ++i) y[i] = narrow<T>((widen<Acc>(x[i]) - m) - log_s);
+    const Acc log_s = std::log(lane_sum<L, Acc>(n, [&](int64_t i) { return exp_with<FastExp>(x[i] - m); }));
+    for (int64_t i = 0; i < n; ++i) y[i] = narrow<T>((x[i] - m) - log_s);
   }
 }
 
@@ -53,7 +53,9 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
   T* yp = y.data<T>();
   const int64_t rows = numel_of(l.kept_shape), n = l.length;
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) along_row<L, FastExp, Acc>(a.fn, x + r * n, yp + r * n, n);
+    Scratch<Acc> widened = widening_buffer<Acc, T>(n);
+    for (int64_t r = r0; r < r1; ++r)
+      along_row<L, FastExp, Acc>(a.fn, x + r * n, yp + r * n, n, widened.data());
   });
   if (!in_place) restore_order(y, l.order, out);
 }
