@@ -15,21 +15,26 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 // A buffer from Dew's caching allocator: a fresh std::vector of many megabytes pays a page fault per
 // 4 KB on every call (first touch costs about 7x a warm block, BENCHMARKS.md); these come back warm.
+// The pointer and size are kept: kernels index scratch in inner loops, and Tensor::data is a call.
 template <class Acc>
 class Scratch {
  public:
   Scratch() = default;
-  explicit Scratch(int64_t n) : t_(Tensor::empty({n}, Scalar<Acc>::dtype)) {}
-  Scratch(int64_t n, Acc value) : Scratch(n) { std::fill(data(), data() + n, value); }
-  Acc* data() { return t_.defined() ? t_.data<Acc>() : nullptr; }
-  const Acc* data() const { return t_.defined() ? t_.data<Acc>() : nullptr; }
-  size_t size() const { return t_.defined() ? size_t(t_.numel()) : 0; }
-  bool empty() const { return size() == 0; }
-  Acc& operator[](size_t i) { return data()[i]; }
-  const Acc& operator[](size_t i) const { return data()[i]; }
+  explicit Scratch(int64_t n) : Scratch(Tensor::empty({n}, Scalar<Acc>::dtype)) {}
+  Scratch(int64_t n, Acc value) : Scratch(n) { std::fill(p_, p_ + n_, value); }
+  // The values of t (contiguous, of dtype Acc) without a copy; kernels only read such a view.
+  explicit Scratch(Tensor t) : t_(std::move(t)), p_(t_.data<Acc>()), n_(size_t(t_.numel())) {}
+  Acc* data() { return p_; }
+  const Acc* data() const { return p_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  Acc& operator[](size_t i) { return p_[i]; }
+  const Acc& operator[](size_t i) const { return p_[i]; }
 
  private:
   Tensor t_;
+  Acc* p_ = nullptr;
+  size_t n_ = 0;
 };
 
 // A row of C values of T as Acc: the row itself when T is Acc, otherwise widened into buf. Kernels

@@ -12,10 +12,28 @@ DEW_ISA_BEGIN
 namespace dew::ops {
 namespace {
 
-constexpr int64_t kQueryBlock = 64, kKeyBlock = 256;
+constexpr int64_t kQueryBlock = 128, kKeyBlock = 256;
 
 void check_sgemm(dnnl_status_t s) {
   DEW_REQUIRE(s == dnnl_success, "[attention] oneDNN sgemm failed with status {}", int(s));
+}
+
+// The columns [lo, hi) of key block j0 (cols wide) that causality and the window let query t see; the
+// segment test, when there are segments, is mask_segments' job. Masked columns are filled, not tested
+// one by one, so the loops over visible ones vectorize.
+std::pair<int64_t, int64_t> visible_columns(const AttentionMask& mask, int64_t t, int64_t j0, int64_t cols) {
+  const auto [lo, hi] = mask.key_range(t);
+  const int64_t c_lo = std::clamp<int64_t>(lo - j0, 0, cols);
+  return {c_lo, std::clamp<int64_t>(hi - j0, c_lo, cols)};
+}
+
+// row[j] = value where key j0 + j lies in another document than query t (packed sequences).
+void mask_segments(const AttentionMask& mask, int64_t t, int64_t j0, int64_t c_lo, int64_t c_hi, float* row,
+                   float value) {
+  if (!mask.q_segments) return;
+  const int64_t segment = mask.q_segments[t];
+  for (int64_t j = c_lo; j < c_hi; ++j)
+    if (mask.k_segments[j0 + j] != segment) row[j] = value;
 }
 
 template <class T>
@@ -52,24 +70,22 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
         for (int64_t r = 0; r < rows; ++r) {  // online softmax, row by row
           float* sr = s.data() + r * cols;
           const int64_t t = t0 + r;
-          auto [lo, hi] = mask.key_range(t);
-          const bool all_visible = !mask.q_segments && lo <= j0 && hi >= j0 + cols;
+          const auto [c_lo, c_hi] = visible_columns(mask, t, j0, cols);
           if (cap > 0)
-            for (int64_t j = 0; j < cols; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
-          if (!all_visible)
-            for (int64_t j = 0; j < cols; ++j)
-              if (!mask.visible(t, j0 + j)) sr[j] = -INFINITY;
-          float tile_max = -INFINITY;
-          for (int64_t j = 0; j < cols; ++j) tile_max = sr[j] > tile_max ? sr[j] : tile_max;
+            for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
+          mask_segments(mask, t, j0, c_lo, c_hi, sr, -INFINITY);
+          const float tile_max = flash_gemm::row_max<8, float>(sr + c_lo, c_hi - c_lo);
           const float new_m = std::max(m[size_t(r)], tile_max);
           if (new_m == -INFINITY) {
             std::fill(sr, sr + cols, 0.0f);
             continue;
           }
           const float correction = flash_gemm::exp_f32(m[size_t(r)] - new_m);
-          for (int64_t j = 0; j < cols; ++j) sr[j] = flash_gemm::exp_f32_within_2ulp(sr[j] - new_m);
+          std::fill(sr, sr + c_lo, 0.0f);
+          std::fill(sr + c_hi, sr + cols, 0.0f);
+          for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = flash_gemm::exp_f32_within_2ulp(sr[j] - new_m);
           const float sum = flash_gemm::lane_sum<8, float>(
-              cols, [&](int64_t j) { return sr[j]; });  // eight lanes: a sum the compiler vectorizes
+              c_hi - c_lo, [&](int64_t j) { return sr[c_lo + j]; });  // eight lanes: a sum that vectorizes
           float* ar = acc.data() + r * g.D;
           for (int64_t d = 0; d < g.D; ++d) ar[d] *= correction;
           l[size_t(r)] = l[size_t(r)] * correction + sum;
@@ -110,8 +126,11 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
   flash_gemm::Scratch<float> sinks =
       o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : flash_gemm::Scratch<float>();
   // Per query head: dq in place; dk and dv as partials summed over the group in head order below.
-  flash_gemm::Scratch<float> dq(int64_t(q.size()), 0.0f), dk_h(g.B * g.H * g.S * g.D, 0.0f),
-      dv_h(g.B * g.H * g.S * g.D, 0.0f);
+  // dq accumulates in place: in the output itself when that is f32.
+  flash_gemm::Scratch<float> dq = std::is_same_v<T, float> ? flash_gemm::Scratch<float>(outs[0])
+                                                           : flash_gemm::Scratch<float>(int64_t(q.size()));
+  std::fill(dq.data(), dq.data() + dq.size(), 0.0f);
+  flash_gemm::Scratch<float> dk_h(g.B * g.H * g.S * g.D, 0.0f), dv_h(g.B * g.H * g.S * g.D, 0.0f);
   std::vector<float> dsink_parts(size_t(g.B * g.H), 0.0f);
   const int64_t ld_q = g.H * g.D, ld_k = g.Hkv * g.D;
   parallel_for(g.B * g.H, 1, [&](int64_t w0, int64_t w1) {
@@ -124,8 +143,7 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
       for (int64_t t = 0; t < g.T; ++t) {  // delta_t = sum_d dout * out
         const float* dt = dout.data() + g.q_at(b, t, h);
         const float* ot = out.data() + g.q_at(b, t, h);
-        float d = 0;
-        for (int64_t i = 0; i < g.D; ++i) d += dt[i] * ot[i];
+        const float d = flash_gemm::dot<8, float>(dt, ot, g.D);
         delta[size_t(t)] = d;
         if (!sinks.empty() && lse_bh[t] != -INFINITY)
           dsink_parts[size_t(w)] -= flash_gemm::exp_f32(sinks[size_t(h)] - lse_bh[t]) * d;
@@ -149,23 +167,23 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
             const int64_t t = t0 + r;
             float* pr = p.data() + r * cols;
             float* dr = dp.data() + r * cols;
-            const float l_t = lse_bh[t];
-            auto [lo, hi] = mask.key_range(t);
-            const bool all_visible = !mask.q_segments && lo <= j0 && hi >= j0 + cols && l_t != -INFINITY;
-            const float delta_t = delta[size_t(t)];
-            if (all_visible && cap == 0) {  // the common block: straight loops that vectorize
-              for (int64_t j = 0; j < cols; ++j) pr[j] = flash_gemm::exp_f32_within_2ulp(pr[j] - l_t);
-              for (int64_t j = 0; j < cols; ++j) dr[j] = pr[j] * (dr[j] - delta_t) * scale;
-              continue;
+            const float l_t = lse_bh[t], delta_t = delta[size_t(t)];
+            auto [c_lo, c_hi] = visible_columns(mask, t, j0, cols);
+            if (l_t == -INFINITY) c_hi = c_lo;  // a row that sees no key
+            std::fill(pr, pr + c_lo, 0.0f), std::fill(dr, dr + c_lo, 0.0f);
+            std::fill(pr + c_hi, pr + cols, 0.0f), std::fill(dr + c_hi, dr + cols, 0.0f);
+            if (cap == 0) {  // straight loops that vectorize
+              for (int64_t j = c_lo; j < c_hi; ++j) pr[j] = flash_gemm::exp_f32_within_2ulp(pr[j] - l_t);
+              for (int64_t j = c_lo; j < c_hi; ++j) dr[j] = pr[j] * (dr[j] - delta_t) * scale;
+            } else {
+              for (int64_t j = c_lo; j < c_hi; ++j) {
+                const float sc = cap * std::tanh(pr[j] / cap), th = sc / cap;
+                pr[j] = flash_gemm::exp_f32_within_2ulp(sc - l_t);
+                dr[j] = pr[j] * (dr[j] - delta_t) * (1.0f - th * th) * scale;
+              }
             }
-            for (int64_t j = 0; j < cols; ++j) {
-              const float sc = cap > 0 ? cap * std::tanh(pr[j] / cap) : pr[j];
-              const bool seen = all_visible || (l_t != -INFINITY && mask.visible(t, j0 + j));
-              const float pj = seen ? flash_gemm::exp_f32_within_2ulp(sc - l_t) : 0.0f;
-              const float th = cap > 0 ? sc / cap : 0.0f;
-              pr[j] = pj;
-              dr[j] = pj * (dr[j] - delta_t) * (1.0f - th * th) * scale;
-            }
+            mask_segments(mask, t, j0, c_lo, c_hi, pr, 0.0f);
+            mask_segments(mask, t, j0, c_lo, c_hi, dr, 0.0f);
           }
           check_sgemm(dnnl_sgemm('T', 'N', cols, g.D, rows, 1.0f, p.data(), cols, dob, ld_q, 1.0f,
                                  dvh + j0 * g.D, g.D));
@@ -177,8 +195,12 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
       }
     }
   });
-  T* dq_out = outs[0].data<T>();
-  for (size_t i = 0; i < dq.size(); ++i) dq_out[i] = narrow<T>(dq[i]);
+  if constexpr (!std::is_same_v<T, float>) {
+    T* dq_out = outs[0].data<T>();
+    parallel_for(int64_t(dq.size()), 1 << 16, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) dq_out[i] = narrow<T>(dq[size_t(i)]);
+    });
+  }
   T* dk_out = outs[1].data<T>();
   T* dv_out = outs[2].data<T>();
   parallel_for(g.B * g.Hkv * g.S, 256, [&](int64_t r0, int64_t r1) {

@@ -20,10 +20,12 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kQueryTile = 16, kKeyTile = 64;
 
-// The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product.
+// The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product;
+// contiguous Acc data is used as it is.
 template <class Acc, class T>
 Scratch<Acc> widened(const Tensor& t) {
   Tensor c = t.contiguous();
+  if constexpr (std::is_same_v<T, Acc>) return Scratch<Acc>(c);
   const T* p = c.data<T>();
   Scratch<Acc> out(c.numel());
   Acc* o = out.data();
