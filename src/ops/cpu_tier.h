@@ -16,13 +16,16 @@ select::Requirement<Args> cpu_has_tier() {
 }
 
 // Registers this tier's kernel for f32 and bf16 data on the CPU, behind any further requirements:
-// run(T{}, args, outputs) with T = float or bf16.
+// run(T{}, args, outputs) with T = float or bf16. Named cpu.<tier>, or cpu.<tier>.<algorithm>.
 template <class Args, class Run>
-void add_cpu_f32_bf16(select::Registry<Args>& r, Run run, std::vector<select::Requirement<Args>> more = {}) {
+void add_cpu_f32_bf16(select::Registry<Args>& r, Run run, std::vector<select::Requirement<Args>> more = {},
+                      std::string_view algorithm = {}) {
   std::vector<select::Requirement<Args>> reqs{select::on_cpu<Args>(), cpu_has_tier<Args>(),
                                               select::dtype_in<Args>({DType::f32, DType::bf16})};
   reqs.insert(reqs.end(), more.begin(), more.end());
-  r.add({kCpuImplName, std::move(reqs), [run](const Args& a, std::vector<Tensor>& outs) {
+  std::string name(kCpuImplName);
+  if (!algorithm.empty()) name.append(".").append(algorithm);
+  r.add({std::move(name), std::move(reqs), [run](const Args& a, std::vector<Tensor>& outs) {
            if (a.dtype() == DType::f32)
              run(float{}, a, outs);
            else

@@ -41,9 +41,6 @@
 #define DEW_ISA_BEGIN_avx512 DEW_ISA_AVX512_
 #define DEW_ISA_END_avx512 DEW_ISA_POP_
 #define DEW_LANES_avx512 16
-#define DEW_ISA_BEGIN_flash_gemm DEW_ISA_AVX2_  // attention's GEMM-block kernels: AVX2 only
-#define DEW_ISA_END_flash_gemm DEW_ISA_POP_
-#define DEW_LANES_flash_gemm 8
 
 #define DEW_ISA_BEGIN DEW_ISA_CONCAT(DEW_ISA_BEGIN_, DEW_KERNEL_NS)
 #define DEW_ISA_END DEW_ISA_CONCAT(DEW_ISA_END_, DEW_KERNEL_NS)

@@ -141,7 +141,8 @@ double AttentionBackward::flops(const Args& a) {
 const select::Registry<AttentionArgs>& Attention::registry() {
   static const select::Registry<AttentionArgs> r = [] {
     select::Registry<AttentionArgs> reg;
-    add_attention_flash_gemm(reg);
+    avx512::add_attention_flash_gemm(reg);
+    avx2::add_attention_flash_gemm(reg);
     avx512::add_attention_cpu(reg);
     avx2::add_attention_cpu(reg);
     add_attention_portable(reg);
@@ -153,7 +154,8 @@ const select::Registry<AttentionArgs>& Attention::registry() {
 const select::Registry<AttentionBackwardArgs>& AttentionBackward::registry() {
   static const select::Registry<AttentionBackwardArgs> r = [] {
     select::Registry<AttentionBackwardArgs> reg;
-    add_attention_backward_flash_gemm(reg);
+    avx512::add_attention_backward_flash_gemm(reg);
+    avx2::add_attention_backward_flash_gemm(reg);
     avx512::add_attention_backward_cpu(reg);
     avx2::add_attention_backward_cpu(reg);
     add_attention_backward_portable(reg);

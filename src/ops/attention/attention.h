@@ -84,8 +84,8 @@ AttentionMask attention_mask(const AttentionOptions& o, int64_t T, int64_t S, in
                              const Tensor& k_seg);
 
 void add_attention_portable(select::Registry<AttentionArgs>& r);
-void add_attention_flash_gemm(select::Registry<AttentionArgs>& r);
-void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_attention_flash_gemm(select::Registry<AttentionArgs>& r))
+DEW_DECLARE_CPU_TIERS(void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& r))
 DEW_DECLARE_CPU_TIERS(void add_attention_cpu(select::Registry<AttentionArgs>& r))
 void add_attention_backward_portable(select::Registry<AttentionBackwardArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_attention_backward_cpu(select::Registry<AttentionBackwardArgs>& r))

@@ -1,15 +1,16 @@
-// attention forward as blocked GEMMs (cpu.flash_gemm): per (batch, head, block of 128 queries), key
-// blocks of 256 go through oneDNN's sgemm (S = Q K^T, then O += P V) with the online softmax between
-// them; masks cost only the blocks they cut. Each pool thread runs its GEMMs on one OpenMP thread, so
-// oneDNN's team does not oversubscribe the pool. f32 and bf16 (widened once).
-#define DEW_KERNEL_NS flash_gemm
+// attention and its backward as blocked GEMMs (cpu.avx2.flash_gemm, cpu.avx512.flash_gemm: built once
+// per tier, NOTE [instruction-set regions]): per (batch, head, block of 128 queries), key blocks of 256
+// go through oneDNN's sgemm (S = Q K^T, then O += P V) with the online softmax between them; masks
+// cost only the blocks they cut. Each pool thread runs its GEMMs on one OpenMP thread, so oneDNN's
+// team does not oversubscribe the pool. f32 and bf16 (widened once).
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include "ops/attention/kernels.h"
+#include "ops/cpu_tier.h"
 
 DEW_ISA_BEGIN
-namespace dew::ops {
+namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
 constexpr int64_t kQueryBlock = 128, kKeyBlock = 256;
@@ -41,10 +42,8 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
   const AttentionOptions& o = a.options;
   const AttentionGeometry g(a.q, a.k, o);
   const float scale = float(g.scale), cap = float(g.cap);
-  flash_gemm::Scratch<float> q = flash_gemm::widened<float, T>(a.q), k = flash_gemm::widened<float, T>(a.k),
-                             v = flash_gemm::widened<float, T>(a.v);
-  flash_gemm::Scratch<float> sinks =
-      o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : flash_gemm::Scratch<float>();
+  Scratch<float> q = widened<float, T>(a.q), k = widened<float, T>(a.k), v = widened<float, T>(a.v);
+  Scratch<float> sinks = o.sinks.defined() ? widened<float, float>(o.sinks) : Scratch<float>();
   T* out = outs[0].data<T>();
   float* lse = outs[1].data<float>();
   const int64_t blocks = (g.T + kQueryBlock - 1) / kQueryBlock;
@@ -74,17 +73,17 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
           if (cap > 0)
             for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
           mask_segments(mask, t, j0, c_lo, c_hi, sr, -INFINITY);
-          const float tile_max = flash_gemm::row_max<8, float>(sr + c_lo, c_hi - c_lo);
+          const float tile_max = row_max<kLanes, float>(sr + c_lo, c_hi - c_lo);
           const float new_m = std::max(m[size_t(r)], tile_max);
           if (new_m == -INFINITY) {
             std::fill(sr, sr + cols, 0.0f);
             continue;
           }
-          const float correction = flash_gemm::exp_f32(m[size_t(r)] - new_m);
+          const float correction = exp_f32(m[size_t(r)] - new_m);
           std::fill(sr, sr + c_lo, 0.0f);
           std::fill(sr + c_hi, sr + cols, 0.0f);
-          for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = flash_gemm::exp_f32_within_2ulp(sr[j] - new_m);
-          const float sum = flash_gemm::lane_sum<8, float>(
+          for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = exp_f32_within_2ulp(sr[j] - new_m);
+          const float sum = lane_sum<kLanes, float>(
               c_hi - c_lo, [&](int64_t j) { return sr[c_lo + j]; });  // eight lanes: a sum that vectorizes
           float* ar = acc.data() + r * g.D;
           for (int64_t d = 0; d < g.D; ++d) ar[d] *= correction;
@@ -99,9 +98,9 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
         float* ar = acc.data() + r * g.D;
         if (!sinks.empty()) {  // the sink joins the denominator with no value
           const float new_m = std::max(m[size_t(r)], sinks[size_t(h)]);
-          const float correction = flash_gemm::exp_f32(m[size_t(r)] - new_m);
+          const float correction = exp_f32(m[size_t(r)] - new_m);
           for (int64_t d = 0; d < g.D; ++d) ar[d] *= correction;
-          l[size_t(r)] = l[size_t(r)] * correction + flash_gemm::exp_f32(sinks[size_t(h)] - new_m);
+          l[size_t(r)] = l[size_t(r)] * correction + exp_f32(sinks[size_t(h)] - new_m);
           m[size_t(r)] = new_m;
         }
         const float inv = l[size_t(r)] > 0 ? 1.0f / l[size_t(r)] : 0.0f;
@@ -118,19 +117,15 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
   const AttentionOptions& o = a.options;
   const AttentionGeometry g(a.q, a.k, o);
   const float scale = float(g.scale), cap = float(g.cap);
-  flash_gemm::Scratch<float> q = flash_gemm::widened<float, T>(a.q), k = flash_gemm::widened<float, T>(a.k),
-                             v = flash_gemm::widened<float, T>(a.v),
-                             dout = flash_gemm::widened<float, T>(a.dout),
-                             out = flash_gemm::widened<float, T>(a.out),
-                             lse = flash_gemm::widened<float, float>(a.lse);
-  flash_gemm::Scratch<float> sinks =
-      o.sinks.defined() ? flash_gemm::widened<float, float>(o.sinks) : flash_gemm::Scratch<float>();
+  Scratch<float> q = widened<float, T>(a.q), k = widened<float, T>(a.k), v = widened<float, T>(a.v),
+                 dout = widened<float, T>(a.dout), out = widened<float, T>(a.out),
+                 lse = widened<float, float>(a.lse);
+  Scratch<float> sinks = o.sinks.defined() ? widened<float, float>(o.sinks) : Scratch<float>();
   // Per query head: dq in place; dk and dv as partials summed over the group in head order below.
   // dq accumulates in place: in the output itself when that is f32.
-  flash_gemm::Scratch<float> dq = std::is_same_v<T, float> ? flash_gemm::Scratch<float>(outs[0])
-                                                           : flash_gemm::Scratch<float>(int64_t(q.size()));
+  Scratch<float> dq = std::is_same_v<T, float> ? Scratch<float>(outs[0]) : Scratch<float>(int64_t(q.size()));
   std::fill(dq.data(), dq.data() + dq.size(), 0.0f);
-  flash_gemm::Scratch<float> dk_h(g.B * g.H * g.S * g.D, 0.0f), dv_h(g.B * g.H * g.S * g.D, 0.0f);
+  Scratch<float> dk_h(g.B * g.H * g.S * g.D, 0.0f), dv_h(g.B * g.H * g.S * g.D, 0.0f);
   std::vector<float> dsink_parts(size_t(g.B * g.H), 0.0f);
   const int64_t ld_q = g.H * g.D, ld_k = g.Hkv * g.D;
   parallel_for(g.B * g.H, 1, [&](int64_t w0, int64_t w1) {
@@ -143,10 +138,10 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
       for (int64_t t = 0; t < g.T; ++t) {  // delta_t = sum_d dout * out
         const float* dt = dout.data() + g.q_at(b, t, h);
         const float* ot = out.data() + g.q_at(b, t, h);
-        const float d = flash_gemm::dot<8, float>(dt, ot, g.D);
+        const float d = dot<kLanes, float>(dt, ot, g.D);
         delta[size_t(t)] = d;
         if (!sinks.empty() && lse_bh[t] != -INFINITY)
-          dsink_parts[size_t(w)] -= flash_gemm::exp_f32(sinks[size_t(h)] - lse_bh[t]) * d;
+          dsink_parts[size_t(w)] -= exp_f32(sinks[size_t(h)] - lse_bh[t]) * d;
       }
       float* dkh = dk_h.data() + size_t((b * g.H + h) * g.S * g.D);
       float* dvh = dv_h.data() + size_t((b * g.H + h) * g.S * g.D);
@@ -173,12 +168,12 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
             std::fill(pr, pr + c_lo, 0.0f), std::fill(dr, dr + c_lo, 0.0f);
             std::fill(pr + c_hi, pr + cols, 0.0f), std::fill(dr + c_hi, dr + cols, 0.0f);
             if (cap == 0) {  // straight loops that vectorize
-              for (int64_t j = c_lo; j < c_hi; ++j) pr[j] = flash_gemm::exp_f32_within_2ulp(pr[j] - l_t);
+              for (int64_t j = c_lo; j < c_hi; ++j) pr[j] = exp_f32_within_2ulp(pr[j] - l_t);
               for (int64_t j = c_lo; j < c_hi; ++j) dr[j] = pr[j] * (dr[j] - delta_t) * scale;
             } else {
               for (int64_t j = c_lo; j < c_hi; ++j) {
                 const float sc = cap * std::tanh(pr[j] / cap), th = sc / cap;
-                pr[j] = flash_gemm::exp_f32_within_2ulp(sc - l_t);
+                pr[j] = exp_f32_within_2ulp(sc - l_t);
                 dr[j] = pr[j] * (dr[j] - delta_t) * (1.0f - th * th) * scale;
               }
             }
@@ -228,33 +223,28 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
 }
 
 }  // namespace
-}  // namespace dew::ops
+}  // namespace dew::ops::DEW_KERNEL_NS
 DEW_ISA_END
 
-namespace dew::ops {
+namespace dew::ops::DEW_KERNEL_NS {
+
+// Registered as cpu.avx2.flash_gemm and cpu.avx512.flash_gemm.
+void add_attention_flash_gemm(select::Registry<AttentionArgs>& r) {
+  add_cpu_f32_bf16<AttentionArgs>(
+      r,
+      [](auto t, const AttentionArgs& a, std::vector<Tensor>& outs) {
+        attention_flash_gemm<decltype(t)>(a, outs);
+      },
+      {}, "flash_gemm");
+}
 
 void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& r) {
-  r.add({"cpu.flash_gemm",
-         {select::on_cpu<AttentionBackwardArgs>(), select::cpu_has<AttentionBackwardArgs>(select::Isa::avx2),
-          select::dtype_in<AttentionBackwardArgs>({DType::f32, DType::bf16})},
-         [](const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32)
-             attention_backward_flash_gemm<float>(a, outs);
-           else
-             attention_backward_flash_gemm<bf16>(a, outs);
-         }});
+  add_cpu_f32_bf16<AttentionBackwardArgs>(
+      r,
+      [](auto t, const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
+        attention_backward_flash_gemm<decltype(t)>(a, outs);
+      },
+      {}, "flash_gemm");
 }
 
-void add_attention_flash_gemm(select::Registry<AttentionArgs>& r) {
-  r.add({"cpu.flash_gemm",
-         {select::on_cpu<AttentionArgs>(), select::cpu_has<AttentionArgs>(select::Isa::avx2),
-          select::dtype_in<AttentionArgs>({DType::f32, DType::bf16})},
-         [](const AttentionArgs& a, std::vector<Tensor>& outs) {
-           if (a.dtype() == DType::f32)
-             attention_flash_gemm<float>(a, outs);
-           else
-             attention_flash_gemm<bf16>(a, outs);
-         }});
-}
-
-}  // namespace dew::ops
+}  // namespace dew::ops::DEW_KERNEL_NS
