@@ -9,6 +9,14 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
+// (a, b) rotated by the angle whose cosine and sine are c and s.
+template <class Acc, class T, class Tab>
+inline void rotate_pair(const T* a, const T* b, Tab c, Tab s, T* ya, T* yb) {
+  const Acc xa = widen<Acc>(*a), xb = widen<Acc>(*b), ci = Acc(c), si = Acc(s);
+  *ya = narrow<T>(xa * ci - xb * si);
+  *yb = narrow<T>(xb * ci + xa * si);
+}
+
 template <class T, class Tab>
 void rope_rows(const RopeArgs& a, Tensor& out) {
   using Acc = AccumulatorOf<T>;
@@ -28,13 +36,13 @@ void rope_rows(const RopeArgs& a, Tensor& out) {
       for (int64_t h = 0; h < H; ++h) {
         const T* xr = x + (r * H + h) * D;
         T* yr = y + (r * H + h) * D;
-        const int64_t lo_step = interleaved ? 2 : 1, hi_offset = interleaved ? 1 : half;
-        for (int64_t i = 0; i < half; ++i) {
-          const Acc xa = widen<Acc>(xr[i * lo_step]), xb = widen<Acc>(xr[i * lo_step + hi_offset]);
-          const Acc ci = Acc(c[i]), si = Acc(s[i]);
-          yr[i * lo_step] = narrow<T>(xa * ci - xb * si);
-          yr[i * lo_step + hi_offset] = narrow<T>(xb * ci + xa * si);
-        }
+        // The pairs (i, i + half) or (2i, 2i + 1), as two loops with constant strides so both vectorize.
+        if (interleaved)
+          for (int64_t i = 0; i < half; ++i)
+            rotate_pair<Acc>(xr + 2 * i, xr + 2 * i + 1, c[i], s[i], yr + 2 * i, yr + 2 * i + 1);
+        else
+          for (int64_t i = 0; i < half; ++i)
+            rotate_pair<Acc>(xr + i, xr + i + half, c[i], s[i], yr + i, yr + i + half);
         for (int64_t d = 2 * half; d < D; ++d) yr[d] = xr[d];  // dims past R pass through
       }
     }
