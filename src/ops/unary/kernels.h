@@ -11,9 +11,24 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-// The functions whose Fast form exists; the others keep their scalar definition.
+// The functions whose loops vectorize: exp and the three built on it through exp_f32, and the ones
+// without a libm call. log, tanh and erf-GELU stay with the portable implementation.
 inline bool has_fast_form(UnaryFn f) {
-  return f == UnaryFn::exp || f == UnaryFn::sigmoid || f == UnaryFn::silu || f == UnaryFn::gelu_tanh;
+  switch (f) {
+    case UnaryFn::exp:
+    case UnaryFn::sigmoid:
+    case UnaryFn::silu:
+    case UnaryFn::gelu_tanh:
+    case UnaryFn::neg:
+    case UnaryFn::abs:
+    case UnaryFn::sqrt:
+    case UnaryFn::rsqrt:
+    case UnaryFn::square:
+    case UnaryFn::relu:
+      return true;
+    default:
+      return false;
+  }
 }
 
 template <UnaryFn F, bool Fast, class Acc>
