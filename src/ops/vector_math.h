@@ -5,9 +5,12 @@
 // NaN stays NaN.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <utility>
 #include "ops/isa.h"
 
 DEW_ISA_BEGIN
@@ -62,6 +65,119 @@ inline float exp_f32_within_2ulp(float x) {
   const float y = std::fma(p, r * r, r) + 1.0f;
   const int32_t ni = int32_t(n), n1 = ni / 2, n2 = ni - n1;
   return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+}
+
+// NOTE [float functions in double]: tanh, log and erf-GELU of float data are computed in double, with
+// series accurate to ~1e-13, and rounded once, so they round like libm's float functions (nearly
+// always correctly) while their loops vectorize; libm's are scalar calls (1-10 GB/s here).
+
+// c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
+// keep the loops these functions sit in from vectorizing.
+template <size_t N, size_t... I>
+[[gnu::always_inline]] inline double horner_unrolled(double x, const std::array<double, N>& c,
+                                                     std::index_sequence<I...>) {
+  double p = c[N - 1];
+  ((p = std::fma(p, x, c[N - 2 - I])), ...);
+  return p;
+}
+template <size_t N>
+[[gnu::always_inline]] inline double horner(double x, const std::array<double, N>& c) {
+  return horner_unrolled(x, c, std::make_index_sequence<N - 1>{});
+}
+
+// 1 / (k + 2)! for k = 0..9: expm1(r) = r + r^2 sum_k r^k / (k + 2)!
+inline constexpr auto kExpm1Taylor = [] {
+  std::array<double, 10> c{};
+  double factorial = 1;
+  for (int k = 0; k < 10; ++k) factorial *= k + 2, c[size_t(k)] = 1.0 / factorial;
+  return c;
+}();
+
+// 1 / (2k + 3) for k = 0..9: atanh(s) = s + s^3 sum_k s^2k / (2k + 3)
+inline constexpr auto kAtanhSeries = [] {
+  std::array<double, 10> c{};
+  for (int k = 0; k < 10; ++k) c[size_t(k)] = 1.0 / (2 * k + 3);
+  return c;
+}();
+
+// exp(y) = 2^n (1 + e) for |y| <= 60, e = expm1(r) (relative error ~2e-14): y = n ln 2 + r, |r| <= 0.347,
+// expm1(r) by its Taylor series to r^11.
+struct ExpSplit {
+  double scale, em1r;  // 2^n and expm1(r)
+};
+[[gnu::always_inline]] inline ExpSplit exp_split_f64(double y) {
+  const double shifted = std::fma(y, 1.4426950408889634, 0x1.8p52);  // n in the low mantissa bits
+  const double n = shifted - 0x1.8p52;
+  double r = std::fma(n, -6.93147180369123816490e-01, y);  // fdlibm's ln 2 = hi + lo: n hi is exact
+  r = std::fma(n, -1.90821492927058770002e-10, r);
+  return {std::bit_cast<double>((std::bit_cast<uint64_t>(shifted) + 1023) << 52),
+          std::fma(r * r, horner(r, kExpm1Taylor), r)};
+}
+inline double expm1_f64(double y) {  // 2^n expm1(r) + (2^n - 1): no cancellation
+  const ExpSplit e = exp_split_f64(y);
+  return std::fma(e.scale, e.em1r, e.scale - 1.0);
+}
+inline double exp_f64(double y) {
+  const ExpSplit e = exp_split_f64(y);
+  return std::fma(e.scale, e.em1r, e.scale);
+}
+
+// tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), signed; tanh(20) rounds to 1. NaN stays NaN.
+[[gnu::always_inline]] inline float tanh_f32(float x) {
+  double a = std::fabs(double(x));
+  a = a > 20.0 ? 20.0 : a;
+  const double e = expm1_f64(2.0 * a);
+  return float(std::copysign(e / (e + 2.0), double(x)));
+}
+
+// log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
+// atanh by its series to s^21. Subnormal inputs are scaled into the normals first. log(0) = -inf,
+// log(x < 0) = NaN, log(inf) = inf, NaN stays NaN.
+[[gnu::always_inline]] inline float log_f32(float x) {
+  const bool tiny = x < 0x1p-126f;
+  const int32_t b = std::bit_cast<int32_t>(tiny ? x * 0x1p24f : x);
+  int32_t k = ((b >> 23) & 0xff) - 127 - (tiny ? 24 : 0);
+  double m = double(std::bit_cast<float>((b & 0x007fffff) | 0x3f800000));  // [1, 2)
+  const bool high = m > 1.4142135623730951;
+  m = high ? 0.5 * m : m;
+  k = high ? k + 1 : k;
+  const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+  const double result =
+      std::fma(double(k), 0.6931471805599453, 2.0 * std::fma(s * s2, horner(s2, kAtanhSeries), s));
+  const float inf = std::numeric_limits<float>::infinity();
+  const float special = x == 0 ? -inf : (x == inf ? inf : std::numeric_limits<float>::quiet_NaN());
+  return x > 0 && x < inf ? float(result) : special;  // selects, not branches: the loop vectorizes
+}
+
+// erf(z) for |z| < 4 by its Taylor series, 2/sqrt(pi) sum (-1)^n z^(2n+1) / (n! (2n+1)), to n = 63
+// (the tail is below 1e-14 at z = 4; the terms peak near 1e5 there, which leaves 36 of double's bits).
+inline constexpr auto kErfTaylor = [] {
+  std::array<double, 64> c{};
+  double factorial = 1;
+  for (int n = 0; n < 64; ++n) {
+    if (n > 0) factorial *= n;
+    c[size_t(n)] = (n % 2 ? -1.0 : 1.0) * 1.1283791670955126 / (factorial * (2 * n + 1));
+  }
+  return c;
+}();
+
+// erf(z) in double: the series for |z| < 4, +-1 beyond (1 - erf(4) = 1.5e-8: below what a float result
+// of the GELUs can tell, relative to x).
+[[gnu::always_inline]] inline double erf_f64(double z) {
+  const double zc = z > 4.0 ? 4.0 : (z < -4.0 ? -4.0 : z), z2 = zc * zc;
+  const double series = zc * horner(z2, kErfTaylor);  // computed unconditionally: a select, not a branch
+  return z >= 4.0 ? 1.0 : (z <= -4.0 ? -1.0 : series);
+}
+
+// GELU (erf form), 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x), in double.
+[[gnu::always_inline]] inline float gelu_erf_f32(float xf) {
+  const double x = xf;
+  return float(0.5 * x * (1.0 + erf_f64(x * 0.70710678118654752440)));
+}
+[[gnu::always_inline]] inline float gelu_erf_derivative_f32(float xf) {
+  const double x = xf, y = -0.5 * x * x;
+  return float(0.5 * (1.0 + erf_f64(x * 0.70710678118654752440)) +
+               x * 0.39894228040143267794 * exp_f64(y < -60.0 ? -60.0 : y));
 }
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).

@@ -31,7 +31,8 @@ TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
   EXPECT_ROUTE("rms_norm", widest_tier(), rms_norm(ones({4, 64}, DType::f32), Tensor(), 1e-6));
   EXPECT_ROUTE("rms_norm", "portable", rms_norm(ones({4, 64}, DType::f16), Tensor(), 1e-6));
   EXPECT_ROUTE("exp", widest_tier(), exp(ones({4, 64}, DType::f32)));
-  EXPECT_ROUTE("tanh", "portable", tanh(ones({4, 64}, DType::f32)));  // no fast form
+  EXPECT_ROUTE("tanh", widest_tier(), tanh(ones({4, 64}, DType::f32)));
+  EXPECT_ROUTE("tanh", "portable", tanh(ones({4, 64}, DType::f16)));  // the tiers take f32 and bf16
   EXPECT_ROUTE("add", widest_tier(), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));
   EXPECT_ROUTE("pow", "portable", pow(ones({4, 8}, DType::f32), ones({4, 8}, DType::f32)));
   Tensor q = ones({1, 8, 2, 16}, DType::f32), kv = ones({1, 8, 1, 16}, DType::f32);

@@ -14,9 +14,11 @@ namespace dew::ops::DEW_KERNEL_NS {
 // With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
 // with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh.
 template <Activation A, bool Fast, class Acc>
-inline Acc act(Acc x) {
+[[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
     return x / (Acc(1) + exp_f32(-x));
+  } else if constexpr (Fast && A == Activation::gelu_erf) {
+    return gelu_erf_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
     return x / (Acc(1) + exp_f32(Acc(-2) * y));
@@ -26,10 +28,12 @@ inline Acc act(Acc x) {
 }
 
 template <Activation A, bool Fast, class Acc>
-inline Acc act_derivative(Acc x) {
+[[gnu::always_inline]] inline Acc act_derivative(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
     const Acc s = Acc(1) / (Acc(1) + exp_f32(-x));
     return s * (Acc(1) + x * (Acc(1) - s));
+  } else if constexpr (Fast && A == Activation::gelu_erf) {
+    return gelu_erf_derivative_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
     const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);

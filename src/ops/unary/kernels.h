@@ -1,5 +1,6 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
-// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_f32 so their loops vectorize.
+// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_f32, and tanh, log and erf-GELU through
+// the double-internal functions of vector_math.h, so every loop vectorizes.
 #pragma once
 
 #include "ops/elementwise.h"
@@ -11,34 +12,20 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-// The functions whose loops vectorize: exp and the three built on it through exp_f32, and the ones
-// without a libm call. log, tanh and erf-GELU stay with the portable implementation.
-inline bool has_fast_form(UnaryFn f) {
-  switch (f) {
-    case UnaryFn::exp:
-    case UnaryFn::sigmoid:
-    case UnaryFn::silu:
-    case UnaryFn::gelu_tanh:
-    case UnaryFn::neg:
-    case UnaryFn::abs:
-    case UnaryFn::sqrt:
-    case UnaryFn::rsqrt:
-    case UnaryFn::square:
-    case UnaryFn::relu:
-      return true;
-    default:
-      return false;
-  }
-}
-
 template <UnaryFn F, bool Fast, class Acc>
-inline Acc unary_kernel_value(Acc x) {
+[[gnu::always_inline]] inline Acc unary_kernel_value(Acc x) {
   if constexpr (Fast && F == UnaryFn::exp)
     return exp_f32(x);
   else if constexpr (Fast && F == UnaryFn::sigmoid)
     return Acc(1) / (Acc(1) + exp_f32(-x));
   else if constexpr (Fast && F == UnaryFn::silu)
     return x / (Acc(1) + exp_f32(-x));
+  else if constexpr (Fast && F == UnaryFn::tanh)
+    return tanh_f32(x);
+  else if constexpr (Fast && F == UnaryFn::log)
+    return log_f32(x);
+  else if constexpr (Fast && F == UnaryFn::gelu)
+    return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return x / (Acc(1) + exp_f32(Acc(-1.5957691216057307118) * (x + Acc(0.044715) * x * x * x)));
   else
