@@ -69,7 +69,8 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
         for (int64_t r = 0; r < rows; ++r) {  // online softmax, row by row
           float* sr = s.data() + r * cols;
           const int64_t t = t0 + r;
-          const auto [c_lo, c_hi] = visible_columns(mask, t, j0, cols);
+          const auto seen = visible_columns(mask, t, j0, cols);  // not a structured binding: a lambda uses it
+          const int64_t c_lo = seen.first, c_hi = seen.second;
           if (cap > 0)
             for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
           mask_segments(mask, t, j0, c_lo, c_hi, sr, -INFINITY);
