@@ -43,8 +43,11 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       const Acc* xr = row_as<Acc>(x + r * V, V, e);  // bf16 rows are widened into e, then overwritten
       T* dr = dx + r * V;
       const Acc m = row_max<L, Acc>(xr, V);
-      const Acc sum = lane_sum<L, Acc>(V, [&](int64_t i) { return e[i] = exp_with<FastExp>(xr[i] - m); });
-      const Acc lse = m + std::log(sum);
+      // The sum in double: its rounding would scale a whole row of gradients by one shared error, which
+      // dominates when one logit dominates (large_logits); the sum costs little next to the exps.
+      const double sum =
+          lane_sum<L, double>(V, [&](int64_t i) { return double(e[i] = exp_with<FastExp>(xr[i] - m)); });
+      const Acc lse = Acc(double(m) + std::log(sum));
       lse_out[r] = R(lse);
       const int64_t target = t[r];
       const bool counted = target != a.ignore_index;
@@ -53,7 +56,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
         row_loss[size_t(r)] =
             double(scale) * (double(lse) - double(widen<Acc>(x[r * V + target])) + double(z) * lse * lse);
       // d logits = scale (1 + 2 z lse) softmax(x) - scale [i = target], softmax(x) = e / sum
-      const Acc p_scale = scale * (Acc(1) + Acc(2) * z * lse) / sum;
+      const Acc p_scale = Acc(double(scale) * (1.0 + 2.0 * double(z) * double(lse)) / sum);
       for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * e[i]);
       if (counted) dr[target] = narrow<T>(p_scale * e[target] - scale);
     }
