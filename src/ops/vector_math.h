@@ -2,7 +2,8 @@
 // [kernel namespaces]), so each instruction set gets its own copy.
 // exp_f32: float in, float out, float throughout, within 0.66 ulp (measured over 2^20 draws) (NOTE
 // [compensated exp]); the gate holds it to libm's correctly rounded expf, which it matches in 98% of draws.
-// NaN stays NaN.
+// NaN stays NaN. tanh_f32, log_f32 and the erf-GELU pair compute in double (NOTE [float functions in
+// double]).
 #pragma once
 
 #include <array>
