@@ -1,0 +1,94 @@
+// Unary functions at the inputs the gate's random draws never reach: infinities, NaN, signed zeros,
+// subnormals and the ends of exp's range, on every implementation this CPU runs. Finite results are
+// compared with libm's double function rounded once to float (the correctly rounded value).
+#include <dew/ops.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "select/requirements.h"
+
+namespace dew {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<std::string> implementations_here() {
+  std::vector<std::string> v{"portable"};
+  if (select::cpu_supports(select::Isa::avx2)) v.push_back("cpu.avx2");
+  if (select::cpu_supports(select::Isa::avx512)) v.push_back("cpu.avx512");
+  return v;
+}
+
+// Runs fn over xs (f32) with the op pinned to impl; the pin is cleared afterwards.
+std::vector<float> run_pinned(const std::string& op, const std::string& impl, Tensor (*fn)(const Tensor&),
+                              const std::vector<float>& xs) {
+  set_impl_overrides(op + ":" + impl);
+  std::vector<double> in(xs.begin(), xs.end());
+  std::vector<double> out = fn(Tensor::from_values(in, {int64_t(xs.size())}, DType::f32)).to_f64_vector();
+  set_impl_overrides("");
+  return std::vector<float>(out.begin(), out.end());
+}
+
+// Equal as floats, NaN equal to NaN, and the sign of zero checked.
+void expect_same(float got, float want, const std::string& what) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << what << ": got " << got << ", want NaN";
+    return;
+  }
+  EXPECT_EQ(got, want) << what;
+  EXPECT_EQ(std::signbit(got), std::signbit(want)) << what << ": sign of " << got;
+}
+
+// want[i] for fn(xs[i]) on each implementation; `tiers_only` leaves portable out (for finite values that
+// only the tiers round once: portable computes erf-GELU in float, rounding several times).
+void check(const std::string& op, Tensor (*fn)(const Tensor&), const std::vector<float>& xs,
+           const std::vector<float>& want, bool tiers_only = false) {
+  for (const std::string& impl : implementations_here()) {
+    if (tiers_only && impl == "portable") continue;
+    std::vector<float> got = run_pinned(op, impl, fn, xs);
+    for (size_t i = 0; i < xs.size(); ++i)
+      expect_same(got[i], want[i], op + "(" + std::to_string(xs[i]) + ") on " + impl);
+  }
+}
+
+Tensor gelu_erf(const Tensor& x) {
+  return gelu(x, false);
+}
+
+TEST(UnarySpecialValues, Exp) {
+  const std::vector<float> xs{-kInf,   kInf,  kNan,   0.0f,    -0.0f,  89.0f,
+                              -104.0f, 88.7f, -87.4f, -100.0f, -103.9f};
+  std::vector<float> want{0.0f, kInf, kNan, 1.0f, 1.0f, kInf, 0.0f};
+  for (size_t i = want.size(); i < xs.size(); ++i) want.push_back(float(std::exp(double(xs[i]))));
+  check("exp", exp, xs, want);
+}
+
+TEST(UnarySpecialValues, Tanh) {
+  const std::vector<float> xs{kInf, -kInf, kNan, -0.0f, 0.0f, 1e-30f, 30.0f, -30.0f, 0.5f, -3.0f};
+  std::vector<float> want{1.0f, -1.0f, kNan, -0.0f, 0.0f, 1e-30f, 1.0f, -1.0f};
+  for (size_t i = want.size(); i < xs.size(); ++i) want.push_back(float(std::tanh(double(xs[i]))));
+  check("tanh", tanh, xs, want);
+}
+
+TEST(UnarySpecialValues, Log) {
+  const std::vector<float> xs{0.0f, -0.0f, -1.0f, kInf, -kInf, kNan, 1.0f, 1e-40f, 2.0f, 3e38f};
+  std::vector<float> want{-kInf, -kInf, kNan, kInf, kNan, kNan, 0.0f};
+  for (size_t i = want.size(); i < xs.size(); ++i) want.push_back(float(std::log(double(xs[i]))));
+  check("log", log, xs, want);
+}
+
+TEST(UnarySpecialValues, GeluErf) {
+  check("gelu", gelu_erf, {kInf, kNan, 0.0f, 10.0f}, {kInf, kNan, 0.0f, 10.0f});
+  const std::vector<float> xs{1.0f, -2.5f, 0.3f, -0.7f};
+  std::vector<float> want;
+  for (float xf : xs) want.push_back(float(0.5 * double(xf) * std::erfc(-double(xf) / std::sqrt(2.0))));
+  check("gelu", gelu_erf, xs, want, /*tiers_only=*/true);
+}
+
+}  // namespace
+}  // namespace dew
