@@ -1,7 +1,8 @@
-// Scratch<T>: a kernel's temporary buffer from Dew's caching allocator. Included inside a
-// DEW_KERNEL_NS namespace (NOTE [kernel namespaces]) so each instruction set gets its own copy.
+// Scratch<T>, a kernel's temporary buffer from Dew's caching allocator, and the helpers that widen
+// bf16/f16 data into one. Included inside a DEW_KERNEL_NS namespace (NOTE [kernel namespaces]).
 #pragma once
 
+#include <dew/runtime.h>
 #include <dew/tensor.h>
 
 #include <algorithm>
@@ -56,19 +57,28 @@ Scratch<Acc> widening_buffer(int64_t C) {
   return Scratch<Acc>(std::is_same_v<T, Acc> ? 0 : C);
 }
 
+// The tensor as Acc values, contiguous: bf16/f16 widened once (instead of in every inner product);
+// contiguous Acc data is used as it is, without a copy.
+template <class Acc, class T>
+Scratch<Acc> widened(const Tensor& t) {
+  Tensor c = t.contiguous();
+  if constexpr (std::is_same_v<T, Acc>) {
+    return Scratch<Acc>(c);
+  } else {
+    const T* p = c.data<T>();
+    Scratch<Acc> out(c.numel());
+    Acc* o = out.data();
+    parallel_for(c.numel(), 1 << 16, [&](int64_t i0, int64_t i1) { row_as<Acc>(p + i0, i1 - i0, o + i0); });
+    return out;
+  }
+}
+
 // A per-channel parameter (a norm's weight or bias, C values) widened to Acc once per call, or
 // `absent` in every channel when it is undefined (weight 1, bias 0): row loops then read it without a
 // branch, which is what lets them vectorize. Multiplying by 1 or adding 0 changes no value.
 template <class Acc, class T>
 Scratch<Acc> channel_values(const Tensor& p, int64_t C, Acc absent) {
-  Scratch<Acc> s(C, absent);
-  if (p.defined()) {
-    Tensor pc = p.contiguous();
-    const T* v = pc.data<T>();
-    Acc* out = s.data();
-    for (int64_t i = 0; i < C; ++i) out[i] = widen<Acc>(v[i]);
-  }
-  return s;
+  return p.defined() ? widened<Acc, T>(p) : Scratch<Acc>(C, absent);
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS

@@ -44,10 +44,6 @@ inline float exp_f32(float x) {
   return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
 }
 
-inline double exp_f32(double x) {
-  return std::exp(x);
-}  // f64 kernels keep libm's exp
-
 // exp_f32_within_2ulp: float throughout (Cody-Waite reduction, Cephes' degree-6 polynomial, 2^n as two
 // factors so results round once into the subnormals); Cephes documents about 1-2 ulp for it. For
 // kernels whose own rounding dwarfs it (attention: a score carries gamma_D * sum |q k|); switching the

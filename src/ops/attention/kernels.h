@@ -20,21 +20,6 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kQueryTile = 16, kKeyTile = 64;
 
-// The tensor as Acc values, contiguous: bf16/f16 widened once instead of in every inner product;
-// contiguous Acc data is used as it is.
-template <class Acc, class T>
-Scratch<Acc> widened(const Tensor& t) {
-  Tensor c = t.contiguous();
-  if constexpr (std::is_same_v<T, Acc>) return Scratch<Acc>(c);
-  const T* p = c.data<T>();
-  Scratch<Acc> out(c.numel());
-  Acc* o = out.data();
-  parallel_for(c.numel(), 1 << 16, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) o[i] = widen<Acc>(p[i]);
-  });
-  return out;
-}
-
 template <class Acc>
 inline Acc capped(Acc s, Acc cap) {
   return cap > 0 ? cap * std::tanh(s / cap) : s;
