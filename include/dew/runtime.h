@@ -51,6 +51,7 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512dq = false;
+  bool avx512bf16 = false;  // vcvtneps2bf16 and friends (NOTE [native bf16 narrowing])
 };
 const CpuFeatures& cpu_features();
 

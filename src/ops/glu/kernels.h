@@ -6,38 +6,40 @@
 #include "ops/glu/glu.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
+#include "ops/map_elements.h"
 #include "ops/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-// With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
+// With Fast, SiLU and tanh-GELU go through exp_for<T> so the loops vectorize; tanh-GELU is rewritten
 // with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh.
-template <Activation A, bool Fast, class Acc>
+template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
-    return x / (Acc(1) + exp_f32(-x));
+    return x / (Acc(1) + exp_for<T>(-x));
   } else if constexpr (Fast && A == Activation::gelu_erf) {
     return gelu_erf_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
-    return x / (Acc(1) + exp_f32(Acc(-2) * y));
+    return x / (Acc(1) + exp_for<T>(Acc(-2) * y));
   } else {
     return apply_activation(A, x);
   }
 }
 
-template <Activation A, bool Fast, class Acc>
+template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act_derivative(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
-    const Acc s = Acc(1) / (Acc(1) + exp_f32(-x));
+    const Acc s = Acc(1) / (Acc(1) + exp_for<T>(-x));
     return s * (Acc(1) + x * (Acc(1) - s));
   } else if constexpr (Fast && A == Activation::gelu_erf) {
     return gelu_erf_derivative_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
     const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);
-    const Acc s = Acc(1) / (Acc(1) + exp_f32(Acc(-2) * y)), s_neg = Acc(1) / (Acc(1) + exp_f32(Acc(2) * y));
+    const Acc s = Acc(1) / (Acc(1) + exp_for<T>(Acc(-2) * y)),
+              s_neg = Acc(1) / (Acc(1) + exp_for<T>(Acc(2) * y));
     return s + Acc(2) * x * s * s_neg * k * (Acc(1) + Acc(3 * 0.044715) * x * x);
   } else {
     return activation_derivative(A, x);
@@ -55,14 +57,17 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   T* o1 = a.backward ? outs[1].data<T>() : nullptr;
   parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
     if (!a.backward) {
-      for (int64_t i = i0; i < i1; ++i) o0[i] = narrow<T>(act<A, Fast>(widen<Acc>(g[i])) * widen<Acc>(u[i]));
+      map_elements<T>(
+          std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
+          [](Acc gi, Acc ui) __attribute__((always_inline)) { return act<A, Fast, T>(gi) * ui; });
       return;
     }
-    for (int64_t i = i0; i < i1; ++i) {  // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
-      const Acc gi = widen<Acc>(g[i]), di = widen<Acc>(dy[i]);
-      o0[i] = narrow<T>(di * widen<Acc>(u[i]) * act_derivative<A, Fast>(gi));
-      o1[i] = narrow<T>(di * act<A, Fast>(gi));
-    }
+    map_elements<T>(
+        std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
+        [](Acc gi, Acc ui, Acc di) __attribute__((always_inline)) {
+          // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
+          return std::array<Acc, 2>{di * ui * act_derivative<A, Fast, T>(gi), di * act<A, Fast, T>(gi)};
+        });
   });
 }
 

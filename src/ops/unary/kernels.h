@@ -1,25 +1,27 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
-// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_f32, and tanh, log and erf-GELU through
-// the double-internal functions of vector_math.h, so every loop vectorizes.
+// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_for<T> (exp_f32, or a cheaper exp for bf16
+// results), and tanh, log and erf-GELU through the double-internal functions of vector_math.h, so every
+// loop vectorizes; contiguous rows run through map_elements.
 #pragma once
 
 #include "ops/elementwise.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
+#include "ops/map_elements.h"
 #include "ops/unary/scalar.h"
 #include "ops/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-template <UnaryFn F, bool Fast, class Acc>
+template <UnaryFn F, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc unary_kernel_value(Acc x) {
   if constexpr (Fast && F == UnaryFn::exp)
-    return exp_f32(x);
+    return exp_for<T>(x);
   else if constexpr (Fast && F == UnaryFn::sigmoid)
-    return Acc(1) / (Acc(1) + exp_f32(-x));
+    return Acc(1) / (Acc(1) + exp_for<T>(-x));
   else if constexpr (Fast && F == UnaryFn::silu)
-    return x / (Acc(1) + exp_f32(-x));
+    return x / (Acc(1) + exp_for<T>(-x));
   else if constexpr (Fast && F == UnaryFn::tanh)
     return tanh_f32(x);
   else if constexpr (Fast && F == UnaryFn::log)
@@ -27,7 +29,7 @@ template <UnaryFn F, bool Fast, class Acc>
   else if constexpr (Fast && F == UnaryFn::gelu)
     return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    return x / (Acc(1) + exp_f32(Acc(-1.5957691216057307118) * (x + Acc(0.044715) * x * x * x)));
+    return x / (Acc(1) + exp_for<T>(Acc(-1.5957691216057307118) * (x + Acc(0.044715) * x * x * x)));
   else
     return unary_apply<F>(x);
 }
@@ -37,16 +39,18 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
   using Acc = AccumulatorOf<T>;
   T* y = out.data<T>();
   with_unary_fn(a.fn, [&](auto fn) {
-    constexpr UnaryFn F = decltype(fn)::value;
+    using Fn = decltype(fn);  // a type: lambdas below use it without capturing (F would need one)
+    constexpr UnaryFn F = Fn::value;
     for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
       const T* x = static_cast<const T*>(v.in[0]);
       T* yo = y + o;
-      if (v.stride[0] == 1)  // contiguous rows: a plain loop the compiler vectorizes
-        for (int64_t i = 0; i < v.length; ++i)
-          yo[i] = narrow<T>(unary_kernel_value<F, Fast>(widen<Acc>(x[i])));
+      if (v.stride[0] == 1)
+        map_elements<T>(
+            std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
+            [](Acc xi) __attribute__((always_inline)) { return unary_kernel_value<Fn::value, Fast, T>(xi); });
       else
         for (int64_t i = 0; i < v.length; ++i)
-          yo[i] = narrow<T>(unary_kernel_value<F, Fast>(widen<Acc>(x[i * v.stride[0]])));
+          yo[i] = narrow<T>(unary_kernel_value<F, Fast, T>(widen<Acc>(x[i * v.stride[0]])));
     });
   });
 }

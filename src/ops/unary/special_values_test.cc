@@ -4,6 +4,7 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -26,10 +27,10 @@ std::vector<std::string> implementations_here() {
 
 // Runs fn over xs (f32) with the op pinned to impl; the pin is cleared afterwards.
 std::vector<float> run_pinned(const std::string& op, const std::string& impl, Tensor (*fn)(const Tensor&),
-                              const std::vector<float>& xs) {
+                              const std::vector<float>& xs, DType dtype = DType::f32) {
   set_impl_overrides(op + ":" + impl);
   std::vector<double> in(xs.begin(), xs.end());
-  std::vector<double> out = fn(Tensor::from_values(in, {int64_t(xs.size())}, DType::f32)).to_f64_vector();
+  std::vector<double> out = fn(Tensor::from_values(in, {int64_t(xs.size())}, dtype)).to_f64_vector();
   set_impl_overrides("");
   return std::vector<float>(out.begin(), out.end());
 }
@@ -66,6 +67,30 @@ TEST(UnarySpecialValues, Exp) {
   std::vector<float> want{0.0f, kInf, kNan, 1.0f, 1.0f, kInf, 0.0f};
   for (size_t i = want.size(); i < xs.size(); ++i) want.push_back(float(std::exp(double(xs[i]))));
   check("exp", exp, xs, want);
+}
+
+// bf16 data: specials exact; finite results faithful (within one bf16 step of exp's true value), and
+// subnormal results kept, not flushed (NOTE [native bf16 narrowing]). 35 values: two groups of 16 and a
+// tail, with the subnormals in the second group.
+TEST(UnarySpecialValues, ExpBf16) {
+  std::vector<float> xs{-kInf,  kInf,   kNan,   0.0f,   -0.0f,  89.0f,   -104.0f, 1.0f,
+                        -1.0f,  2.5f,   -3.0f,  10.0f,  0.125f, -0.375f, 5.0f,    -7.0f,
+                        -87.0f, -88.0f, -90.0f, -92.5f, -95.0f, -100.0f, -103.0f};
+  while (xs.size() < 35) xs.push_back(-0.5f * float(xs.size()));
+  for (const std::string& impl : implementations_here()) {
+    const std::vector<float> got = run_pinned("exp", impl, exp, xs, DType::bf16);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const std::string what = "exp(" + std::to_string(xs[i]) + ") on " + impl + " in bf16";
+      const double x = bf16_to_f32(f32_to_bf16(xs[i]));  // the input as bf16 holds it
+      if (!std::isfinite(x) || x == 0 || x >= 89 || x <= -104) {
+        expect_same(got[i], x == 0 ? 1.0f : float(std::exp(x)), what);
+        continue;
+      }
+      const double truth = std::exp(x);
+      const double step = std::ldexp(1.0, std::max(std::ilogb(truth), -126) - 7);  // bf16's spacing there
+      EXPECT_LT(std::fabs(double(got[i]) - truth), step) << what << ": got " << got[i] << ", truth " << truth;
+    }
+  }
 }
 
 TEST(UnarySpecialValues, Tanh) {
