@@ -96,8 +96,8 @@ template <class T>
 }
 
 // NOTE [float functions in double]: tanh, log and erf-GELU of float data are computed in double, with
-// series accurate to ~1e-13, and rounded once, so they round like libm's float functions (nearly
-// always correctly) while their loops vectorize; libm's are scalar calls (1-10 GB/s here).
+// series and fits accurate to 1e-12 or better, and rounded once, so they round like libm's float functions
+// (nearly always correctly) while their loops vectorize; libm's are scalar calls (1-10 GB/s here).
 
 // c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
 // keep the loops these functions sit in from vectorizing.
@@ -141,11 +141,11 @@ struct ExpSplit {
   return {std::bit_cast<double>((std::bit_cast<uint64_t>(shifted) + 1023) << 52),
           std::fma(r * r, horner(r, kExpm1Taylor), r)};
 }
-inline double expm1_f64(double y) {  // 2^n expm1(r) + (2^n - 1): no cancellation
+[[gnu::always_inline]] inline double expm1_f64(double y) {  // 2^n expm1(r) + (2^n - 1): no cancellation
   const ExpSplit e = exp_split_f64(y);
   return std::fma(e.scale, e.em1r, e.scale - 1.0);
 }
-inline double exp_f64(double y) {
+[[gnu::always_inline]] inline double exp_f64(double y) {
   const ExpSplit e = exp_split_f64(y);
   return std::fma(e.scale, e.em1r, e.scale);
 }
@@ -177,35 +177,41 @@ inline double exp_f64(double y) {
   return x > 0 && x < inf ? float(result) : special;  // selects, not branches: the loop vectorizes
 }
 
-// erf(z) for |z| < 4 by its Taylor series, 2/sqrt(pi) sum (-1)^n z^(2n+1) / (n! (2n+1)), to n = 63
-// (the tail is below 1e-14 at z = 4; the terms peak near 1e5 there, which leaves 36 of double's bits).
-inline constexpr auto kErfTaylor = [] {
-  std::array<double, 64> c{};
-  double factorial = 1;
-  for (int n = 0; n < 64; ++n) {
-    if (n > 0) factorial *= n;
-    c[size_t(n)] = (n % 2 ? -1.0 : 1.0) * 1.1283791670955126 / (factorial * (2 * n + 1));
-  }
-  return c;
-}();
+// erfcx(z) = exp(z^2) erfc(z) on [0, 4], within 2.2e-12: a 22-term polynomial fitted by
+// tools/fit_erfcx.py (mpmath's Chebyshev fit, as monomials, lowest degree first). erfcx is smooth there
+// (1 at 0, 0.137 at 4), which erf's own Taylor series is not: it needed 64 terms to reach z = 4.
+inline constexpr std::array<double, 22> kErfcxFit = {
+    0.99999999999776803999,      -1.1283791665545840948,     0.99999997806713452616,
+    -0.75225242241553449714,     0.49999692306760424503,     -0.30088467546036428307,
+    0.16660748222192211698,      -0.085819438979119686802,   0.04137472722316204048,
+    -0.018674994962241582399,    0.0078353922270226267169,   -0.0030107367764434043285,
+    0.0010376275950593087178,    -0.00031316873804083347699, 0.00008074576365940306168,
+    -0.000017343079808088307094, 3.0205604125314100079e-6,   -4.1319199176065087113e-7,
+    4.2543003367660680068e-8,    -3.0897416905858228566e-9,  1.4077077479476979072e-10,
+    -3.0209499241176381808e-12};
 
-// erf(z) in double: the series for |z| < 4, +-1 beyond (1 - erf(4) = 1.5e-8: below what a float result
-// of the GELUs can tell, relative to x).
-[[gnu::always_inline]] inline double erf_f64(double z) {
-  const double zc = z > 4.0 ? 4.0 : (z < -4.0 ? -4.0 : z), z2 = zc * zc;
-  const double series = zc * horner(z2, kErfTaylor);  // computed unconditionally: a select, not a branch
-  return z >= 4.0 ? 1.0 : (z <= -4.0 ? -1.0 : series);
+// erf(z) = sign(z) (1 - exp(-z^2) erfcx(|z|)) for |z| < 4, within 2.3e-12 absolute; +-1 beyond
+// (1 - erf(4) = 1.5e-8: below what a float result of the GELUs can tell, relative to x). Also returns
+// exp(-z^2) (to 1e-26), which the GELU derivative needs too.
+struct ErfAndGaussian {
+  double erf, gaussian;
+};
+[[gnu::always_inline]] inline ErfAndGaussian erf_and_gaussian_f64(double z) {
+  const double a = std::fabs(z) < 4.0 ? std::fabs(z) : 4.0, z2 = z * z;
+  const double gaussian = exp_f64(z2 < 60.0 ? -z2 : -60.0);  // selects, not branches: loops vectorize
+  const double erf = 1.0 - gaussian * horner(a, kErfcxFit);
+  return {std::copysign(std::fabs(z) < 4.0 ? erf : 1.0, z), gaussian};
 }
 
 // GELU (erf form), 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x), in double.
 [[gnu::always_inline]] inline float gelu_erf_f32(float xf) {
   const double x = xf;
-  return float(0.5 * x * (1.0 + erf_f64(x * 0.70710678118654752440)));
+  return float(0.5 * x * (1.0 + erf_and_gaussian_f64(x * 0.70710678118654752440).erf));
 }
 [[gnu::always_inline]] inline float gelu_erf_derivative_f32(float xf) {
-  const double x = xf, y = -0.5 * x * x;
-  return float(0.5 * (1.0 + erf_f64(x * 0.70710678118654752440)) +
-               x * 0.39894228040143267794 * exp_f64(y < -60.0 ? -60.0 : y));
+  const double x = xf;
+  const ErfAndGaussian e = erf_and_gaussian_f64(x * 0.70710678118654752440);  // gaussian = exp(-x^2/2)
+  return float(0.5 * (1.0 + e.erf) + x * 0.39894228040143267794 * e.gaussian);
 }
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).
