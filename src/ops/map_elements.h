@@ -52,6 +52,16 @@ inline void narrow_chunk(const Acc* v, T* y, int64_t n) {
   for (; i < n; ++i) y[i] = narrow<T>(v[i]);
 }
 
+// y[i] = narrow<T>(v[i]) for i in [0, n), natively where the CPU can.
+template <class T, class Acc>
+inline void narrow_row(const Acc* v, T* y, int64_t n) {
+#if DEW_HAS_NATIVE_BF16
+  if constexpr (std::is_same_v<T, bf16>)
+    if (cpu_features().avx512bf16) return narrow_chunk<true>(v, y, n);
+#endif
+  narrow_chunk<false>(v, y, n);
+}
+
 // f(x_0[i], x_1[i], ...) as an array of its NOut results.
 template <size_t NOut, class T, size_t NIn, class F, size_t... K>
 [[gnu::always_inline]] inline auto map_call(F& f, const std::array<const T*, NIn>& x, int64_t i,

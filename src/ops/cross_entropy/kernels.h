@@ -1,8 +1,9 @@
 // cross_entropy's row kernels, written once and compiled per instruction set (NOTE [kernel
-// namespaces]): L partial lanes for the max and the sum, one exp per logit (kept for the gradient),
-// and FastExp choosing exp_f32 over libm.
+// namespaces]): L partial lanes for the max and the sum, one exp per logit (kept for the gradient), one
+// pass over the logits, and FastExp choosing exp_f32 over libm.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,11 +12,21 @@
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
+#include "ops/map_elements.h"
 #include "ops/scratch.h"
 #include "ops/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
+
+// NOTE [one pass over the logits]
+// A row's max, exps and sum are taken in one pass, block by block: each block's exps are relative to
+// the running max m_b (the max of the blocks so far), so the logits stream from memory while the exps
+// are computed, instead of in a pass of their own for the max. The gradient pass scales block b by
+// exp(m_b - m) / sum (in double, rounded once into the block's factor), so each gradient still takes
+// one exp rounding and one product rounding; x - m_b is no larger than x - m, so the exps' arguments
+// round no worse.
+inline constexpr int64_t kLogitBlock = 1024;
 
 template <int L, bool FastExp, class T>
 void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
@@ -27,6 +38,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   const int64_t* t = tc.data<int64_t>();
   const R* w = wc.defined() ? wc.data<R>() : nullptr;
   const int64_t V = a.logits.size(-1), N = a.logits.numel() / std::max<int64_t>(V, 1);
+  const int64_t blocks = (V + kLogitBlock - 1) / kLogitBlock;
   T* dx = outs[1].data<T>();
   R* lse_out = outs[2].data<R>();
   // The denominator first (cheap): the loss and every gradient row scale by 1 / sum of weights.
@@ -38,15 +50,32 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   std::vector<double> row_loss(size_t(N), 0.0);  // summed in row order below: thread-independent
   parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
     Scratch<Acc> row_buffer(V);
-    Acc* e = row_buffer.data();  // exp(x - max) of the row, kept so that each logit costs one exp
+    Acc* e = row_buffer.data();  // exp(x - m_b) of the row, kept so that each logit costs one exp
+    std::vector<Acc> block_max(static_cast<size_t>(blocks));
+    std::vector<double> block_sum(static_cast<size_t>(blocks));
     for (int64_t r = r0; r < r1; ++r) {
-      const Acc* xr = row_as<Acc>(x + r * V, V, e);  // bf16 rows are widened into e, then overwritten
       T* dr = dx + r * V;
-      const Acc m = row_max<L, Acc>(xr, V);
-      // The sum in double: its rounding would scale a whole row of gradients by one shared error, which
-      // dominates when one logit dominates (large_logits); the sum costs little next to the exps.
-      const double sum =
-          lane_sum<L, double>(V, [&](int64_t i) { return double(e[i] = exp_with<FastExp>(xr[i] - m)); });
+      Acc m = -std::numeric_limits<Acc>::infinity();
+      for (int64_t b = 0; b < blocks; ++b) {  // NOTE [one pass over the logits]
+        const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
+        Acc* eb = e + i0;
+        // Hardware prefetchers stop at page ends, and a block is a page or half of one: ask for the next.
+        const T* next = x + r * V + std::min(i0 + kLogitBlock, V - 1);
+        for (int64_t k = 0; k < kLogitBlock * int64_t(sizeof(T)); k += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(next) + k);
+        const Acc* xb = row_as<Acc>(x + r * V + i0, n, eb);  // bf16 blocks are widened into e first
+        const Acc bm = row_max<L, Acc>(xb, n);
+        m = bm > m ? bm : m;
+        const Acc mb = m;  // a const copy: the lambda's stores to e could alias m, which kept it in memory
+        // The sums in double: their rounding would scale a whole row of gradients by one shared error,
+        // which dominates when one logit dominates (large_logits); they cost little next to the exps.
+        block_sum[size_t(b)] =
+            lane_sum<L, double>(n, [&](int64_t i) { return double(eb[i] = exp_with<FastExp>(xb[i] - mb)); });
+        block_max[size_t(b)] = m;
+      }
+      double sum = 0;
+      for (int64_t b = 0; b < blocks; ++b)
+        sum += block_sum[size_t(b)] * std::exp(double(block_max[size_t(b)] - m));
       const Acc lse = Acc(double(m) + std::log(sum));
       lse_out[r] = R(lse);
       const int64_t target = t[r];
@@ -55,10 +84,24 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       if (counted)
         row_loss[size_t(r)] =
             double(scale) * (double(lse) - double(widen<Acc>(x[r * V + target])) + double(z) * lse * lse);
-      // d logits = scale (1 + 2 z lse) softmax(x) - scale [i = target], softmax(x) = e / sum
-      const Acc p_scale = Acc(double(scale) * (1.0 + 2.0 * double(z) * double(lse)) / sum);
-      for (int64_t i = 0; i < V; ++i) dr[i] = narrow<T>(p_scale * e[i]);
-      if (counted) dr[target] = narrow<T>(p_scale * e[target] - scale);
+      // d logits = scale (1 + 2 z lse) softmax(x) - scale [i = target], softmax(x) = e exp(m_b - m) / sum
+      const double row_scale = double(scale) * (1.0 + 2.0 * double(z) * double(lse)) / sum;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
+        const Acc p_scale = Acc(row_scale * std::exp(double(block_max[size_t(b)] - m)));
+        Acc* eb = e + i0;
+        T* db = dr + i0;
+        if constexpr (std::is_same_v<T, Acc>) {
+          for (int64_t i = 0; i < n; ++i) db[i] = p_scale * eb[i];
+        } else {  // the products in place, then narrowed as a row (natively where the CPU can)
+          for (int64_t i = 0; i < n; ++i) eb[i] *= p_scale;
+          narrow_row(eb, db, n);
+        }
+        if (counted && target >= i0 && target < i0 + n) {
+          const Acc p = std::is_same_v<T, Acc> ? widen<Acc>(db[target - i0]) : eb[target - i0];  // p_scale e
+          db[target - i0] = narrow<T>(p - scale);
+        }
+      }
     }
   });
   double loss = 0;
