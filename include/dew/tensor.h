@@ -13,6 +13,11 @@
 
 namespace dew {
 
+namespace detail {
+struct AutogradMeta;
+struct TensorAutograd;
+}  // namespace detail
+
 using Shape = std::vector<int64_t>;
 using Strides = std::vector<int64_t>;
 
@@ -37,6 +42,7 @@ struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
+  uint64_t version = 0;  // bumped by every write into existing data (saved tensors check it)
   Storage(size_t nbytes, Device device);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -95,7 +101,18 @@ class Tensor {
   // Reads every element as double (tests, printing); exact for every dtype but i64 beyond 2^53.
   std::vector<double> to_f64_vector() const;
 
+  // Differentiation (autodiff.h). A copy of a tensor is the same tensor; a view is a new one, recorded.
+  Tensor& requires_grad_(bool on = true);  // leaves only
+  bool requires_grad() const;  // a leaf that requires a gradient, or computed from one while recording
+  Tensor grad() const;         // the gradient accumulated by backward; undefined before
+  void zero_grad();
+  Tensor detach() const;     // the same data as a new leaf outside every graph (stop_gradient)
+  uint64_t version() const;  // the storage's write count
+  void bump_version();       // after writing into the data in place
+
  private:
+  friend struct detail::TensorAutograd;
+  std::shared_ptr<detail::AutogradMeta> autograd_;
   std::shared_ptr<Storage> storage_;
   int64_t offset_ = 0;
   Shape shape_;

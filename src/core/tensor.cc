@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "core/allocator.h"
+#include "core/autograd.h"
 #include "core/strided.h"
 
 namespace dew {
@@ -79,6 +80,7 @@ void Tensor::fill(double value) {
     T* p = static_cast<T*>(raw_data());
     for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = v;
   });
+  bump_version();
 }
 
 Tensor Tensor::from_values(const std::vector<double>& values, const Shape& shape, DType dtype) {
@@ -137,7 +139,10 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Strides strides = strides_;
   shape[size_t(d)] = (end - start + step - 1) / step;
   strides[size_t(d)] *= step;
-  return with_geometry(shape, strides, offset_ + start * strides_[size_t(d)]);
+  Tensor v = with_geometry(shape, strides, offset_ + start * strides_[size_t(d)]);
+  detail::record_view(*this, v, {detail::ViewSpec::Kind::slice, shape_, {d, start, end, step}},
+                      [=](const Tensor& t) { return t.slice(d, start, end, step); });
+  return v;
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -150,7 +155,10 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   Strides strides = strides_;
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
-  return with_geometry(shape, strides, offset_ + index * strides_[size_t(d)]);
+  Tensor v = with_geometry(shape, strides, offset_ + index * strides_[size_t(d)]);
+  detail::record_view(*this, v, {detail::ViewSpec::Kind::select, shape_, {d, index}},
+                      [=](const Tensor& t) { return t.select(d, index); });
+  return v;
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& order) const {
@@ -167,7 +175,10 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
     shape[i] = shape_[size_t(a)];
     strides[i] = strides_[size_t(a)];
   }
-  return with_geometry(shape, strides, offset_);
+  Tensor v = with_geometry(shape, strides, offset_);
+  detail::record_view(*this, v, {detail::ViewSpec::Kind::permute, shape_, order},
+                      [&](const Tensor& t) { return t.permute(order); });
+  return v;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
@@ -200,7 +211,10 @@ Tensor Tensor::reshape(const Shape& requested) const {
               "[reshape] {} has {} elements; expected a shape of {} elements, got {}", describe(), numel(),
               numel(), shape_str(requested));
   DEW_REQUIRE(is_contiguous(), "[reshape] {} is not contiguous; call contiguous() first", describe());
-  return with_geometry(shape, contiguous_strides(shape), offset_);
+  Tensor v = with_geometry(shape, contiguous_strides(shape), offset_);
+  detail::record_view(*this, v, {detail::ViewSpec::Kind::reshape, shape_, {}},
+                      [&](const Tensor& t) { return t.contiguous().reshape(shape); });
+  return v;
 }
 
 Tensor Tensor::expand(const Shape& shape) const {
@@ -215,7 +229,10 @@ Tensor Tensor::expand(const Shape& shape) const {
                 shape_str(shape), i, have, want);
     strides[lead + i] = have == want ? strides_[i] : 0;
   }
-  return with_geometry(shape, strides, offset_);
+  Tensor v = with_geometry(shape, strides, offset_);
+  detail::record_view(*this, v, {detail::ViewSpec::Kind::expand, shape_, {}},
+                      [&](const Tensor& t) { return t.expand(shape); });
+  return v;
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -232,7 +249,10 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t stride = d < dim() ? strides_[size_t(d)] * shape_[size_t(d)] : 1;
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
-  return with_geometry(shape, strides, offset_);
+  Tensor v = with_geometry(shape, strides, offset_);
+  detail::record_view(*this, v, {detail::ViewSpec::Kind::unsqueeze, shape_, {d}},
+                      [=](const Tensor& t) { return t.unsqueeze(d); });
+  return v;
 }
 
 Tensor Tensor::contiguous() const {
@@ -242,6 +262,8 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape_, dtype_, device());
   detail::copy_strided(*this, out);
+  detail::record_view(*this, out, {detail::ViewSpec::Kind::copy, shape_, {}},
+                      [](const Tensor& t) { return t.clone(); });
   return out;
 }
 

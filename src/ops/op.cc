@@ -18,6 +18,14 @@ Tensor random_input(const Shape& shape, DType dtype, RandomKey key, double scale
   return Tensor::from_values(v, shape, dtype);
 }
 
+void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs) {
+  for (const Tensor* t : inputs)
+    DEW_REQUIRE(!(detail::grad_mode() && detail::needs_grad(*t)) && !detail::tangent_of(*t).defined(),
+                "[{}] has no differentiation rules yet, and input {} needs a derivative; run it under "
+                "NoGrad or on detach()ed inputs",
+                op, t->describe());
+}
+
 void require_same_device(const char* op, const std::vector<const Tensor*>& inputs) {
   for (const Tensor* t : inputs) {
     DEW_REQUIRE(t->defined(), "[{}] an input is an undefined tensor; expected a tensor", op);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/differentiate.h"
 #include "select/registry.h"
 #include "select/requirements.h"
 
@@ -79,13 +80,27 @@ void run_op_into(const typename Op::Args& args, std::vector<Tensor>& outs) {
         dtype_name(specs[i].dtype), shape_str(specs[i].shape));
   const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
   impl.run(args, outs);
+  for (Tensor& out : outs) out.bump_version();
 }
 
+// Refuses an op without differentiation rules on inputs that need a derivative (never a silent zero).
+void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs);
+
+// The public ops' call path: the kernel runs untracked (its internal views stay off the tape), then
+// the outputs join differentiation (ops/differentiate.h).
 template <class Op>
 std::vector<Tensor> run_op(const typename Op::Args& args) {
-  std::vector<Tensor> outs = allocate_outputs<Op>(args);
-  const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
-  impl.run(args, outs);
+  std::vector<Tensor> outs;
+  {
+    detail::Untracked kernel_scope;
+    outs = allocate_outputs<Op>(args);
+    const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
+    impl.run(args, outs);
+  }
+  if constexpr (requires { Op::differentiation(std::string_view{}); })
+    differentiate<Op>(args, outs);
+  else
+    refuse_derivative_without_rules(Op::name(args), args.inputs());
   return outs;
 }
 

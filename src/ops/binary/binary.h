@@ -31,6 +31,7 @@ struct Binary {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 void add_binary_portable(select::Registry<BinaryArgs>& r);

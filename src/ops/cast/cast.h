@@ -18,6 +18,7 @@ struct Cast {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 // Casts into an existing contiguous tensor of x's shape (its dtype is the target).

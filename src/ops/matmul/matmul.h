@@ -41,6 +41,7 @@ struct Matmul {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 void add_matmul_portable(select::Registry<MatmulArgs>& r);

@@ -21,6 +21,7 @@ struct AlongAxis {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 void add_along_axis_portable(select::Registry<AlongAxisArgs>& r);

@@ -37,7 +37,12 @@ struct Unary {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
+
+// g * f'(x) with ops, g a gradient or a tangent of x's shape; y = f(x) (read by exp, sqrt, rsqrt, tanh
+// and sigmoid only).
+Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const Tensor& y);
 
 void add_unary_portable(select::Registry<UnaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_unary_cpu(select::Registry<UnaryArgs>& r))

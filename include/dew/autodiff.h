@@ -1,0 +1,48 @@
+// Differentiation, as JAX and PyTorch do it together (DESIGN.md "Differentiation"): reverse mode through
+// a tape that operations record onto, and forward mode through tangents carried beside values. Both
+// run every op's rules, which are themselves ops, so the modes compose (a gradient through a jvp, the
+// jvp of a gradient). Tensor::requires_grad_, grad() and detach() are in tensor.h.
+#pragma once
+
+#include <dew/tensor.h>
+
+#include <functional>
+#include <vector>
+
+namespace dew {
+
+namespace detail {
+struct AutogradMeta;
+}
+
+// While one lives on this thread, operations do not record (torch.no_grad).
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool previous_;
+};
+bool grad_enabled();
+
+struct BackwardOptions {
+  bool retain_graph = false;  // keep the saved tensors, so that backward can run through it again
+  bool create_graph = false;  // record the backward's own ops (gradients of gradients); retains the graph
+};
+// Accumulates d loss / d leaf into every leaf's grad(); loss must be a scalar.
+void backward(const Tensor& loss, const BackwardOptions& options = {});
+// The same from several outputs, each with its cotangent (same shape and dtype).
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
+              const BackwardOptions& options = {});
+
+struct JvpResult {
+  std::vector<Tensor> outputs, tangents;
+};
+// Runs f on the primals carrying the tangents; returns f's outputs and their tangents (jax.jvp).
+JvpResult jvp(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
+              const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents);
+
+}  // namespace dew

@@ -1,0 +1,196 @@
+// Reverse mode: walks the tape from the outputs to the leaves, running each node's vjp once all the
+// gradients flowing into it have arrived, and frees what it saved; forward mode's jvp() scope. No op
+// appears here: nodes carry their rules (ops/differentiate.h), views their geometry (view_rules.cc).
+#include <dew/autodiff.h>
+#include <dew/ops.h>
+
+#include <optional>
+#include <unordered_map>
+
+#include "autodiff/view_rules.h"
+#include "core/autograd.h"
+
+namespace dew {
+namespace {
+
+using detail::GradEdge;
+using detail::GradNode;
+
+// g accumulated into slot (the first gradient is kept as is: no copy, no zeros).
+void accumulate(Tensor& slot, const Tensor& g) {
+  slot = slot.defined() ? add(slot, g) : g;
+}
+// A leaf's .grad: contiguous, whatever view the last rule produced.
+void accumulate_leaf(Tensor& grad, const Tensor& g) {
+  accumulate(grad, g);
+  grad = grad.contiguous();
+}
+
+// The node's outputs the rule asked for, as graph tensors of the node with the tangents they had.
+std::vector<Tensor> saved_outputs(const std::shared_ptr<GradNode>& node) {
+  std::vector<Tensor> outs(node->saved_outputs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const Tensor& saved = node->saved_outputs[i];
+    if (!saved.defined()) continue;
+    DEW_REQUIRE(saved.version() == node->saved_output_versions[i],
+                "[{}] its output {} ({}) was modified in place after the op ran; the gradient needs it as "
+                "it was: clone it before writing",
+                node->op, i, saved.describe());
+    outs[i] = saved.detach();
+    detail::attach(outs[i], node, int(i));
+    if (i < node->saved_output_tangents.size() && node->saved_output_tangents[i].defined() &&
+        node->tangent_level == detail::jvp_level())
+      detail::set_tangent(outs[i], node->saved_output_tangents[i]);
+  }
+  return outs;
+}
+
+// The order to run nodes in: each after every node that feeds it a gradient (reverse topological).
+std::vector<std::shared_ptr<GradNode>> nodes_in_order(const std::vector<std::shared_ptr<GradNode>>& roots) {
+  std::vector<std::shared_ptr<GradNode>> order;
+  std::unordered_map<GradNode*, int> state;  // 1: on the stack, 2: done
+  struct Frame {
+    std::shared_ptr<GradNode> node;
+    size_t next = 0;
+  };
+  for (const auto& root : roots) {
+    if (state[root.get()] != 0) continue;
+    std::vector<Frame> stack{{root}};
+    state[root.get()] = 1;
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < f.node->inputs.size()) {
+        const std::shared_ptr<GradNode>& child = f.node->inputs[f.next++].node;
+        if (child && state[child.get()] == 0) {
+          state[child.get()] = 1;
+          stack.push_back({child});
+        }
+        continue;
+      }
+      state[f.node.get()] = 2;
+      order.push_back(f.node);
+      stack.pop_back();
+    }
+  }
+  return {order.rbegin(), order.rend()};  // post-order reversed: consumers before producers
+}
+
+}  // namespace
+
+void backward(const Tensor& loss, const BackwardOptions& options) {
+  DEW_REQUIRE(
+      loss.defined() && loss.numel() == 1,
+      "[backward] the loss is {}; expected a scalar, or pass cotangents: backward(outputs, cotangents)",
+      loss.defined() ? loss.describe() : "undefined");
+  backward({loss}, {Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device())}, options);
+}
+
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
+              const BackwardOptions& options) {
+  DEW_REQUIRE(outputs.size() == cotangents.size(),
+              "[backward] {} outputs and {} cotangents; expected one each", outputs.size(),
+              cotangents.size());
+  std::unordered_map<GradNode*, std::vector<Tensor>> grads;  // gradients arriving at each node's outputs
+  std::vector<std::shared_ptr<GradNode>> roots;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    const Tensor& cot = cotangents[i];
+    DEW_REQUIRE(
+        detail::needs_grad(out),
+        "[backward] output {} ({}) does not require a gradient: no leaf it depends on requires one, or "
+        "it was computed under NoGrad",
+        i, out.describe());
+    DEW_REQUIRE(cot.defined() && cot.shape() == out.shape() && cot.dtype() == out.dtype(),
+                "[backward] cotangent {} is {}; expected {} like its output", i,
+                cot.defined() ? cot.describe() : "undefined", out.describe());
+    const GradEdge edge = detail::edge_of(out);
+    if (edge.leaf) {
+      accumulate_leaf(edge.leaf->grad, cot);
+      continue;
+    }
+    DEW_REQUIRE(!edge.node->released,
+                "[backward] the graph through {} was already run and freed; pass retain_graph = true to the "
+                "first backward to run it twice",
+                edge.node->op);
+    auto& slot = grads[edge.node.get()];
+    slot.resize(edge.node->output_shapes.size());
+    accumulate(slot[size_t(edge.output)], cot);
+    roots.push_back(edge.node);
+  }
+
+  std::optional<NoGrad> no_grad;
+  if (!options.create_graph) no_grad.emplace();
+  // A recorded backward reads the forward's nodes again when it is differentiated: keep them (PyTorch).
+  const bool retain = options.retain_graph || options.create_graph;
+  for (const std::shared_ptr<GradNode>& node : nodes_in_order(roots)) {
+    auto found = grads.find(node.get());
+    if (found == grads.end()) continue;  // no gradient reached it
+    std::vector<Tensor> d_outputs = std::move(found->second);
+    grads.erase(found);
+    DEW_REQUIRE(!node->released,
+                "[backward] the graph through {} was already run and freed; pass retain_graph = true to the "
+                "first backward to run it twice",
+                node->op);
+    d_outputs.resize(node->output_shapes.size());
+    for (size_t i = 0; i < d_outputs.size(); ++i)
+      if (!d_outputs[i].defined())
+        d_outputs[i] = Tensor::zeros(node->output_shapes[i], node->output_dtypes[i]);
+    std::vector<Tensor> d_inputs = node->view ? autodiff::view_vjp(*node->view, d_outputs[0])
+                                              : node->vjp(d_outputs, saved_outputs(node));
+    DEW_REQUIRE(d_inputs.size() == node->inputs.size(), "[{}] its vjp gave {} gradients for {} inputs",
+                node->op, d_inputs.size(), node->inputs.size());
+    for (size_t i = 0; i < d_inputs.size(); ++i) {
+      const GradEdge& edge = node->inputs[i];
+      if (!edge.live() || !d_inputs[i].defined()) continue;
+      if (edge.leaf) {
+        accumulate_leaf(edge.leaf->grad, d_inputs[i]);
+      } else {
+        auto& slot = grads[edge.node.get()];
+        slot.resize(edge.node->output_shapes.size());
+        accumulate(slot[size_t(edge.output)], d_inputs[i]);
+      }
+    }
+    if (!retain) {  // each saved tensor freed as soon as its rule has run
+      node->vjp = nullptr;
+      node->saved_outputs.clear();
+      node->saved_output_tangents.clear();
+      node->released = true;
+    }
+  }
+}
+
+JvpResult jvp(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
+              const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents) {
+  DEW_REQUIRE(primals.size() == tangents.size(), "[jvp] {} primals and {} tangents; expected one each",
+              primals.size(), tangents.size());
+  const int level = detail::push_jvp_level();
+  JvpResult result;
+  try {
+    std::vector<Tensor> duals;
+    for (size_t i = 0; i < primals.size(); ++i) {
+      const Tensor& p = primals[i];
+      const Tensor& t = tangents[i];
+      DEW_REQUIRE(t.defined() && t.shape() == p.shape() && t.dtype() == p.dtype(),
+                  "[jvp] tangent {} is {}; expected {} like its primal", i,
+                  t.defined() ? t.describe() : "undefined", p.describe());
+      // A new tensor (an identity permute, so gradients still reach p) carrying the tangent at this level.
+      std::vector<int64_t> identity(static_cast<size_t>(p.dim()));
+      for (size_t d = 0; d < identity.size(); ++d) identity[d] = int64_t(d);
+      Tensor dual = p.permute(identity);
+      detail::set_tangent(dual, t);
+      duals.push_back(dual);
+    }
+    result.outputs = f(duals);
+    for (const Tensor& out : result.outputs) {
+      Tensor t = detail::tangent_of(out);
+      result.tangents.push_back(t.defined() ? t : Tensor::zeros(out.shape(), out.dtype()));
+    }
+  } catch (...) {
+    detail::pop_jvp_level(level);
+    throw;
+  }
+  detail::pop_jvp_level(level);
+  return result;
+}
+
+}  // namespace dew

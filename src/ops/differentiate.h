@@ -1,0 +1,113 @@
+// How an op joins differentiation (DESIGN.md "Differentiation"): after run_op computes its outputs, a
+// node goes onto the tape when an input needs a gradient (grad mode on), and output tangents are
+// computed when an input carries one. The op supplies the rules, written with ops:
+//   static Differentiation differentiation(std::string_view op);
+//   static std::vector<bool> vjp_reads_outputs(const Args&);   // which outputs the vjp needs
+//   static VjpRule vjp(const Args&);     // captures what it needs of the inputs (SavedTensor)
+//   static std::vector<Tensor> jvp(const Args&, const std::vector<Tensor>& outputs,
+//                                  const std::vector<Tensor>& input_tangents);
+#pragma once
+
+#include <dew/autodiff.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/autograd.h"
+
+namespace dew::ops {
+
+enum class Differentiation : uint8_t {
+  rules,               // vjp and jvp rules
+  non_differentiable,  // the derivative is zero or undefined (comparisons, argmax, integer outputs)
+  composite,           // differentiated through the ops it is made of
+};
+
+// d_inputs (one per Args::inputs(), undefined where none) from d_outputs and the outputs the rule
+// asked for (as graph tensors of the node, so that gradients of gradients see them).
+using VjpRule = detail::VjpFn;
+
+// A tensor a rule keeps for backward, with its storage's version: get() refuses once the data was
+// written in place since (as PyTorch's saved tensors do), naming the op.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, std::string_view op) : t_(t), version_(t.version()), op_(op) {}
+  const Tensor& get() const {
+    DEW_REQUIRE(
+        !t_.defined() || t_.version() == version_,
+        "[{}] a tensor saved for the gradient ({}) was modified in place after the op ran (version {} "
+        "-> {}); clone it before writing, or write before the op",
+        op_, t_.describe(), version_, t_.version());
+    return t_;
+  }
+
+ private:
+  Tensor t_;
+  uint64_t version_ = 0;
+  std::string op_;
+};
+
+// The rule declarations of an op type with rules (in its struct; defined in its rules.cc).
+#define DEW_OP_RULES                                                                \
+  static Differentiation differentiation(std::string_view op);                      \
+  static std::vector<bool> vjp_reads_outputs(const Args& a);                        \
+  static VjpRule vjp(const Args& a);                                                \
+  static std::vector<Tensor> jvp(const Args& a, const std::vector<Tensor>& outputs, \
+                                 const std::vector<Tensor>& input_tangents)
+
+// Records outs onto the tape and gives them tangents, as the inputs of args ask (see top).
+template <class Op>
+void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
+  const std::vector<const Tensor*> inputs = args.inputs();
+  const bool recording = detail::grad_mode();
+  bool any_grad = false, any_tangent = false;
+  std::vector<Tensor> tangents(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    any_grad = any_grad || (recording && detail::needs_grad(*inputs[i]));
+    tangents[i] = detail::tangent_of(*inputs[i]);
+    any_tangent = any_tangent || tangents[i].defined();
+  }
+  if (!any_grad && !any_tangent) return;
+  const std::string name(Op::name(args));
+  const Differentiation how = Op::differentiation(name);
+  if (how == Differentiation::non_differentiable) return;
+  DEW_REQUIRE(how == Differentiation::rules,
+              "[{}] is composite but ran as one op on a tensor that needs a derivative", name);
+  std::shared_ptr<detail::GradNode> node;
+  if (any_grad) {  // the node first: tangent computations below then see the outputs in the graph
+    node = std::make_shared<detail::GradNode>();
+    node->op = name;
+    for (const Tensor* in : inputs) node->inputs.push_back(detail::edge_of(*in));
+    const std::vector<bool> reads = Op::vjp_reads_outputs(args);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      node->output_shapes.push_back(outs[i].shape());
+      node->output_dtypes.push_back(outs[i].dtype());
+      node->saved_outputs.push_back(i < reads.size() && reads[i] ? outs[i].detach() : Tensor());
+      node->saved_output_versions.push_back(outs[i].version());
+    }
+    node->vjp = Op::vjp(args);
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (is_floating(outs[i].dtype())) detail::attach(outs[i], node, int(i));
+  }
+  if (any_tangent) {
+    const int level = detail::jvp_level();
+    std::vector<Tensor> out_tangents;
+    {
+      detail::OuterJvpLevels rule_scope;  // the rule's ops carry outer levels' tangents, not this one's
+      out_tangents = Op::jvp(args, outs, tangents);
+    }
+    for (size_t i = 0; i < outs.size() && i < out_tangents.size(); ++i)
+      if (out_tangents[i].defined()) detail::set_tangent(outs[i], out_tangents[i]);
+    if (node) {  // the tangents of the outputs the rule reads, for a backward inside this jvp
+      node->tangent_level = level;
+      for (size_t i = 0; i < node->saved_outputs.size(); ++i)
+        node->saved_output_tangents.push_back(node->saved_outputs[i].defined() && i < out_tangents.size()
+                                                  ? out_tangents[i].detach()
+                                                  : Tensor());
+    }
+  }
+}
+
+}  // namespace dew::ops

@@ -1,0 +1,105 @@
+// matmul's vjp and jvp: y = act(scale op(a) @ op(b) + bias) + residual. With an activation, the
+// pre-activation z is recomputed in the rule (one more product) rather than kept from the forward.
+#include "ops/matmul/matmul.h"
+#include "ops/rules_common.h"
+#include "ops/unary/unary.h"
+
+namespace dew::ops {
+namespace {
+
+UnaryFn unary_of(Activation act) {
+  switch (act) {
+    case Activation::relu:
+      return UnaryFn::relu;
+    case Activation::gelu_erf:
+      return UnaryFn::gelu;
+    case Activation::gelu_tanh:
+      return UnaryFn::gelu_tanh;
+    default:
+      return UnaryFn::silu;
+  }
+}
+
+// scale op(a) @ op(b) + bias: the pre-activation.
+Tensor pre_activation(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
+  MatmulOptions p;
+  p.transpose_a = o.transpose_a;
+  p.transpose_b = o.transpose_b;
+  p.bias = o.bias;
+  p.scale = o.scale;
+  return matmul(a, b, p);
+}
+
+// op(a) @ op(b) scaled, with transposes only.
+Tensor product(const Tensor& a, const Tensor& b, bool ta, bool tb, double scale) {
+  MatmulOptions p;
+  p.transpose_a = ta;
+  p.transpose_b = tb;
+  p.scale = scale;
+  return matmul(a, b, p);
+}
+
+}  // namespace
+
+Differentiation Matmul::differentiation(std::string_view) {
+  return Differentiation::rules;
+}
+
+std::vector<bool> Matmul::vjp_reads_outputs(const Args&) {
+  return {false};
+}
+
+VjpRule Matmul::vjp(const Args& args) {
+  const SavedTensor a(args.a, "matmul"), b(args.b, "matmul");
+  const SavedTensor bias(args.options.bias, "matmul");
+  const MatmulOptions o{
+      args.options.transpose_a, args.options.transpose_b, Tensor(), args.options.activation, Tensor(),
+      args.options.scale};
+  const bool has_bias = args.options.bias.defined(), has_residual = args.options.residual.defined();
+  const Shape a_shape = args.a.shape(), b_shape = args.b.shape();
+  const Shape bias_shape = has_bias ? args.options.bias.shape() : Shape{};
+  const Shape residual_shape = has_residual ? args.options.residual.shape() : Shape{};
+  return [=](const std::vector<Tensor>& d, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    Tensor dz = d[0];
+    if (o.activation != Activation::none) {
+      MatmulOptions with_bias = o;
+      with_bias.bias = bias.get();
+      dz = times_unary_derivative(unary_of(o.activation), dz, pre_activation(a.get(), b.get(), with_bias),
+                                  Tensor());
+    }
+    // d op(a) = scale dz op(b)^T and d op(b) = scale op(a)^T dz, transposed back where op transposes.
+    const Tensor da = o.transpose_a ? product(b.get(), dz, o.transpose_b, true, o.scale)
+                                    : product(dz, b.get(), false, !o.transpose_b, o.scale);
+    const Tensor db = o.transpose_b ? product(dz, a.get(), true, o.transpose_a, o.scale)
+                                    : product(a.get(), dz, !o.transpose_a, false, o.scale);
+    std::vector<Tensor> grads{sum_to_shape(da, a_shape), sum_to_shape(db, b_shape)};
+    if (has_bias) grads.push_back(sum_to_shape(dz, bias_shape));
+    if (has_residual) grads.push_back(sum_to_shape(d[0], residual_shape));
+    return grads;
+  };
+}
+
+std::vector<Tensor> Matmul::jvp(const Args& args, const std::vector<Tensor>& outs,
+                                const std::vector<Tensor>& t) {
+  const MatmulOptions& o = args.options;
+  Tensor dz;
+  if (t[0].defined()) dz = product(t[0], args.b, o.transpose_a, o.transpose_b, o.scale);
+  if (t[1].defined()) dz = add_defined(dz, product(args.a, t[1], o.transpose_a, o.transpose_b, o.scale));
+  size_t next = 2;
+  if (o.bias.defined()) {
+    if (t[next].defined()) dz = add_defined(dz, t[next]);
+    ++next;
+  }
+  Tensor dy;
+  if (dz.defined()) {
+    dz = dz.expand(outs[0].shape());  // a bias's tangent alone is (N)
+    dy =
+        o.activation == Activation::none
+            ? dz
+            : times_unary_derivative(unary_of(o.activation), dz, pre_activation(args.a, args.b, o), Tensor());
+  }
+  if (o.residual.defined() && t[next].defined()) dy = add_defined(dy, t[next]);
+  return {dy};
+}
+
+}  // namespace dew::ops

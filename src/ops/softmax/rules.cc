@@ -1,0 +1,54 @@
+// softmax, log_softmax and cumsum: vjp and jvp. The reverse cumsum (cumsum's vjp) is written as
+// sum - cumsum + g, which needs no flip.
+#include "ops/rules_common.h"
+#include "ops/softmax/softmax.h"
+
+namespace dew::ops {
+namespace {
+
+// The output's tangent from the input's tangent t (y is the output).
+Tensor along_axis_tangent(AlongAxisFn f, int64_t axis, const Tensor& t, const Tensor& y) {
+  switch (f) {
+    case AlongAxisFn::softmax:  // y (t - <t, y>)
+      return mul(y, sub(t, sum(mul(t, y), {axis}, true)));
+    case AlongAxisFn::log_softmax:  // t - <t, softmax>
+      return sub(t, sum(mul(t, exp(y)), {axis}, true));
+    case AlongAxisFn::cumsum:
+      return cumsum(t, axis);
+  }
+  return Tensor();
+}
+
+}  // namespace
+
+Differentiation AlongAxis::differentiation(std::string_view) {
+  return Differentiation::rules;
+}
+
+std::vector<bool> AlongAxis::vjp_reads_outputs(const Args& a) {
+  return {a.fn != AlongAxisFn::cumsum};
+}
+
+VjpRule AlongAxis::vjp(const Args& a) {
+  const AlongAxisFn f = a.fn;
+  const int64_t axis = a.axis;
+  return [f, axis](const std::vector<Tensor>& d, const std::vector<Tensor>& y) -> std::vector<Tensor> {
+    const Tensor& g = d[0];
+    switch (f) {
+      case AlongAxisFn::softmax:  // y (g - <g, y>)
+        return {mul(y[0], sub(g, sum(mul(g, y[0]), {axis}, true)))};
+      case AlongAxisFn::log_softmax:  // g - softmax <g, 1>
+        return {sub(g, mul(exp(y[0]), sum(g, {axis}, true)))};
+      case AlongAxisFn::cumsum:  // reverse cumsum
+        return {add(sub(sum(g, {axis}, true), cumsum(g, axis)), g)};
+    }
+    return {Tensor()};
+  };
+}
+
+std::vector<Tensor> AlongAxis::jvp(const Args& a, const std::vector<Tensor>& outs,
+                                   const std::vector<Tensor>& t) {
+  return {along_axis_tangent(a.fn, a.axis, t[0], outs[0])};
+}
+
+}  // namespace dew::ops

@@ -1,0 +1,139 @@
+// The tape's behaviour: gradient accumulation, NoGrad, detach, retained and freed graphs, the
+// in-place check, gradients of gradients, and the two modes composed (MeanFlow's gradient through a
+// jvp; a Hessian-vector product as the jvp of a gradient).
+#include <dew/autodiff.h>
+#include <dew/ops.h>
+#include <gtest/gtest.h>
+
+#include "derivative_check.h"
+#include "error_of.h"
+
+namespace dew {
+namespace {
+
+using testing::draw;
+using testing::error_of;
+
+Tensor c(double v) {
+  return Tensor::full({}, v, DType::f64);
+}
+
+std::vector<double> values(const Tensor& t) {
+  return t.to_f64_vector();
+}
+
+TEST(Backward, GradientOfSumOfSquaresIsTwiceX) {
+  Tensor x = Tensor::from_values({1.5, -2.0, 3.0}, {3}, DType::f64).requires_grad_();
+  backward(sum(mul(x, x)));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3.0, -4.0, 6.0}));
+}
+
+TEST(Backward, TwoBackwardsAccumulate) {
+  Tensor x = Tensor::from_values({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  backward(sum(mul(x, c(3))));
+  backward(sum(mul(x, c(3))));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 6.0}));
+  x.zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Backward, NoGradAndDetachStopRecording) {
+  Tensor x = Tensor::from_values({1.0, 2.0}, {2}, DType::f64).requires_grad_();
+  {
+    NoGrad no_grad;
+    EXPECT_FALSE(exp(x).requires_grad());
+  }
+  EXPECT_TRUE(exp(x).requires_grad());
+  EXPECT_FALSE(exp(x.detach()).requires_grad());
+  // y = x * stop_gradient(x): dy/dx = x, not 2x
+  backward(sum(mul(x, x.detach())));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1.0, 2.0}));
+}
+
+TEST(Backward, RefusesANonScalarWithoutCotangents) {
+  Tensor x = draw({3}, 1).requires_grad_();
+  EXPECT_NE(error_of([&] { backward(exp(x)); }).find("[backward] the loss is f64[3]"), std::string::npos);
+  EXPECT_NE(error_of([&] { backward(sum(x.detach())); }).find("does not require a gradient"),
+            std::string::npos);
+}
+
+TEST(Backward, AFreedGraphRefusesASecondRunUnlessRetained) {
+  Tensor x = draw({3}, 2).requires_grad_();
+  Tensor loss = sum(exp(x));
+  backward(loss, {.retain_graph = true});
+  backward(loss);
+  EXPECT_EQ(values(x.grad()), values(mul(exp(x.detach()), c(2))));
+  const std::string e = error_of([&] { backward(loss); });
+  EXPECT_NE(e.find("already run and freed"), std::string::npos) << e;
+  EXPECT_NE(e.find("sum"), std::string::npos) << e;
+}
+
+TEST(Backward, WritingIntoASavedTensorIsRefusedNamingTheOp) {
+  Tensor x = draw({3}, 3).requires_grad_();
+  Tensor y = exp(x);  // exp's vjp reads y
+  Tensor loss = sum(y);
+  y.fill(0);  // in place, after exp saved it
+  const std::string e = error_of([&] { backward(loss); });
+  EXPECT_NE(e.find("[exp]"), std::string::npos) << e;
+  EXPECT_NE(e.find("modified in place"), std::string::npos) << e;
+}
+
+TEST(Backward, RulesWithoutRulesRefuseRatherThanDropTheGradient) {
+  Tensor x = draw({2, 8}, 4).requires_grad_();
+  const std::string e = error_of([&] { rms_norm(x, Tensor(), 1e-6); });
+  EXPECT_NE(e.find("[rms_norm] has no differentiation rules yet"), std::string::npos) << e;
+  NoGrad no_grad;
+  EXPECT_NO_THROW(rms_norm(x, Tensor(), 1e-6));
+}
+
+TEST(Backward, CreateGraphGivesSecondDerivatives) {
+  // f = sum(x^3): f' = 3x^2, f'' along ones = 6x
+  Tensor x = Tensor::from_values({0.5, -1.5, 2.0}, {3}, DType::f64).requires_grad_();
+  backward(sum(mul(square(x), x)), {.create_graph = true});
+  Tensor g = x.grad();
+  EXPECT_TRUE(g.requires_grad());
+  x.zero_grad();
+  backward(sum(g));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3.0, -9.0, 12.0}));
+}
+
+// MeanFlow's shape: a loss made from a jvp's tangent, differentiated with respect to parameters.
+// L(w) = sum(t) with (y, t) = jvp(x -> tanh(w x), x, v); checked against central differences of L.
+TEST(Compose, GradientThroughAJvpMatchesCentralDifferences) {
+  const Tensor x0 = draw({4}, 5), v = draw({4}, 6), w0 = draw({4}, 7);
+  auto loss_of = [&](const Tensor& w) {
+    const JvpResult r =
+        jvp([&](const std::vector<Tensor>& p) { return std::vector<Tensor>{tanh(mul(w, p[0]))}; }, {x0}, {v});
+    return sum(mul(r.tangents[0], r.outputs[0]));
+  };
+  Tensor w = w0.detach().requires_grad_();
+  backward(loss_of(w));
+  const Tensor direction = draw({4}, 8);
+  const testing::Difference fd = testing::central_difference(
+      [&](const std::vector<Tensor>& in) { return loss_of(in[0]); }, {w0}, {direction}, c(1));
+  EXPECT_LE(std::fabs(testing::dot(w.grad(), direction) - fd.value), fd.bound)
+      << "<grad, v> = " << testing::dot(w.grad(), direction) << ", central difference " << fd.value;
+}
+
+// A Hessian-vector product as the jvp of a gradient (forward over reverse): for f = sum(exp(x) x^2),
+// H is diagonal with exp(x) (x^2 + 4x + 2).
+TEST(Compose, JvpOfAGradientIsAHessianVectorProduct) {
+  const Tensor x0 = draw({5}, 9), v = draw({5}, 10);
+  Tensor leaf = x0.detach().requires_grad_();
+  const JvpResult r = jvp(
+      [&](const std::vector<Tensor>& p) {
+        backward(sum(mul(exp(p[0]), square(p[0]))));
+        return std::vector<Tensor>{leaf.grad()};
+      },
+      {leaf}, {v});
+  const std::vector<double> xs = values(x0), vs = values(v), hv = values(r.tangents[0]);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double want = std::exp(xs[i]) * (xs[i] * xs[i] + 4 * xs[i] + 2) * vs[i];
+    // a dozen roundings of terms no larger than |want| * 8
+    EXPECT_LE(std::fabs(hv[i] - want), 96 * std::numeric_limits<double>::epsilon() * std::fabs(want) * 8)
+        << i;
+  }
+}
+
+}  // namespace
+}  // namespace dew
