@@ -131,10 +131,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
                 "[backward] the graph through {} was already run and freed; pass retain_graph = true to the "
                 "first backward to run it twice",
                 node->op);
-    d_outputs.resize(node->output_shapes.size());
-    for (size_t i = 0; i < d_outputs.size(); ++i)
-      if (!d_outputs[i].defined())
-        d_outputs[i] = Tensor::zeros(node->output_shapes[i], node->output_dtypes[i]);
+    d_outputs.resize(node->output_shapes.size());  // undefined where no gradient arrived (a zero)
     std::vector<Tensor> d_inputs = node->view ? autodiff::view_vjp(*node->view, d_outputs[0])
                                               : node->vjp(d_outputs, saved_outputs(node));
     DEW_REQUIRE(d_inputs.size() == node->inputs.size(), "[{}] its vjp gave {} gradients for {} inputs",

@@ -25,8 +25,8 @@ struct GradEdge {
 };
 
 // Gradients of an op's inputs (one per edge; undefined where none) from the gradients of its outputs
-// (one per output; zeros where none arrived) and the outputs the rule kept. Written with ops, so it
-// can itself be recorded.
+// (one per output; undefined, meaning zero, where none arrived; a single output always has one) and
+// the outputs the rule kept. Written with ops, so it can itself be recorded.
 using VjpFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& d_outputs,
                                                 const std::vector<Tensor>& outputs)>;
 

@@ -22,6 +22,7 @@ enum class Differentiation : uint8_t {
   rules,               // vjp and jvp rules
   non_differentiable,  // the derivative is zero or undefined (comparisons, argmax, integer outputs)
   composite,           // differentiated through the ops it is made of
+  no_rules_yet,        // refused when an input needs a derivative (never a silent zero)
 };
 
 // d_inputs (one per Args::inputs(), undefined where none) from d_outputs and the outputs the rule
@@ -57,6 +58,9 @@ class SavedTensor {
   static std::vector<Tensor> jvp(const Args& a, const std::vector<Tensor>& outputs, \
                                  const std::vector<Tensor>& input_tangents)
 
+// Refuses an op without differentiation rules on inputs that need a derivative (never a silent zero).
+void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs);
+
 // Records outs onto the tape and gives them tangents, as the inputs of args ask (see top).
 template <class Op>
 void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
@@ -73,6 +77,7 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
   const std::string name(Op::name(args));
   const Differentiation how = Op::differentiation(name);
   if (how == Differentiation::non_differentiable) return;
+  if (how == Differentiation::no_rules_yet) return refuse_derivative_without_rules(name, inputs);
   DEW_REQUIRE(how == Differentiation::rules,
               "[{}] is composite but ran as one op on a tensor that needs a derivative", name);
   std::shared_ptr<detail::GradNode> node;

@@ -83,9 +83,6 @@ void run_op_into(const typename Op::Args& args, std::vector<Tensor>& outs) {
   for (Tensor& out : outs) out.bump_version();
 }
 
-// Refuses an op without differentiation rules on inputs that need a derivative (never a silent zero).
-void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs);
-
 // The public ops' call path: the kernel runs untracked (its internal views stay off the tape), then
 // the outputs join differentiation (ops/differentiate.h).
 template <class Op>

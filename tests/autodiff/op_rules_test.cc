@@ -97,5 +97,39 @@ TEST(OpRules, Views) {
                     {x});
 }
 
+TEST(OpRules, FusedOps) {
+  const Tensor x = draw({3, 8}, 15), w = draw({8}, 16), gate = draw({3, 8}, 17), up = draw({3, 8}, 18);
+  check_derivatives("rms_norm weighted", [](const Ts& in) { return rms_norm(in[0], in[1], 1e-5); }, {x, w});
+  check_derivatives("rms_norm plain", [](const Ts& in) { return rms_norm(in[0], Tensor(), 1e-5); }, {x});
+  check_derivatives("swiglu", [](const Ts& in) { return swiglu(in[0], in[1]); }, {gate, up});
+  check_derivatives("geglu", [](const Ts& in) { return geglu(in[0], in[1]); }, {gate, up});
+  check_derivatives("geglu tanh", [](const Ts& in) { return geglu(in[0], in[1], true); }, {gate, up});
+
+  const Tensor logits = draw({5, 7}, 19, 2.0);
+  const Tensor targets = Tensor::from_values({0, 3, -100, 6, 2}, {5}, DType::i64);
+  CrossEntropyOptions o;
+  o.z_loss = 1e-2;
+  check_derivatives("cross_entropy loss", [&](const Ts& in) { return cross_entropy(in[0], targets, o).loss; },
+                    {logits});
+  check_derivatives("cross_entropy lse", [&](const Ts& in) { return cross_entropy(in[0], targets).lse; },
+                    {logits});
+}
+
+TEST(OpRules, Indexing) {
+  const Tensor table = draw({6, 4}, 20), x = draw({3, 5}, 21), src = draw({3, 5}, 22),
+               d_out = draw({2, 3, 4}, 23);
+  const Tensor ids = Tensor::from_values({1, 5, 1, 0, 3, 1}, {2, 3}, DType::i64);
+  const Tensor rows = Tensor::from_values({2, 0, 2}, {3}, DType::i64);
+  const Tensor where_to =
+      Tensor::from_values({0, 1, 2, 0, 1, 2, 2, 2, 0, 1, 1, 0, 0, 2, 1}, {3, 5}, DType::i64);
+  check_derivatives("embedding", [&](const Ts& in) { return embedding(in[0], ids); }, {table});
+  check_derivatives("embedding_backward", [&](const Ts& in) { return embedding_backward(in[0], ids, 6); },
+                    {d_out});
+  check_derivatives("index_select", [&](const Ts& in) { return index_select(in[0], 0, rows); }, {x});
+  check_derivatives("gather", [&](const Ts& in) { return gather(in[0], 0, where_to); }, {x});
+  check_derivatives("scatter_add", [&](const Ts& in) { return scatter_add(in[0], 0, where_to, in[1]); },
+                    {x, src});
+}
+
 }  // namespace
 }  // namespace dew

@@ -27,6 +27,7 @@ struct CrossEntropy {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 void add_cross_entropy_portable(select::Registry<CrossEntropyArgs>& r);

@@ -29,6 +29,7 @@ struct Index {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 }  // namespace dew::ops
