@@ -94,7 +94,7 @@ std::vector<Tensor> run_op(const typename Op::Args& args) {
     const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
     impl.run(args, outs);
   }
-  if constexpr (requires { Op::differentiation(std::string_view{}); })
+  if constexpr (requires { Op::vjp(args); })
     differentiate<Op>(args, outs);
   else
     refuse_derivative_without_rules(Op::name(args), args.inputs());

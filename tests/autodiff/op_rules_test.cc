@@ -131,5 +131,38 @@ TEST(OpRules, Indexing) {
                     {x, src});
 }
 
+TEST(OpRules, Layout) {
+  const Tensor a = draw({2, 3}, 24), b = draw({2, 2}, 25), m = draw({2, 4, 4}, 26);
+  check_derivatives("concat", [](const Ts& in) { return concat({in[0], in[1]}, 1); }, {a, b});
+  check_derivatives("split, second piece", [](const Ts& in) { return split(in[0], {1, 2}, 1)[1]; }, {a});
+  check_derivatives("pad", [](const Ts& in) { return pad(in[0], {1, 2, 0, 1}, 3.0); }, {a});
+  check_derivatives("permute_copy", [](const Ts& in) { return permute_copy(in[0], {2, 0, 1}); }, {m});
+  check_derivatives("tril", [](const Ts& in) { return tril(in[0], -1); }, {m});
+  check_derivatives("triu", [](const Ts& in) { return triu(in[0], 1); }, {m});
+}
+
+TEST(OpRules, NormsRopeAttention) {
+  const Tensor x = draw({3, 8}, 27), w = draw({8}, 28), bias = draw({8}, 29);
+  check_derivatives("layer_norm affine", [](const Ts& in) { return layer_norm(in[0], in[1], in[2], 1e-5).y; },
+                    {x, w, bias});
+  check_derivatives("layer_norm plain",
+                    [](const Ts& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5).y; }, {x});
+  check_derivatives("layer_norm rstd",
+                    [](const Ts& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5).rstd; }, {x});
+
+  const Tensor q = draw({1, 5, 2, 8}, 30), kv = draw({1, 5, 1, 8}, 31),
+               positions = Tensor::from_values({0, 1, 2, 0, 1}, {1, 5}, DType::i64);
+  const RopeTables tables = rope_tables(10000.0, 8, 16, DType::f64);
+  for (RopeLayout layout : {RopeLayout::rotate_half, RopeLayout::interleaved})
+    check_derivatives("rope", [&](const Ts& in) { return rope(in[0], positions, tables, layout); }, {q});
+
+  AttentionOptions o;
+  o.causal = true;
+  o.softcap = 20.0;
+  check_derivatives(
+      "attention (vjp)", [&](const Ts& in) { return attention(in[0], in[1], in[2], o).out; },
+      {q, kv, draw({1, 5, 1, 8}, 32)}, /*forward_mode=*/false);
+}
+
 }  // namespace
 }  // namespace dew

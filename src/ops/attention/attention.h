@@ -29,6 +29,7 @@ struct Attention {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 struct AttentionBackwardArgs {
@@ -49,6 +50,8 @@ struct AttentionBackward {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  // Its own rules (second derivatives through the fused backward) are not written yet.
+  static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
 };
 
 // Sizes and score constants of a call, shared by the kernels and the reference; offsets of the

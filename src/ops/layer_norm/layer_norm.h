@@ -26,6 +26,7 @@ struct LayerNorm {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 void add_layer_norm_portable(select::Registry<LayerNormArgs>& r);

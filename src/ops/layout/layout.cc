@@ -7,6 +7,16 @@
 #include "core/strided.h"
 
 namespace dew::ops {
+
+Tensor padded_interior(const Tensor& out, const LayoutArgs& a) {
+  Tensor v = out;
+  for (size_t p = 0; p < a.ints.size() / 2; ++p) {
+    int64_t d = out.dim() - 1 - int64_t(p);
+    v = v.slice(d, a.ints[2 * p], out.size(d) - a.ints[2 * p + 1]);
+  }
+  return v;
+}
+
 namespace {
 
 constexpr std::array<std::string_view, 8> kNames{"concat", "split", "pad",  "permute_copy",
@@ -23,16 +33,6 @@ Tensor piece(const Tensor& whole, int64_t axis, int64_t begin, int64_t length) {
 
 void copy_into(const Tensor& src, const Tensor& dst) {
   detail::copy_strided(src, dst);
-}
-
-// Views of `out` where pad's input lands.
-Tensor padded_interior(const Tensor& out, const LayoutArgs& a) {
-  Tensor v = out;
-  for (size_t p = 0; p < a.ints.size() / 2; ++p) {
-    int64_t d = out.dim() - 1 - int64_t(p);
-    v = v.slice(d, a.ints[2 * p], out.size(d) - a.ints[2 * p + 1]);
-  }
-  return v;
 }
 
 void layout_portable(const LayoutArgs& a, std::vector<Tensor>& outs) {

@@ -31,6 +31,10 @@ struct Layout {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
+
+// The view of pad's output `out` where its input lands (pad's args a).
+Tensor padded_interior(const Tensor& out, const LayoutArgs& a);
 
 }  // namespace dew::ops

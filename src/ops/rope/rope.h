@@ -25,6 +25,7 @@ struct Rope {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_OP_RULES;
 };
 
 void add_rope_portable(select::Registry<RopeArgs>& r);

@@ -1,0 +1,55 @@
+// Every op in src/ops/ops.def says how it is differentiated (an op type without a differentiation()
+// does not compile here). Ops whose rules are still to be written are listed by name, so a new op
+// cannot join them silently and finishing one means taking it off the list.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "ops/attention/attention.h"
+#include "ops/binary/binary.h"
+#include "ops/cast/cast.h"
+#include "ops/cross_entropy/cross_entropy.h"
+#include "ops/glu/glu.h"
+#include "ops/index/index.h"
+#include "ops/layer_norm/layer_norm.h"
+#include "ops/layout/layout.h"
+#include "ops/matmul/matmul.h"
+#include "ops/reduce/reduce.h"
+#include "ops/rms_norm/rms_norm.h"
+#include "ops/rope/rope.h"
+#include "ops/softmax/softmax.h"
+#include "ops/unary/unary.h"
+#include "ops/where/where.h"
+
+namespace dew::ops {
+namespace {
+
+struct Declared {
+  std::string op;
+  Differentiation how;
+};
+
+TEST(Differentiation, EveryOpDeclaresHowItIsDifferentiated) {
+#define DEW_OP(name, folder, Type) {#name, Type::differentiation(#name)},
+  const std::vector<Declared> declared = {
+#include "ops/ops.def"
+  };
+#undef DEW_OP
+  const std::set<std::string> non_differentiable{"eq", "ne",     "lt",      "le",   "gt",
+                                                 "ge", "argmax", "one_hot", "fill", "arange"};
+  const std::set<std::string> rules_to_write{"rms_norm_backward",   "attention_backward",
+                                             "swiglu_backward",     "geglu_backward",
+                                             "geglu_tanh_backward", "layer_norm_backward"};
+  for (const Declared& d : declared) {
+    if (non_differentiable.count(d.op))
+      EXPECT_EQ(d.how, Differentiation::non_differentiable) << d.op;
+    else if (rules_to_write.count(d.op))
+      EXPECT_EQ(d.how, Differentiation::no_rules_yet) << d.op;
+    else
+      EXPECT_EQ(d.how, Differentiation::rules) << d.op << " has no rules; write them or list it";
+  }
+}
+
+}  // namespace
+}  // namespace dew::ops
