@@ -113,7 +113,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
                 "first backward to run it twice",
                 edge.node->op);
     auto& slot = grads[edge.node.get()];
-    slot.resize(edge.node->output_shapes.size());
+    slot.resize(size_t(edge.node->outputs));
     accumulate(slot[size_t(edge.output)], cot);
     roots.push_back(edge.node);
   }
@@ -131,7 +131,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
                 "[backward] the graph through {} was already run and freed; pass retain_graph = true to the "
                 "first backward to run it twice",
                 node->op);
-    d_outputs.resize(node->output_shapes.size());  // undefined where no gradient arrived (a zero)
+    d_outputs.resize(size_t(node->outputs));  // undefined where no gradient arrived (a zero)
     std::vector<Tensor> d_inputs = node->view ? autodiff::view_vjp(*node->view, d_outputs[0])
                                               : node->vjp(d_outputs, saved_outputs(node));
     DEW_REQUIRE(d_inputs.size() == node->inputs.size(), "[{}] its vjp gave {} gradients for {} inputs",
@@ -143,7 +143,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
         accumulate_leaf(edge.leaf->grad, d_inputs[i]);
       } else {
         auto& slot = grads[edge.node.get()];
-        slot.resize(edge.node->output_shapes.size());
+        slot.resize(size_t(edge.node->outputs));
         accumulate(slot[size_t(edge.output)], d_inputs[i]);
       }
     }

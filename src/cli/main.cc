@@ -3,6 +3,7 @@
 #include <dew/error.h>
 #include <CLI/CLI.hpp>
 
+#include "autodiff_bench.h"
 #include "cli/commands.h"
 #include "ops_bench.h"
 
@@ -29,6 +30,11 @@ int main(int argc, char** argv) {
   bench_ops_cmd->add_option("--impl", bench_ops.implementation, "only this implementation");
   bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype");
   bench_ops_cmd->add_option("--reps", bench_ops.reps, "timed repetitions")->default_val(5);
+  dew::bench::AutodiffBenchOptions bench_autodiff;
+  auto* bench_autodiff_cmd =
+      bench_cmd->add_subcommand("autodiff", "per-op cost of recording, backward and jvp at tiny shapes");
+  bench_autodiff_cmd->add_option("--ops", bench_autodiff.ops, "ops per timed chain")->default_val(20000);
+  bench_autodiff_cmd->add_option("--reps", bench_autodiff.reps, "timed repetitions")->default_val(5);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -39,6 +45,7 @@ int main(int argc, char** argv) {
     if (*check_cmd) return dew::cli::run_check(check);
     if (*ops_cmd) return dew::cli::run_ops(markdown);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
+    if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
     return 1;

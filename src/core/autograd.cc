@@ -152,8 +152,6 @@ void record_view(const Tensor& base, Tensor& view, ViewSpec spec,
                                              "expand", "unsqueeze", "copy"};
     node->op = kNames[size_t(spec.kind)];
     node->inputs = {edge_of(base)};
-    node->output_shapes = {view.shape()};
-    node->output_dtypes = {view.dtype()};
     node->view = std::make_unique<ViewSpec>(std::move(spec));
     attach(view, node, 0);
   }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dew::detail {
@@ -40,10 +41,9 @@ struct ViewSpec {
 };
 
 struct GradNode {
-  std::string op;
+  std::string_view op;  // the op's name: static storage (Op::name)
   std::vector<GradEdge> inputs;
-  std::vector<Shape> output_shapes;
-  std::vector<DType> output_dtypes;
+  int outputs = 1;
   VjpFn vjp;  // owns the inputs the rule saved; dropped once it has run, unless the graph is retained
   std::unique_ptr<ViewSpec> view;  // set instead of vjp for views
   // The outputs the rule reads, kept outside the graph (an output holding its own node would be a

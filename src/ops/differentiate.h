@@ -10,6 +10,7 @@
 
 #include <dew/autodiff.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,7 +48,7 @@ class SavedTensor {
  private:
   Tensor t_;
   uint64_t version_ = 0;
-  std::string op_;
+  std::string_view op_;  // static storage (Op::name)
 };
 
 // The rule declarations of an op type with rules (in its struct; defined in its rules.cc).
@@ -74,7 +75,7 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
     any_tangent = any_tangent || tangents[i].defined();
   }
   if (!any_grad && !any_tangent) return;
-  const std::string name(Op::name(args));
+  const std::string_view name = Op::name(args);
   const Differentiation how = Op::differentiation(name);
   if (how == Differentiation::non_differentiable) return;
   if (how == Differentiation::no_rules_yet) return refuse_derivative_without_rules(name, inputs);
@@ -83,15 +84,16 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
   std::shared_ptr<detail::GradNode> node;
   if (any_grad) {  // the node first: tangent computations below then see the outputs in the graph
     node = std::make_shared<detail::GradNode>();
-    node->op = name;
+    node->op = Op::name(args);
+    node->outputs = int(outs.size());
+    node->inputs.reserve(inputs.size());
     for (const Tensor* in : inputs) node->inputs.push_back(detail::edge_of(*in));
     const std::vector<bool> reads = Op::vjp_reads_outputs(args);
-    for (size_t i = 0; i < outs.size(); ++i) {
-      node->output_shapes.push_back(outs[i].shape());
-      node->output_dtypes.push_back(outs[i].dtype());
-      node->saved_outputs.push_back(i < reads.size() && reads[i] ? outs[i].detach() : Tensor());
-      node->saved_output_versions.push_back(outs[i].version());
-    }
+    if (std::find(reads.begin(), reads.end(), true) != reads.end())
+      for (size_t i = 0; i < outs.size(); ++i) {
+        node->saved_outputs.push_back(i < reads.size() && reads[i] ? outs[i].detach() : Tensor());
+        node->saved_output_versions.push_back(outs[i].version());
+      }
     node->vjp = Op::vjp(args);
     for (size_t i = 0; i < outs.size(); ++i)
       if (is_floating(outs[i].dtype())) detail::attach(outs[i], node, int(i));
