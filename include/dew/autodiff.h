@@ -26,6 +26,17 @@ class NoGrad {
  private:
   bool previous_;
 };
+// While one lives on this thread, operations record again (torch.enable_grad), e.g. inside NoGrad.
+class EnableGrad {
+ public:
+  EnableGrad();
+  ~EnableGrad();
+  EnableGrad(const EnableGrad&) = delete;
+  EnableGrad& operator=(const EnableGrad&) = delete;
+
+ private:
+  bool previous_;
+};
 bool grad_enabled();
 
 struct BackwardOptions {
@@ -44,5 +55,12 @@ struct JvpResult {
 // Runs f on the primals carrying the tangents; returns f's outputs and their tangents (jax.jvp).
 JvpResult jvp(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
               const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents);
+
+using TensorFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// f(inputs) without keeping f's activations: the forward runs untaped, and backward runs f again
+// to rebuild them (rematerialization, torch.utils.checkpoint). Gradients reach the inputs and the
+// leaves f reads (its parameters), bit for bit as without it. f must be deterministic.
+std::vector<Tensor> checkpoint(const TensorFn& f, const std::vector<Tensor>& inputs);
 
 }  // namespace dew

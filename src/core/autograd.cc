@@ -19,6 +19,12 @@ NoGrad::NoGrad() : previous_(grad_mode_on) {
 NoGrad::~NoGrad() {
   grad_mode_on = previous_;
 }
+EnableGrad::EnableGrad() : previous_(grad_mode_on) {
+  grad_mode_on = true;
+}
+EnableGrad::~EnableGrad() {
+  grad_mode_on = previous_;
+}
 bool grad_enabled() {
   return grad_mode_on;
 }
