@@ -121,6 +121,7 @@ void* Tensor::raw_data() const {
 
 Tensor Tensor::with_geometry(Shape shape, Strides strides, int64_t offset) const {
   Tensor t = *this;
+  t.autograd_.reset();  // a view is a new tensor; record_view gives it a graph identity when needed
   t.shape_ = std::move(shape);
   t.strides_ = std::move(strides);
   t.offset_ = offset;
@@ -140,8 +141,9 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   shape[size_t(d)] = (end - start + step - 1) / step;
   strides[size_t(d)] *= step;
   Tensor v = with_geometry(shape, strides, offset_ + start * strides_[size_t(d)]);
-  detail::record_view(*this, v, {detail::ViewSpec::Kind::slice, shape_, {d, start, end, step}},
-                      [=](const Tensor& t) { return t.slice(d, start, end, step); });
+  if (autograd_)
+    detail::record_view(*this, v, {detail::ViewSpec::Kind::slice, shape_, {d, start, end, step}},
+                        [=](const Tensor& t) { return t.slice(d, start, end, step); });
   return v;
 }
 
@@ -156,8 +158,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   shape.erase(shape.begin() + d);
   strides.erase(strides.begin() + d);
   Tensor v = with_geometry(shape, strides, offset_ + index * strides_[size_t(d)]);
-  detail::record_view(*this, v, {detail::ViewSpec::Kind::select, shape_, {d, index}},
-                      [=](const Tensor& t) { return t.select(d, index); });
+  if (autograd_)
+    detail::record_view(*this, v, {detail::ViewSpec::Kind::select, shape_, {d, index}},
+                        [=](const Tensor& t) { return t.select(d, index); });
   return v;
 }
 
@@ -176,8 +179,9 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
     strides[i] = strides_[size_t(a)];
   }
   Tensor v = with_geometry(shape, strides, offset_);
-  detail::record_view(*this, v, {detail::ViewSpec::Kind::permute, shape_, order},
-                      [&](const Tensor& t) { return t.permute(order); });
+  if (autograd_)
+    detail::record_view(*this, v, {detail::ViewSpec::Kind::permute, shape_, order},
+                        [&](const Tensor& t) { return t.permute(order); });
   return v;
 }
 
@@ -212,8 +216,9 @@ Tensor Tensor::reshape(const Shape& requested) const {
               numel(), shape_str(requested));
   DEW_REQUIRE(is_contiguous(), "[reshape] {} is not contiguous; call contiguous() first", describe());
   Tensor v = with_geometry(shape, contiguous_strides(shape), offset_);
-  detail::record_view(*this, v, {detail::ViewSpec::Kind::reshape, shape_, {}},
-                      [&](const Tensor& t) { return t.contiguous().reshape(shape); });
+  if (autograd_)
+    detail::record_view(*this, v, {detail::ViewSpec::Kind::reshape, shape_, {}},
+                        [&](const Tensor& t) { return t.contiguous().reshape(shape); });
   return v;
 }
 
@@ -230,8 +235,9 @@ Tensor Tensor::expand(const Shape& shape) const {
     strides[lead + i] = have == want ? strides_[i] : 0;
   }
   Tensor v = with_geometry(shape, strides, offset_);
-  detail::record_view(*this, v, {detail::ViewSpec::Kind::expand, shape_, {}},
-                      [&](const Tensor& t) { return t.expand(shape); });
+  if (autograd_)
+    detail::record_view(*this, v, {detail::ViewSpec::Kind::expand, shape_, {}},
+                        [&](const Tensor& t) { return t.expand(shape); });
   return v;
 }
 
@@ -250,8 +256,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   Tensor v = with_geometry(shape, strides, offset_);
-  detail::record_view(*this, v, {detail::ViewSpec::Kind::unsqueeze, shape_, {d}},
-                      [=](const Tensor& t) { return t.unsqueeze(d); });
+  if (autograd_)
+    detail::record_view(*this, v, {detail::ViewSpec::Kind::unsqueeze, shape_, {d}},
+                        [=](const Tensor& t) { return t.unsqueeze(d); });
   return v;
 }
 
@@ -262,8 +269,9 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape_, dtype_, device());
   detail::copy_strided(*this, out);
-  detail::record_view(*this, out, {detail::ViewSpec::Kind::copy, shape_, {}},
-                      [](const Tensor& t) { return t.clone(); });
+  if (autograd_)
+    detail::record_view(*this, out, {detail::ViewSpec::Kind::copy, shape_, {}},
+                        [](const Tensor& t) { return t.clone(); });
   return out;
 }
 
