@@ -4,7 +4,7 @@
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
-#include "derivative_check.h"
+#include "check_derivatives.h"
 
 namespace dew {
 namespace {

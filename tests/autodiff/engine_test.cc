@@ -5,7 +5,7 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
-#include "derivative_check.h"
+#include "check_derivatives.h"
 #include "error_of.h"
 
 namespace dew {

@@ -60,7 +60,7 @@ ops::Case<typename Op::Args> find_case(const std::string& op, const std::string&
 
 template <class Op>
 OpEntry make_entry(const std::string& name, const std::string& folder) {
-  OpEntry e{name, folder, {}, {}, {}, {}};
+  OpEntry e{name, folder, {}, {}, {}, {}, {}};
   for (const auto& impl : Op::registry().implementations()) {
     ImplInfo info{impl.name, {}};
     for (const auto& req : impl.requirements) info.requirements.push_back(req.text);
@@ -72,6 +72,9 @@ OpEntry make_entry(const std::string& name, const std::string& folder) {
   };
   e.bench = [name](const std::string& impl, const std::string& case_name, DType dtype, int reps) {
     return time_case<Op>(impl, find_case<Op>(name, case_name), dtype, reps);
+  };
+  e.derivatives = [name](const std::string& case_name, uint64_t seed) {
+    return check_op_derivatives<Op>(name, find_case<Op>(name, case_name), seed);
   };
   return e;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gate.h"
+#include "op_derivatives.h"
 
 namespace dew::gate {
 
@@ -39,6 +40,7 @@ struct OpEntry {
   std::vector<CaseInfo> cases;
   std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> check;
   std::function<BenchTiming(const std::string& impl, const std::string& case_name, DType, int reps)> bench;
+  std::function<DerivativeReport(const std::string& case_name, uint64_t seed)> derivatives;
 };
 
 const std::vector<OpEntry>& catalog();

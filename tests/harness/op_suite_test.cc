@@ -47,6 +47,45 @@ std::string param_name(const ::testing::TestParamInfo<GateParam>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Gate, OpSuite, ::testing::ValuesIn(all_params()), param_name);
 
+// The derivative rows: every op with rules, on every case tagged "ci" that has an f64 dtype, its vjp
+// and jvp in float64 against central differences and each other (op_derivatives.h).
+struct DerivativeParam {
+  const OpEntry* op;
+  std::string case_name;
+};
+
+std::vector<DerivativeParam> derivative_params() {
+  std::vector<DerivativeParam> v;
+  for (const auto& e : catalog())
+    for (const auto& c : e.cases)
+      if (c.has_tag("ci")) v.push_back({&e, c.name});
+  return v;
+}
+
+void PrintTo(const DerivativeParam& p, std::ostream* os) {
+  *os << p.op->name << "/" << p.case_name;
+}
+
+class OpDerivatives : public ::testing::TestWithParam<DerivativeParam> {};
+
+TEST_P(OpDerivatives, MatchCentralDifferencesInFloat64) {
+  const DerivativeParam& p = GetParam();
+  const uint64_t seed = gate_seed();
+  const DerivativeReport r = p.op->derivatives(p.case_name, seed);
+  if (!r.ran) GTEST_SKIP() << r.skipped;
+  for (const std::string& failure : r.failures) ADD_FAILURE() << failure << " (seed " << seed << ")";
+}
+
+std::string derivative_param_name(const ::testing::TestParamInfo<DerivativeParam>& info) {
+  std::string name = fmt::format("{}_{}", info.param.op->name, info.param.case_name);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gate, OpDerivatives, ::testing::ValuesIn(derivative_params()),
+                         derivative_param_name);
+
 // Draws that once failed the gate, replayed with their seeds on every implementation this machine runs.
 TEST(OpSuiteReplay, SeedsThatOnceFailedPass) {
   struct Replay {
