@@ -1,5 +1,6 @@
 // `dew check`: the float64 gate from the command line, one table row per (op, implementation, dtype,
-// case), closing with "N passed, N failed"; non-zero exit on any failure.
+// case), and one per (op, case) for its derivatives; closing with "N passed, N failed"; non-zero exit
+// on any failure.
 #include <dew/runtime.h>
 
 #include "catalog.h"
@@ -42,6 +43,17 @@ int run_check(const CheckOptions& o) {
                      c.name, rms, worst, r.verdict());
         }
       }
+    }
+    // The derivative rows (vjp and jvp in float64 against central differences and each other): one per
+    // case, under the implementation column "vjp+jvp" (or "vjp" where forward mode is not written yet).
+    if (!o.implementation.empty() || (only_dtype && *only_dtype != DType::f64)) continue;
+    for (const auto& c : e.cases) {
+      if (!c.has_tag(o.tag)) continue;
+      const gate::DerivativeReport d = e.derivatives(c.name, seed);
+      if (!d.ran) continue;
+      (d.failures.empty() ? passed : failed)++;
+      fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9} {:>9}  {}\n", e.name, d.jvp_ran ? "vjp+jvp" : "vjp", "f64",
+                 c.name, "-", "-", d.failures.empty() ? "pass" : "FAIL: " + d.failures[0]);
     }
   }
   fmt::print("{} passed, {} failed ({} skipped: an implementation refused the case; seed {})\n", passed,
