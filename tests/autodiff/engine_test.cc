@@ -5,6 +5,8 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "check_derivatives.h"
 #include "error_of.h"
 
@@ -139,6 +141,46 @@ TEST(Compose, JvpOfAGradientIsAHessianVectorProduct) {
     // a dozen roundings of terms no larger than |want| * 8
     EXPECT_LE(std::fabs(hv[i] - want), 96 * std::numeric_limits<double>::epsilon() * std::fabs(want) * 8)
         << i;
+  }
+}
+
+// Hessian-vector products of a few scalar functions, as the jvp of their gradient, against central
+// differences of the gradient: <u, H v> vs <u, (g(x + h v) - g(x - h v)) / 2h>, bound from the step.
+TEST(Compose, HessianVectorProductsMatchDifferencesOfTheGradient) {
+  using Scalar = std::function<Tensor(const Tensor&)>;
+  const Tensor w = draw({4, 6}, 50), m = draw({6, 5}, 51);
+  const std::vector<std::pair<std::string, Scalar>> functions = {
+      {"sum(w tanh(x))", [&](const Tensor& x) { return sum(mul(w, tanh(x))); }},
+      {"sum(w softmax(x))", [&](const Tensor& x) { return sum(mul(w, softmax(x, -1))); }},
+      {"sum(logsumexp(x) ^ 2)", [&](const Tensor& x) { return sum(square(logsumexp(x, {1}))); }},
+      {"sum(silu(x m))", [&](const Tensor& x) { return sum(silu(matmul(x, m))); }},
+      {"sum(sigmoid(x) / (1 + x^2))",
+       [&](const Tensor& x) { return sum(div(sigmoid(x), add(c(1), square(x)))); }},
+  };
+  const Tensor x0 = draw({4, 6}, 52), v = draw({4, 6}, 53), u = draw({4, 6}, 54);
+  for (const auto& [name, f] : functions) {
+    auto gradient_at = [&](const Tensor& x) {
+      Tensor leaf = x.detach().requires_grad_();
+      backward(f(leaf));
+      return leaf.grad();
+    };
+    Tensor leaf = x0.detach().requires_grad_();
+    const JvpResult r = jvp(
+        [&](const std::vector<Tensor>& p) {
+          backward(f(p[0]));
+          return std::vector<Tensor>{leaf.grad()};
+        },
+        {leaf}, {v});
+    const double hvp = testing::dot(u, r.tangents[0]);
+    auto difference = [&](double h) {
+      const Tensor hv = mul(v, c(h));
+      return (testing::dot(u, gradient_at(add(x0, hv))) - testing::dot(u, gradient_at(sub(x0, hv)))) /
+             (2 * h);
+    };
+    const double h = 1e-4, dh = difference(h), dh2 = difference(h / 2);
+    const double bound = std::fabs(dh - dh2) + 16 * std::numeric_limits<double>::epsilon() *
+                                                   (testing::abs_dot(u, gradient_at(x0)) + 1) / h;
+    EXPECT_LE(std::fabs(hvp - dh2), bound) << name << ": <u, Hv> = " << hvp << ", differences " << dh2;
   }
 }
 
