@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/autograd.h"
+
 namespace dew {
 namespace {
 
@@ -70,6 +72,7 @@ class Pool {
   void work(int index) {
     uint64_t seen = 0;
     inside_pool_body = true;
+    detail::Untracked kernels_only;  // workers run kernel bodies: their views never join a graph
     for (;;) {
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return quit_ || generation_ != seen; });
