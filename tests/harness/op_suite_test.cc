@@ -86,6 +86,15 @@ std::string derivative_param_name(const ::testing::TestParamInfo<DerivativeParam
 INSTANTIATE_TEST_SUITE_P(Gate, OpDerivatives, ::testing::ValuesIn(derivative_params()),
                          derivative_param_name);
 
+// Derivative draws that once failed, replayed with their seeds.
+TEST(OpDerivativesReplay, SeedsThatOnceFailedPass) {
+  // sum over a 10^5-long row: the difference quotient's rounding grows with the row's length, which
+  // the first bound (a fixed 16 eps) ignored.
+  const DerivativeReport r = find_op("sum")->derivatives("long_row", 25322312304720ull);
+  ASSERT_TRUE(r.ran);
+  for (const std::string& failure : r.failures) ADD_FAILURE() << failure;
+}
+
 // Draws that once failed the gate, replayed with their seeds on every implementation this machine runs.
 TEST(OpSuiteReplay, SeedsThatOnceFailedPass) {
   struct Replay {
