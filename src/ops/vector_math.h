@@ -101,15 +101,14 @@ template <class T>
 
 // c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
 // keep the loops these functions sit in from vectorizing.
-template <size_t N, size_t... I>
-[[gnu::always_inline]] inline double horner_unrolled(double x, const std::array<double, N>& c,
-                                                     std::index_sequence<I...>) {
-  double p = c[N - 1];
+template <class F, size_t N, size_t... I>
+[[gnu::always_inline]] inline F horner_unrolled(F x, const std::array<F, N>& c, std::index_sequence<I...>) {
+  F p = c[N - 1];
   ((p = std::fma(p, x, c[N - 2 - I])), ...);
   return p;
 }
-template <size_t N>
-[[gnu::always_inline]] inline double horner(double x, const std::array<double, N>& c) {
+template <class F, size_t N>
+[[gnu::always_inline]] inline F horner(F x, const std::array<F, N>& c) {
   return horner_unrolled(x, c, std::make_index_sequence<N - 1>{});
 }
 
@@ -159,22 +158,53 @@ struct ExpSplit {
 }
 
 // log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
-// atanh by its series to s^21. Subnormal inputs are scaled into the normals first. log(0) = -inf,
-// log(x < 0) = NaN, log(inf) = inf, NaN stays NaN.
-[[gnu::always_inline]] inline float log_f32(float x) {
+// atanh by the series given (in F: double to s^21 for f32 results, float to s^11 for bf16 ones).
+// Subnormal inputs are scaled into the normals first. log(0) = -inf, log(x < 0) = NaN,
+// log(inf) = inf, NaN stays NaN.
+template <class F, size_t N>
+[[gnu::always_inline]] inline float log_with(float x, const std::array<F, N>& atanh_series) {
   const bool tiny = x < 0x1p-126f;
   const int32_t b = std::bit_cast<int32_t>(tiny ? x * 0x1p24f : x);
   int32_t k = ((b >> 23) & 0xff) - 127 - (tiny ? 24 : 0);
-  double m = double(std::bit_cast<float>((b & 0x007fffff) | 0x3f800000));  // [1, 2)
-  const bool high = m > 1.4142135623730951;
-  m = high ? 0.5 * m : m;
+  F m = F(std::bit_cast<float>((b & 0x007fffff) | 0x3f800000));  // [1, 2)
+  const bool high = m > F(1.4142135623730951);
+  m = high ? F(0.5) * m : m;
   k = high ? k + 1 : k;
-  const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
-  const double result =
-      std::fma(double(k), 0.6931471805599453, 2.0 * std::fma(s * s2, horner(s2, kAtanhSeries), s));
+  const F s = (m - F(1)) / (m + F(1)), s2 = s * s;
+  const F result =
+      std::fma(F(k), F(0.6931471805599453), F(2) * std::fma(s * s2, horner(s2, atanh_series), s));
   const float inf = std::numeric_limits<float>::infinity();
   const float special = x == 0 ? -inf : (x == inf ? inf : std::numeric_limits<float>::quiet_NaN());
   return x > 0 && x < inf ? float(result) : special;  // selects, not branches: the loop vectorizes
+}
+[[gnu::always_inline]] inline float log_f32(float x) {
+  return log_with(x, kAtanhSeries);
+}
+
+// NOTE [bf16 results in float]: a bf16 result rounds at 2^-9 relative. Float arithmetic a few ulps off
+// (1e-6) moves that rounding only where the value lies within 1e-6 of a bf16 midpoint, and then to the
+// other neighbour (still faithful), so bf16 results use float-internal functions: twice the lanes of
+// double per vector and no conversions. exp_f32_for_bf16 above, tanh and log here.
+
+// 1/3, 2/15, 17/315, ... with signs: tanh(a) = a + a^3 p(a^2) for |a| < 0.55 (error below 4e-7).
+inline constexpr std::array<float, 6> kTanhTaylor = {-1.0f / 3,    2.0f / 15,         -17.0f / 315,
+                                                     62.0f / 2835, -1382.0f / 155925, 21844.0f / 6081075};
+
+// tanh for bf16 results: the series below 0.55, 1 - 2 / (exp(2a) + 1) above (relative error ~3e-6);
+// tanh(9) rounds to 1. NaN stays NaN (the clamp keeps it), signed zeros keep their sign.
+[[gnu::always_inline]] inline float tanh_f32_for_bf16(float x) {
+  const float a0 = std::fabs(x), a = a0 > 9.0f ? 9.0f : a0, a2 = a * a;
+  const float series = std::fma(a * a2, horner(a2, kTanhTaylor), a);
+  const float large = 1.0f - 2.0f / (exp_f32_for_bf16(2.0f * a) + 1.0f);
+  return std::copysign(a < 0.55f ? series : large, x);
+}
+
+// 1 / (2k + 3) for k = 0..4: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^11 (|s| <= 0.172: 2e-10).
+inline constexpr std::array<float, 5> kAtanhSeriesF32 = {1.0f / 3, 1.0f / 5, 1.0f / 7, 1.0f / 9, 1.0f / 11};
+
+// log for bf16 results (NOTE [bf16 results in float]).
+[[gnu::always_inline]] inline float log_f32_for_bf16(float x) {
+  return log_with(x, kAtanhSeriesF32);
 }
 
 // erfcx(z) = exp(z^2) erfc(z) on [0, 4], within 2.2e-12: a 22-term polynomial fitted by

@@ -23,9 +23,9 @@ template <UnaryFn F, bool Fast, class T, class Acc>
   else if constexpr (Fast && F == UnaryFn::silu)
     return x / (Acc(1) + exp_for<T>(-x));
   else if constexpr (Fast && F == UnaryFn::tanh)
-    return tanh_f32(x);
+    return std::is_same_v<T, bf16> ? tanh_f32_for_bf16(x) : tanh_f32(x);  // NOTE [bf16 results in float]
   else if constexpr (Fast && F == UnaryFn::log)
-    return log_f32(x);
+    return std::is_same_v<T, bf16> ? log_f32_for_bf16(x) : log_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu)
     return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)

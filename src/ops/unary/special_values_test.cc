@@ -69,28 +69,40 @@ TEST(UnarySpecialValues, Exp) {
   check("exp", exp, xs, want);
 }
 
-// bf16 data: specials exact; finite results faithful (within one bf16 step of exp's true value), and
-// subnormal results kept, not flushed (NOTE [native bf16 narrowing]). 35 values: two groups of 16 and a
-// tail, with the subnormals in the second group.
-TEST(UnarySpecialValues, ExpBf16) {
-  std::vector<float> xs{-kInf,  kInf,   kNan,   0.0f,   -0.0f,  89.0f,   -104.0f, 1.0f,
-                        -1.0f,  2.5f,   -3.0f,  10.0f,  0.125f, -0.375f, 5.0f,    -7.0f,
-                        -87.0f, -88.0f, -90.0f, -92.5f, -95.0f, -100.0f, -103.0f};
-  while (xs.size() < 35) xs.push_back(-0.5f * float(xs.size()));
+// On bf16 data, every implementation: results that are special (infinite, NaN, zero, or exactly
+// representable truths) equal the truth, and every finite truth is matched faithfully (within one bf16
+// step of it), subnormal results kept, not flushed (NOTE [native bf16 narrowing]). Inputs are padded
+// to 35 values: two groups of 16 and a tail.
+void check_bf16(const std::string& op, Tensor (*fn)(const Tensor&), double (*truth_of)(double),
+                std::vector<float> xs) {
+  for (float pad = 0.25f; xs.size() < 35; pad += 0.5f) xs.push_back(xs.size() % 2 ? pad : -pad);
   for (const std::string& impl : implementations_here()) {
-    const std::vector<float> got = run_pinned("exp", impl, exp, xs, DType::bf16);
+    const std::vector<float> got = run_pinned(op, impl, fn, xs, DType::bf16);
     for (size_t i = 0; i < xs.size(); ++i) {
-      const std::string what = "exp(" + std::to_string(xs[i]) + ") on " + impl + " in bf16";
+      const std::string what = op + "(" + std::to_string(xs[i]) + ") on " + impl + " in bf16";
       const double x = bf16_to_f32(f32_to_bf16(xs[i]));  // the input as bf16 holds it
-      if (!std::isfinite(x) || x == 0 || x >= 89 || x <= -104) {
-        expect_same(got[i], x == 0 ? 1.0f : float(std::exp(x)), what);
+      const double truth = truth_of(x);
+      const float rounded = bf16_to_f32(f32_to_bf16(float(truth)));  // inf past bf16's range
+      if (!std::isfinite(truth) || truth == 0 || std::isinf(rounded) || double(rounded) == truth) {
+        expect_same(got[i], std::isnan(truth) ? float(truth) : rounded, what);
         continue;
       }
-      const double truth = std::exp(x);
       const double step = std::ldexp(1.0, std::max(std::ilogb(truth), -126) - 7);  // bf16's spacing there
       EXPECT_LT(std::fabs(double(got[i]) - truth), step) << what << ": got " << got[i] << ", truth " << truth;
     }
   }
+}
+
+TEST(UnarySpecialValues, Bf16Results) {
+  check_bf16("exp", exp, [](double x) { return x <= -104 ? 0.0 : std::exp(x); },
+             {-kInf,  kInf,    kNan, 0.0f,  -0.0f,  89.0f,  -104.0f, 1.0f,   -1.0f,  2.5f,    -3.0f,  10.0f,
+              0.125f, -0.375f, 5.0f, -7.0f, -87.0f, -88.0f, -90.0f,  -92.5f, -95.0f, -100.0f, -103.0f});
+  check_bf16(
+      "tanh", tanh, [](double x) { return std::tanh(x); },
+      {-kInf, kInf, kNan, 0.0f, -0.0f, 1e-30f, -1e-20f, 0.54f, 0.56f, -0.5f, 1.0f, 3.0f, -8.9f, 9.5f, 20.0f});
+  check_bf16(
+      "log", log, [](double x) { return x < 0 ? NAN : std::log(x); },
+      {0.0f, -0.0f, -1.0f, kInf, -kInf, kNan, 1.0f, 1e-40f, 2.0f, 3e38f, 0.7f, 1.4f, 0.999f, 1.001f, 7.0f});
 }
 
 TEST(UnarySpecialValues, Tanh) {
