@@ -158,7 +158,9 @@ TEST(Compose, HessianVectorProductsMatchDifferencesOfTheGradient) {
        [&](const Tensor& x) { return sum(div(sigmoid(x), add(c(1), square(x)))); }},
   };
   const Tensor x0 = draw({4, 6}, 52), v = draw({4, 6}, 53), u = draw({4, 6}, 54);
-  for (const auto& [name, f] : functions) {
+  for (const auto& entry : functions) {
+    const std::string& name = entry.first;  // (clang 14 cannot capture structured bindings)
+    const Scalar& f = entry.second;
     auto gradient_at = [&](const Tensor& x) {
       Tensor leaf = x.detach().requires_grad_();
       backward(f(leaf));
