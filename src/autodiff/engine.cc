@@ -104,8 +104,8 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
                 "[backward] cotangent {} is {}; expected {} like its output", i,
                 cot.defined() ? cot.describe() : "undefined", out.describe());
     const GradEdge edge = detail::edge_of(out);
-    if (edge.leaf) {
-      accumulate_leaf(edge.leaf->grad, cot);
+    if (!edge.node) {
+      if (auto leaf = edge.leaf.lock()) accumulate_leaf(leaf->grad, cot);
       continue;
     }
     DEW_REQUIRE(!edge.node->released,
@@ -139,8 +139,8 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
     for (size_t i = 0; i < d_inputs.size(); ++i) {
       const GradEdge& edge = node->inputs[i];
       if (!edge.live() || !d_inputs[i].defined()) continue;
-      if (edge.leaf) {
-        accumulate_leaf(edge.leaf->grad, d_inputs[i]);
+      if (!edge.node) {
+        if (auto leaf = edge.leaf.lock()) accumulate_leaf(leaf->grad, d_inputs[i]);
       } else {
         auto& slot = grads[edge.node.get()];
         slot.resize(size_t(edge.node->outputs));

@@ -11,6 +11,9 @@ thread_local std::vector<int> jvp_levels;
 thread_local int jvp_levels_made = 0;
 thread_local int untracked_depth = 0;
 thread_local size_t hidden_levels = 0;  // innermost jvp levels hidden by OuterJvpLevels
+// The tensors given a tangent at each open level, so that closing the level drops those tangents: a
+// tangent computed while recording holds a graph that reaches back to its tensor (a cycle otherwise).
+thread_local std::vector<std::vector<std::weak_ptr<detail::AutogradMeta>>> tangent_holders;
 }  // namespace
 
 NoGrad::NoGrad() : previous_(grad_mode_on) {
@@ -99,12 +102,19 @@ Untracked::~Untracked() {
 }
 int push_jvp_level() {
   jvp_levels.push_back(++jvp_levels_made);
+  tangent_holders.emplace_back();
   return jvp_levels.back();
 }
 void pop_jvp_level(int level) {
   DEW_REQUIRE(!jvp_levels.empty() && jvp_levels.back() == level && hidden_levels == 0,
               "[jvp] levels closed out of order");
   jvp_levels.pop_back();
+  for (const std::weak_ptr<AutogradMeta>& holder : tangent_holders.back())
+    if (std::shared_ptr<AutogradMeta> m = holder.lock(); m && m->tangent_level == level) {
+      m->tangent = Tensor();
+      m->tangent_level = 0;
+    }
+  tangent_holders.pop_back();
 }
 
 AutogradMeta& autograd_meta(Tensor& t) {
@@ -126,6 +136,9 @@ void set_tangent(Tensor& t, const Tensor& tangent) {
   AutogradMeta& m = autograd_meta(t);
   m.tangent = tangent;
   m.tangent_level = tangent.defined() ? jvp_level() : 0;
+  if (m.tangent_level == 0) return;
+  for (size_t i = 0; i < jvp_levels.size(); ++i)
+    if (jvp_levels[i] == m.tangent_level) tangent_holders[i].push_back(TensorAutograd::of(t));
 }
 
 bool needs_grad(const Tensor& t) {
@@ -136,7 +149,7 @@ bool needs_grad(const Tensor& t) {
 GradEdge edge_of(const Tensor& t) {
   const std::shared_ptr<AutogradMeta>& m = TensorAutograd::of(t);
   if (!m) return {};
-  if (m->node) return {m->node, m->output, nullptr};
+  if (m->node) return {m->node, m->output, {}};
   if (m->requires_grad) return {nullptr, 0, m};
   return {};
 }

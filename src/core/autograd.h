@@ -21,8 +21,10 @@ struct GradNode;
 struct GradEdge {
   std::shared_ptr<GradNode> node;
   int output = 0;
-  std::shared_ptr<AutogradMeta> leaf;
-  bool live() const { return node || leaf; }
+  // Weak: with create_graph a leaf's .grad holds a graph that reaches back to the leaf; a strong edge
+  // would make that a cycle (PyTorch's documented leak). A leaf nobody holds needs no gradient.
+  std::weak_ptr<AutogradMeta> leaf;
+  bool live() const { return node || !leaf.expired(); }
 };
 
 // Gradients of an op's inputs (one per edge; undefined where none) from the gradients of its outputs

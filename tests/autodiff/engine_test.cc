@@ -3,6 +3,7 @@
 // jvp; a Hessian-vector product as the jvp of a gradient).
 #include <dew/autodiff.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -86,6 +87,7 @@ TEST(Backward, MissingRulesAreRefusedRatherThanTakenAsZero) {
   const std::string e =
       error_of([&] { backward(sum(mul(rms_norm(x, Tensor(), 1e-6), x)), {.create_graph = true}); });
   EXPECT_NE(e.find("[rms_norm_backward] has no differentiation rules yet"), std::string::npos) << e;
+  x.zero_grad();  // a create_graph gradient can hold the leaf through a saved input: break that cycle
   // Attention's forward mode (its fused tangent recurrence) is not written yet either.
   const Tensor q = draw({1, 4, 1, 8}, 5);
   const std::string j = error_of([&] {
@@ -142,6 +144,24 @@ TEST(Compose, JvpOfAGradientIsAHessianVectorProduct) {
     EXPECT_LE(std::fabs(hv[i] - want), 96 * std::numeric_limits<double>::epsilon() * std::fabs(want) * 8)
         << i;
   }
+}
+
+// Nothing outlives its last handle: a jvp computed while recording (its tangents hold graphs that reach
+// back to their tensors until the level closes) and a gradient through it leave no tensor bytes behind.
+TEST(Compose, TapesAndTangentsAreFreedWithTheirTensors) {
+  const int64_t before = cpu_memory_stats().bytes_in_use;
+  {
+    Tensor w = draw({64}, 60).requires_grad_();
+    const JvpResult r =
+        jvp([&](const std::vector<Tensor>& p) { return std::vector<Tensor>{exp(mul(w, p[0]))}; },
+            {draw({64}, 61)}, {draw({64}, 62)});
+    backward(sum(mul(r.tangents[0], r.outputs[0])));
+    EXPECT_TRUE(w.grad().defined());
+    // The same jvp, recorded but never run backward: only closing the level frees its tangents.
+    jvp([&](const std::vector<Tensor>& p) { return std::vector<Tensor>{exp(mul(w, p[0]))}; },
+        {draw({64}, 63)}, {draw({64}, 64)});
+  }
+  EXPECT_EQ(cpu_memory_stats().bytes_in_use, before);
 }
 
 // Hessian-vector products of a few scalar functions, as the jvp of their gradient, against central
