@@ -11,33 +11,27 @@
 
 namespace dew {
 
-namespace detail {
-struct AutogradMeta;
-}
-
-// While one lives on this thread, operations do not record (torch.no_grad).
-class NoGrad {
+// While one lives, operations on this thread record (on = true) or do not, and the previous mode
+// returns after it (torch.set_grad_enabled).
+class GradMode {
  public:
-  NoGrad();
-  ~NoGrad();
-  NoGrad(const NoGrad&) = delete;
-  NoGrad& operator=(const NoGrad&) = delete;
+  explicit GradMode(bool on);
+  ~GradMode();
+  GradMode(const GradMode&) = delete;
+  GradMode& operator=(const GradMode&) = delete;
 
  private:
   bool previous_;
 };
-// While one lives on this thread, operations record again (torch.enable_grad), e.g. inside NoGrad.
-class EnableGrad {
- public:
-  EnableGrad();
-  ~EnableGrad();
-  EnableGrad(const EnableGrad&) = delete;
-  EnableGrad& operator=(const EnableGrad&) = delete;
-
- private:
-  bool previous_;
+struct NoGrad : GradMode {  // torch.no_grad
+  NoGrad() : GradMode(false) {}
+};
+struct EnableGrad : GradMode {  // torch.enable_grad, e.g. inside NoGrad
+  EnableGrad() : GradMode(true) {}
 };
 bool grad_enabled();
+
+using TensorFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 struct BackwardOptions {
   bool retain_graph = false;  // keep the saved tensors, so that backward can run through it again
@@ -53,10 +47,7 @@ struct JvpResult {
   std::vector<Tensor> outputs, tangents;
 };
 // Runs f on the primals carrying the tangents; returns f's outputs and their tangents (jax.jvp).
-JvpResult jvp(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
-              const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents);
-
-using TensorFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+JvpResult jvp(const TensorFn& f, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents);
 
 // f(inputs) without keeping f's activations: the forward runs untaped, and backward runs f again
 // to rebuild them (rematerialization, torch.utils.checkpoint). Gradients reach the inputs and the

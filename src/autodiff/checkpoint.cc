@@ -17,22 +17,16 @@ std::vector<Tensor> checkpoint(const TensorFn& f, const std::vector<Tensor>& inp
   node->op = "checkpoint";
   node->outputs = int(outs.size());
   std::vector<bool> needs(inputs.size());
-  std::vector<uint64_t> versions;
+  std::vector<detail::SavedTensor> saved;  // the inputs' data only: their graph stays with the edges
   for (size_t i = 0; i < inputs.size(); ++i) {
     node->inputs.push_back(detail::edge_of(inputs[i]));
     needs[i] = detail::needs_grad(inputs[i]);
-    versions.push_back(inputs[i].version());
+    saved.emplace_back(inputs[i].detach(), "checkpoint");
   }
-  std::vector<Tensor> saved;  // the inputs' data only: their graph stays with the edges above
-  for (const Tensor& in : inputs) saved.push_back(in.detach());
-  node->vjp = [f, saved, needs, versions](const std::vector<Tensor>& d, const std::vector<Tensor>&) {
+  node->vjp = [f, saved, needs](const std::vector<Tensor>& d, const std::vector<Tensor>&) {
     std::vector<Tensor> leaves;
     for (size_t i = 0; i < saved.size(); ++i) {
-      DEW_REQUIRE(saved[i].version() == versions[i],
-                  "[checkpoint] input {} ({}) was modified in place after the forward; recomputing from it "
-                  "would not give the same activations",
-                  i, saved[i].describe());
-      Tensor leaf = saved[i].detach();
+      Tensor leaf = saved[i].get().detach();  // refuses an input written in place since the forward
       if (needs[i]) leaf.requires_grad_();
       leaves.push_back(leaf);
     }

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autodiff/view_rules.h"
 #include "core/autograd.h"
@@ -30,13 +31,8 @@ void accumulate_leaf(Tensor& grad, const Tensor& g) {
 std::vector<Tensor> saved_outputs(const std::shared_ptr<GradNode>& node) {
   std::vector<Tensor> outs(node->saved_outputs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
-    const Tensor& saved = node->saved_outputs[i];
-    if (!saved.defined()) continue;
-    DEW_REQUIRE(saved.version() == node->saved_output_versions[i],
-                "[{}] its output {} ({}) was modified in place after the op ran; the gradient needs it as "
-                "it was: clone it before writing",
-                node->op, i, saved.describe());
-    outs[i] = saved.detach();
+    if (!node->saved_outputs[i].defined()) continue;
+    outs[i] = node->saved_outputs[i].get().detach();  // refuses an output written in place since
     detail::attach(outs[i], node, int(i));
     if (i < node->saved_output_tangents.size() && node->saved_output_tangents[i].defined() &&
         node->tangent_level == detail::jvp_level())
@@ -48,26 +44,21 @@ std::vector<Tensor> saved_outputs(const std::shared_ptr<GradNode>& node) {
 // The order to run nodes in: each after every node that feeds it a gradient (reverse topological).
 std::vector<std::shared_ptr<GradNode>> nodes_in_order(const std::vector<std::shared_ptr<GradNode>>& roots) {
   std::vector<std::shared_ptr<GradNode>> order;
-  std::unordered_map<GradNode*, int> state;  // 1: on the stack, 2: done
+  std::unordered_set<GradNode*> seen;
   struct Frame {
     std::shared_ptr<GradNode> node;
     size_t next = 0;
   };
   for (const auto& root : roots) {
-    if (state[root.get()] != 0) continue;
+    if (!seen.insert(root.get()).second) continue;
     std::vector<Frame> stack{{root}};
-    state[root.get()] = 1;
     while (!stack.empty()) {
       Frame& f = stack.back();
       if (f.next < f.node->inputs.size()) {
         const std::shared_ptr<GradNode>& child = f.node->inputs[f.next++].node;
-        if (child && state[child.get()] == 0) {
-          state[child.get()] = 1;
-          stack.push_back({child});
-        }
+        if (child && seen.insert(child.get()).second) stack.push_back({child});
         continue;
       }
-      state[f.node.get()] = 2;
       order.push_back(f.node);
       stack.pop_back();
     }
@@ -108,10 +99,6 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
       if (auto leaf = edge.leaf.lock()) accumulate_leaf(leaf->grad, cot);
       continue;
     }
-    DEW_REQUIRE(!edge.node->released,
-                "[backward] the graph through {} was already run and freed; pass retain_graph = true to the "
-                "first backward to run it twice",
-                edge.node->op);
     auto& slot = grads[edge.node.get()];
     slot.resize(size_t(edge.node->outputs));
     accumulate(slot[size_t(edge.output)], cot);
@@ -156,8 +143,7 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
   }
 }
 
-JvpResult jvp(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& f,
-              const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents) {
+JvpResult jvp(const TensorFn& f, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents) {
   DEW_REQUIRE(primals.size() == tangents.size(), "[jvp] {} primals and {} tangents; expected one each",
               primals.size(), tangents.size());
   const int level = detail::push_jvp_level();

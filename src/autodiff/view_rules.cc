@@ -3,8 +3,6 @@
 
 #include <dew/ops.h>
 
-#include <numeric>
-
 #include "ops/rules_common.h"
 
 namespace dew::autodiff {

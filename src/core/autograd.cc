@@ -2,8 +2,6 @@
 // recording. The engine that runs the records is src/autodiff/.
 #include "core/autograd.h"
 
-#include <algorithm>
-
 namespace dew {
 namespace {
 thread_local bool grad_mode_on = true;
@@ -16,16 +14,10 @@ thread_local size_t hidden_levels = 0;  // innermost jvp levels hidden by OuterJ
 thread_local std::vector<std::vector<std::weak_ptr<detail::AutogradMeta>>> tangent_holders;
 }  // namespace
 
-NoGrad::NoGrad() : previous_(grad_mode_on) {
-  grad_mode_on = false;
+GradMode::GradMode(bool on) : previous_(grad_mode_on) {
+  grad_mode_on = on;
 }
-NoGrad::~NoGrad() {
-  grad_mode_on = previous_;
-}
-EnableGrad::EnableGrad() : previous_(grad_mode_on) {
-  grad_mode_on = true;
-}
-EnableGrad::~EnableGrad() {
+GradMode::~GradMode() {
   grad_mode_on = previous_;
 }
 bool grad_enabled() {
@@ -92,12 +84,10 @@ OuterJvpLevels::~OuterJvpLevels() {
   --hidden_levels;
 }
 
-Untracked::Untracked() : previous_grad_mode_(grad_mode_on) {
-  grad_mode_on = false;
+Untracked::Untracked() {
   ++untracked_depth;
 }
 Untracked::~Untracked() {
-  grad_mode_on = previous_grad_mode_;
   --untracked_depth;
 }
 int push_jvp_level() {
@@ -162,8 +152,6 @@ void attach(Tensor& t, const std::shared_ptr<GradNode>& node, int output) {
 
 void record_view(const Tensor& base, Tensor& view, ViewSpec spec,
                  const std::function<Tensor(const Tensor&)>& view_of) {
-  TensorAutograd::of(view)
-      .reset();  // a view is a new tensor: it shares storage, never its base's graph identity
   const Tensor base_tangent = tangent_of(base);
   if (grad_mode() && needs_grad(base)) {
     auto node = std::make_shared<GradNode>();

@@ -42,6 +42,28 @@ struct ViewSpec {
                                 // unsqueeze: dim
 };
 
+// A tensor a rule keeps for backward, with its storage's version: get() refuses once the data was
+// written in place since (as PyTorch's saved tensors do), naming the op.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& t, std::string_view op) : t_(t), version_(t.version()), op_(op) {}
+  const Tensor& get() const {
+    DEW_REQUIRE(
+        !t_.defined() || t_.version() == version_,
+        "[{}] a tensor saved for the gradient ({}) was modified in place after the op ran (version {} "
+        "-> {}); clone it before writing, or write before the op",
+        op_, t_.describe(), version_, t_.version());
+    return t_;
+  }
+  bool defined() const { return t_.defined(); }
+
+ private:
+  Tensor t_;
+  uint64_t version_ = 0;
+  std::string_view op_;  // static storage (Op::name)
+};
+
 struct GradNode {
   std::string_view op;  // the op's name: static storage (Op::name)
   std::vector<GradEdge> inputs;
@@ -50,8 +72,8 @@ struct GradNode {
   std::unique_ptr<ViewSpec> view;  // set instead of vjp for views
   // The outputs the rule reads, kept outside the graph (an output holding its own node would be a
   // cycle); the engine hands them to the rule re-attached to this node, with the tangents they had.
-  std::vector<Tensor> saved_outputs, saved_output_tangents;
-  std::vector<uint64_t> saved_output_versions;
+  std::vector<SavedTensor> saved_outputs;
+  std::vector<Tensor> saved_output_tangents;
   int tangent_level = 0;
   bool released = false;
 };
@@ -89,7 +111,7 @@ class Untracked {
   Untracked& operator=(const Untracked&) = delete;
 
  private:
-  bool previous_grad_mode_;
+  NoGrad no_grad_;
 };
 
 // While one lives, the innermost jvp level is hidden: the scope a jvp rule computes a tangent in, so

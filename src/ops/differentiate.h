@@ -30,26 +30,7 @@ enum class Differentiation : uint8_t {
 // asked for (as graph tensors of the node, so that gradients of gradients see them).
 using VjpRule = detail::VjpFn;
 
-// A tensor a rule keeps for backward, with its storage's version: get() refuses once the data was
-// written in place since (as PyTorch's saved tensors do), naming the op.
-class SavedTensor {
- public:
-  SavedTensor() = default;
-  SavedTensor(const Tensor& t, std::string_view op) : t_(t), version_(t.version()), op_(op) {}
-  const Tensor& get() const {
-    DEW_REQUIRE(
-        !t_.defined() || t_.version() == version_,
-        "[{}] a tensor saved for the gradient ({}) was modified in place after the op ran (version {} "
-        "-> {}); clone it before writing, or write before the op",
-        op_, t_.describe(), version_, t_.version());
-    return t_;
-  }
-
- private:
-  Tensor t_;
-  uint64_t version_ = 0;
-  std::string_view op_;  // static storage (Op::name)
-};
+using detail::SavedTensor;
 
 // The rule declarations of an op type with rules (in its struct; defined in its rules.cc).
 #define DEW_OP_RULES                                                                \
@@ -84,16 +65,15 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
   std::shared_ptr<detail::GradNode> node;
   if (any_grad) {  // the node first: tangent computations below then see the outputs in the graph
     node = std::make_shared<detail::GradNode>();
-    node->op = Op::name(args);
+    node->op = name;
     node->outputs = int(outs.size());
     node->inputs.reserve(inputs.size());
     for (const Tensor* in : inputs) node->inputs.push_back(detail::edge_of(*in));
     const std::vector<bool> reads = Op::vjp_reads_outputs(args);
     if (std::find(reads.begin(), reads.end(), true) != reads.end())
-      for (size_t i = 0; i < outs.size(); ++i) {
-        node->saved_outputs.push_back(i < reads.size() && reads[i] ? outs[i].detach() : Tensor());
-        node->saved_output_versions.push_back(outs[i].version());
-      }
+      for (size_t i = 0; i < outs.size(); ++i)
+        node->saved_outputs.push_back(i < reads.size() && reads[i] ? SavedTensor(outs[i].detach(), name)
+                                                                   : SavedTensor());
     node->vjp = Op::vjp(args);
     for (size_t i = 0; i < outs.size(); ++i)
       if (is_floating(outs[i].dtype())) detail::attach(outs[i], node, int(i));

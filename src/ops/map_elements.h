@@ -52,13 +52,19 @@ inline void narrow_chunk(const Acc* v, T* y, int64_t n) {
   for (; i < n; ++i) y[i] = narrow<T>(v[i]);
 }
 
+// Whether T results narrow natively here: bf16, in a tier built with the instruction, on a CPU with it.
+template <class T>
+inline bool narrows_natively() {
+#if DEW_HAS_NATIVE_BF16
+  if constexpr (std::is_same_v<T, bf16>) return cpu_features().avx512bf16;
+#endif
+  return false;
+}
+
 // y[i] = narrow<T>(v[i]) for i in [0, n), natively where the CPU can.
 template <class T, class Acc>
 inline void narrow_row(const Acc* v, T* y, int64_t n) {
-#if DEW_HAS_NATIVE_BF16
-  if constexpr (std::is_same_v<T, bf16>)
-    if (cpu_features().avx512bf16) return narrow_chunk<true>(v, y, n);
-#endif
+  if (narrows_natively<T>()) return narrow_chunk<true>(v, y, n);
   narrow_chunk<false>(v, y, n);
 }
 
@@ -102,10 +108,7 @@ template <bool NativeBf16, class T, size_t NIn, size_t NOut, class F>
 // (NOut = 1) or an array of NOut.
 template <class T, size_t NIn, size_t NOut, class F>
 inline void map_elements(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n, F f) {
-#if DEW_HAS_NATIVE_BF16
-  if constexpr (std::is_same_v<T, bf16>)
-    if (cpu_features().avx512bf16) return map_elements_loop<true>(x, y, n, f);
-#endif
+  if (narrows_natively<T>()) return map_elements_loop<true>(x, y, n, f);
   map_elements_loop<false>(x, y, n, f);
 }
 

@@ -126,26 +126,6 @@ TEST(Compose, GradientThroughAJvpMatchesCentralDifferences) {
       << "<grad, v> = " << testing::dot(w.grad(), direction) << ", central difference " << fd.value;
 }
 
-// A Hessian-vector product as the jvp of a gradient (forward over reverse): for f = sum(exp(x) x^2),
-// H is diagonal with exp(x) (x^2 + 4x + 2).
-TEST(Compose, JvpOfAGradientIsAHessianVectorProduct) {
-  const Tensor x0 = draw({5}, 9), v = draw({5}, 10);
-  Tensor leaf = x0.detach().requires_grad_();
-  const JvpResult r = jvp(
-      [&](const std::vector<Tensor>& p) {
-        backward(sum(mul(exp(p[0]), square(p[0]))));
-        return std::vector<Tensor>{leaf.grad()};
-      },
-      {leaf}, {v});
-  const std::vector<double> xs = values(x0), vs = values(v), hv = values(r.tangents[0]);
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const double want = std::exp(xs[i]) * (xs[i] * xs[i] + 4 * xs[i] + 2) * vs[i];
-    // a dozen roundings of terms no larger than |want| * 8
-    EXPECT_LE(std::fabs(hv[i] - want), 96 * std::numeric_limits<double>::epsilon() * std::fabs(want) * 8)
-        << i;
-  }
-}
-
 // Nothing outlives its last handle: a jvp computed while recording (its tangents hold graphs that reach
 // back to their tensors until the level closes) and a gradient through it leave no tensor bytes behind.
 TEST(Compose, TapesAndTangentsAreFreedWithTheirTensors) {

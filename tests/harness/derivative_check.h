@@ -57,7 +57,7 @@ struct Difference {
 inline Difference central_difference(const Fn& f, const std::vector<Tensor>& xs,
                                      const std::vector<Tensor>& vs, const Tensor& w) {
   NoGrad no_grad;
-  const double h = 1e-3, eps = std::numeric_limits<double>::epsilon();
+  const double h = 1e-4, eps = std::numeric_limits<double>::epsilon();
   auto d = [&](double s) {
     const Tensor plus = f(step(xs, vs, s)), minus = f(step(xs, vs, -s));
     return (dot(w, plus) - dot(w, minus)) / (2 * s);
@@ -133,10 +133,14 @@ inline std::vector<std::string> derivative_failures(const std::string& what, con
   if (differences && !(std::fabs(jvp_dot_w - fd.value) <= fd.bound))
     failures.push_back(what + ": <jvp(v), w> = " + std::to_string(jvp_dot_w) + ", central difference " +
                        std::to_string(fd.value));
-  // Both sides are sums of products computed in f64: their difference is roundoff, a few hundred eps
-  // of the magnitudes summed.
-  const double roundoff =
-      512 * std::numeric_limits<double>::epsilon() * (vjp_magnitude + abs_dot(j.tangents[0], w));
+  // Both sides are exact in exact arithmetic; in f64 each is a chain of sums over the elements
+  // involved, so their difference is held to 2 gamma_n of the magnitudes (n counted as for the
+  // differences above).
+  double n = double(w.numel());
+  for (const Tensor& x : xs) n += double(x.numel());
+  const double gamma =
+      n * std::numeric_limits<double>::epsilon() / (1 - n * std::numeric_limits<double>::epsilon());
+  const double roundoff = 2 * gamma * (vjp_magnitude + abs_dot(j.tangents[0], w));
   if (!(std::fabs(jvp_dot_w - vjp_dot_v) <= roundoff))
     failures.push_back(what + ": <jvp(v), w> = " + std::to_string(jvp_dot_w) +
                        " but <v, vjp(w)> = " + std::to_string(vjp_dot_v));

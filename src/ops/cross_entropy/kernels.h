@@ -52,7 +52,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
     Scratch<Acc> row_buffer(V);
     Acc* e = row_buffer.data();  // exp(x - m_b) of the row, kept so that each logit costs one exp
     std::vector<Acc> block_max(static_cast<size_t>(blocks));
-    std::vector<double> block_sum(static_cast<size_t>(blocks));
+    std::vector<double> block_sum(static_cast<size_t>(blocks)), block_factor(static_cast<size_t>(blocks));
     for (int64_t r = r0; r < r1; ++r) {
       T* dr = dx + r * V;
       Acc m = -std::numeric_limits<Acc>::infinity();
@@ -74,8 +74,10 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
         block_max[size_t(b)] = m;
       }
       double sum = 0;
-      for (int64_t b = 0; b < blocks; ++b)
-        sum += block_sum[size_t(b)] * std::exp(double(block_max[size_t(b)] - m));
+      for (int64_t b = 0; b < blocks; ++b) {  // exp(m_b - m): each block's exps relative to the row's max
+        block_factor[size_t(b)] = std::exp(double(block_max[size_t(b)] - m));
+        sum += block_sum[size_t(b)] * block_factor[size_t(b)];
+      }
       const Acc lse = Acc(double(m) + std::log(sum));
       lse_out[r] = R(lse);
       const int64_t target = t[r];
@@ -88,7 +90,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       const double row_scale = double(scale) * (1.0 + 2.0 * double(z) * double(lse)) / sum;
       for (int64_t b = 0; b < blocks; ++b) {
         const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
-        const Acc p_scale = Acc(row_scale * std::exp(double(block_max[size_t(b)] - m)));
+        const Acc p_scale = Acc(row_scale * block_factor[size_t(b)]);
         Acc* eb = e + i0;
         T* db = dr + i0;
         if constexpr (std::is_same_v<T, Acc>) {
