@@ -13,5 +13,6 @@ struct CheckOptions {
 };
 int run_check(const CheckOptions& options);
 int run_ops(bool markdown);
+int run_inspect(const std::string& path, bool jsonl);
 
 }  // namespace dew::cli

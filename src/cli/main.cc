@@ -21,6 +21,15 @@ int main(int argc, char** argv) {
   auto* ops_cmd = app.add_subcommand("ops", "print the support matrix: ops x implementations x requirements");
   bool markdown = false;
   ops_cmd->add_flag("--markdown", markdown, "as the Markdown of docs/ops.md");
+  std::string inspect_path;
+  bool inspect_jsonl = false;
+  auto* inspect_cmd = app.add_subcommand(
+      "inspect", "what a safetensors file or checkpoint directory holds: tensors, dtypes, shapes");
+  inspect_cmd
+      ->add_option("path", inspect_path,
+                   "a .safetensors file, or a directory with model.safetensors[.index.json]")
+      ->required();
+  inspect_cmd->add_flag("--jsonl", inspect_jsonl, "one JSON object per tensor instead of the table");
   auto* bench_cmd = app.add_subcommand("bench", "benchmarks: a table for people, one JSON line last");
   bench_cmd->require_subcommand(1);
   dew::bench::OpsBenchOptions bench_ops;
@@ -44,6 +53,7 @@ int main(int argc, char** argv) {
   try {
     if (*check_cmd) return dew::cli::run_check(check);
     if (*ops_cmd) return dew::cli::run_ops(markdown);
+    if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
   } catch (const dew::Error& e) {

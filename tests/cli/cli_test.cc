@@ -1,9 +1,12 @@
 // The dew command end to end: exit codes and the closing line of `dew check`.
+#include <dew/safetensors.h>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -58,6 +61,37 @@ TEST(Cli, DocsOpsMdMatchesTheRegistry) {
   while (size_t n = fread(buf.data(), 1, buf.size(), f)) doc.append(buf.data(), n);
   fclose(f);
   EXPECT_EQ(doc, r.out);
+}
+
+TEST(Cli, InspectListsACheckpointsTensorsAndRefusesABrokenFile) {
+  const std::string dir = ::testing::TempDir() + "dew_cli_inspect";
+  std::filesystem::remove_all(dir);
+  dew::save_safetensors_checkpoint(dir,
+                                   {{"model.norm.weight", dew::Tensor::full({64}, 1.0, dew::DType::f32)},
+                                    {"lm_head.weight", dew::Tensor::full({32, 64}, 0.5, dew::DType::bf16)}},
+                                   1000);
+  Result r = run("inspect " + dir);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lm_head.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("BF16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[32,64]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("total: 2 tensors in 2 files, 2112 elements, 4352 bytes"), std::string::npos) << r.out;
+  Result lines = run("inspect --jsonl " + dir + "/model-00002-of-00002.safetensors");
+  EXPECT_EQ(lines.code, 0) << lines.out;
+  EXPECT_NE(lines.out.find(R"("bytes":4096,"dtype":"BF16")"), std::string::npos) << lines.out;
+  EXPECT_NE(lines.out.find(R"("name":"lm_head.weight")"), std::string::npos) << lines.out;
+
+  // Cut a file short: refused with exit 1 and a message naming the file, never a crash.
+  const std::string cut = dir + "/cut.safetensors";
+  std::ifstream in(dir + "/model-00001-of-00002.safetensors", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 10);
+  Result broken = run("inspect " + cut);
+  EXPECT_EQ(broken.code, 1) << broken.out;
+  EXPECT_NE(broken.out.find("cut.safetensors: the tensors cover 256 bytes of data but the file holds 246"),
+            std::string::npos)
+      << broken.out;
+  EXPECT_EQ(run("inspect").code, 2);
 }
 
 }  // namespace

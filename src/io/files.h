@@ -1,0 +1,50 @@
+// Files as Dew reads and writes them: a read-only memory map, and a file written whole or not at all
+// (DESIGN.md "Errors and bad input": a temporary name, flushed, renamed). Errors name the path and
+// the system's reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dew {
+
+// A whole file mapped read-only; the bytes live as long as this object.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const std::string& path() const { return path_; }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+// Writes to a temporary file beside `path`; commit() flushes it to disk, renames it over `path` and
+// flushes the directory. Destroyed without commit() (an error on the way), it removes the temporary
+// file and leaves `path` as it was.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void write(const void* bytes, uint64_t size);
+  void commit();
+
+ private:
+  void flush_buffer();
+  std::string path_, temporary_;
+  int fd_ = -1;
+  std::string buffer_;  // writes are gathered into large ones
+};
+
+// Reads a whole (small) file: config.json, an index, a tokenizer.
+std::string read_text_file(const std::string& path);
+
+}  // namespace dew

@@ -1,0 +1,113 @@
+// Strict JSON parsing: duplicate keys and excessive depth refused during the parse (a parser
+// callback), every nlohmann exception turned into a dew::Error that names the source.
+#include "io/json.h"
+
+#include <dew/error.h>
+
+#include <unordered_set>
+#include <vector>
+
+namespace dew {
+
+std::string json_type_name(nlohmann::json::value_t kind) {
+  using V = nlohmann::json::value_t;
+  switch (kind) {
+    case V::null:
+      return "null";
+    case V::object:
+      return "object";
+    case V::array:
+      return "array";
+    case V::string:
+      return "string";
+    case V::boolean:
+      return "boolean";
+    case V::number_integer:
+      return "integer";
+    case V::number_unsigned:
+      return "unsigned integer";
+    case V::number_float:
+      return "number";
+    default:
+      return "binary";
+  }
+}
+
+size_t invalid_utf8_at(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    // The lead byte fixes the length and the range of the first continuation byte (RFC 3629,
+    // table 3-7 of Unicode): this excludes overlong forms, surrogates and values past U+10FFFF.
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c == 0xE0)
+      len = 3, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC)
+      len = 3;
+    else if (c == 0xED)
+      len = 3, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF)
+      len = 3;
+    else if (c == 0xF0)
+      len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      len = 4;
+    else if (c == 0xF4)
+      len = 4, hi = 0x8F;
+    else
+      return i;
+    if (n - i < len || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (size_t k = 2; k < len; ++k)
+      if (s[i + k] < 0x80 || s[i + k] > 0xBF) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+nlohmann::json parse_json(std::string_view text, const std::string& source) {
+  if (size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
+    fail("{}: byte {} is not valid UTF-8 (0x{:02X}); expected UTF-8 text", source, bad,
+         static_cast<unsigned char>(text[bad]));
+  // One set of keys per open object: a key seen twice in the same object is refused.
+  std::vector<std::unordered_set<std::string>> open_objects;
+  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
+      fail("{}: JSON nested deeper than {} levels; expected a flatter document", source, kMaxJsonDepth);
+    if (event == E::object_start) open_objects.emplace_back();
+    if (event == E::object_end) open_objects.pop_back();
+    if (event == E::key && !open_objects.back().insert(parsed.get<std::string>()).second)
+      fail("{}: the key \"{}\" appears twice in one object; expected each key once", source,
+           parsed.get<std::string>());
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text.begin(), text.end(), callback);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: not valid JSON ({})", source, e.what());
+  }
+}
+
+const nlohmann::json& json_member(const nlohmann::json& object, const std::string& key,
+                                  nlohmann::json::value_t kind, const std::string& source) {
+  auto it = object.find(key);
+  DEW_REQUIRE(it != object.end(), "{}: \"{}\" is missing; expected a value of type {}", source, key,
+              json_type_name(kind));
+  // A non-negative integer parses as unsigned, and is an integer too.
+  const bool same = it->type() == kind || (kind == nlohmann::json::value_t::number_integer &&
+                                           it->type() == nlohmann::json::value_t::number_unsigned);
+  DEW_REQUIRE(same, "{}: \"{}\" is of type {}; expected {}", source, key, json_type_name(it->type()),
+              json_type_name(kind));
+  return *it;
+}
+
+}  // namespace dew
