@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <ranges>
 #include <set>
 
 #include "io/files.h"
@@ -166,8 +165,11 @@ const SafetensorsEntry* SafetensorsCheckpoint::find(std::string_view name) const
 
 Tensor SafetensorsCheckpoint::load(std::string_view name) const {
   auto it = file_of_.find(name);
-  DEW_REQUIRE(it != file_of_.end(), "checkpoint has no tensor \"{}\" (its files: {})", name,
-              fmt::join(files_ | std::views::transform([](const auto& f) { return f.path(); }), ", "));
+  if (it == file_of_.end()) {
+    std::vector<std::string> paths;
+    for (const auto& f : files_) paths.push_back(f.path());
+    fail("checkpoint has no tensor \"{}\" (its files: {})", name, fmt::join(paths, ", "));
+  }
   return files_[it->second].load(name);
 }
 
