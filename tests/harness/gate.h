@@ -52,7 +52,8 @@ struct Report {
   std::string verdict() const;  // "pass", "FAIL: ...", "skip: ..."
 };
 
-// Judges candidate vs base vs truth for one output; `dtype` is the call's compute dtype.
+// Judges candidate vs base vs truth for one output; `dtype` is the call's compute dtype. A truth
+// without a magnitude (a composition of ops) is judged by the RMS and worst-row ratios alone.
 OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth,
                             DType dtype);
 

@@ -1,0 +1,92 @@
+// Language-model families from Hugging Face checkpoints: the config read from config.json by
+// model_type, the parameters under their Hugging Face names, and the forward pass to logits written
+// with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3 (one decoder with
+// switches) and gpt2. A config field that changes the mathematics and is not supported is refused by
+// name; nothing is silently ignored.
+#pragma once
+
+#include <dew/tensor.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dew {
+
+// Rotary position embedding: `rope_theta` with `rope_scaling`, or the newer `rope_parameters`.
+struct RopeConfig {
+  std::string type = "default";  // default, linear, dynamic, yarn, llama3
+  double theta = 10000;
+  double factor = 1;
+  double partial_rotary_factor = 1;
+  // llama3
+  double low_freq_factor = 1, high_freq_factor = 4;
+  int64_t original_max_position_embeddings = 0;  // 0: not given
+  // yarn
+  std::optional<double> attention_factor, mscale, mscale_all_dim;
+  double beta_fast = 32, beta_slow = 1;
+  bool truncate = true;
+};
+
+struct ModelConfig {
+  std::string model_type;  // llama, mistral, qwen2, qwen3, gpt2
+  int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
+  int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double norm_eps = 1e-6;
+  RopeConfig rope;  // unused by gpt2 (learned positions)
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q, k, v (and o for llama) projections carry biases
+  bool attention_output_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;           // qwen3: RMSNorm over head_dim of q and k before rope
+  int64_t sliding_window = 0;     // mistral: 0 = full attention
+  std::string dtype = "float32";  // torch_dtype / dtype: what the checkpoint holds
+};
+
+// Parses config.json text; `source` names it in errors.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source);
+ModelConfig read_model_config(const std::string& path);  // a config.json file
+
+// The rotary inverse frequencies (rotary_dim / 2 values, f64) and the factor cos and sin are scaled
+// by (yarn's attention factor; 1 otherwise), as transformers' modeling_rope_utils defines them, for
+// a forward pass over sequences up to `sequence_length` positions (only `dynamic` depends on it).
+struct RopeFrequencies {
+  std::vector<double> inv_freq;
+  double attention_factor = 1;
+  int64_t rotary_dim = 0;
+};
+RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t sequence_length);
+
+// A causal language model: config and parameters by Hugging Face name. forward() records onto the
+// tape when parameters require gradients.
+class CausalLM {
+ public:
+  // Random initialization (normal, std 0.02; norms at 1, biases at 0), streams named by `seed`.
+  static CausalLM init(const ModelConfig& config, DType dtype, uint64_t seed);
+  // Reads config.json and the safetensors checkpoint of a Hugging Face model directory. Every tensor
+  // the family needs must be present with its shape, and no unexpected one may be, before any is used.
+  static CausalLM load(const std::string& directory, std::optional<DType> dtype = std::nullopt);
+  // Writes config.json and the tensors (sharded above max_shard_bytes) under their names.
+  void save(const std::string& directory, uint64_t max_shard_bytes = 5'000'000'000) const;
+
+  const ModelConfig& config() const { return config_; }
+  const std::map<std::string, Tensor>& parameters() const { return parameters_; }
+  std::map<std::string, Tensor>& parameters() { return parameters_; }
+  const Tensor& parameter(const std::string& name) const;
+  CausalLM to(DType dtype) const;  // every floating parameter cast
+
+  // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype.
+  Tensor forward(const Tensor& ids, const Tensor& positions) const;
+
+ private:
+  ModelConfig config_;
+  std::string config_text_;  // config.json as read, written back as is
+  std::map<std::string, Tensor> parameters_;
+};
+
+// The names and shapes a config's family needs, in checkpoint order.
+std::vector<std::pair<std::string, Shape>> parameter_shapes(const ModelConfig& config);
+
+}  // namespace dew

@@ -1,0 +1,167 @@
+// CausalLM: parameters by Hugging Face name — initialized, loaded from a checkpoint directory (every
+// name and shape checked before any tensor is used), saved back, cast — and the family's forward.
+#include <dew/models.h>
+#include <dew/ops.h>
+#include <dew/runtime.h>
+#include <dew/safetensors.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "io/files.h"
+#include "models/families.h"
+
+namespace dew {
+namespace {
+
+bool is_gpt2(const ModelConfig& c) {
+  return c.model_type == "gpt2";
+}
+
+// Buffers some checkpoints carry that are not parameters (recomputed from the config).
+bool is_known_buffer(const std::string& name) {
+  auto ends_with = [&](std::string_view s) { return name.size() >= s.size() && name.ends_with(s); };
+  return ends_with("rotary_emb.inv_freq") || ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+}
+
+DType dtype_of_config(const ModelConfig& c) {
+  if (c.dtype == "bfloat16") return DType::bf16;
+  if (c.dtype == "float16") return DType::f16;
+  if (c.dtype == "float64") return DType::f64;
+  return DType::f32;
+}
+
+const char* torch_dtype_name(DType t) {
+  switch (t) {
+    case DType::bf16:
+      return "bfloat16";
+    case DType::f16:
+      return "float16";
+    case DType::f64:
+      return "float64";
+    default:
+      return "float32";
+  }
+}
+
+}  // namespace
+
+namespace models {
+
+const Tensor& parameter(const Parameters& p, const std::string& name) {
+  auto it = p.find(name);
+  DEW_REQUIRE(it != p.end(), "[model] has no parameter \"{}\"", name);
+  return it->second;
+}
+
+}  // namespace models
+
+std::vector<std::pair<std::string, Shape>> parameter_shapes(const ModelConfig& config) {
+  return is_gpt2(config) ? models::gpt2_parameter_shapes(config) : models::llama_parameter_shapes(config);
+}
+
+const Tensor& CausalLM::parameter(const std::string& name) const {
+  return models::parameter(parameters_, name);
+}
+
+CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
+  CausalLM m;
+  m.config_ = config;
+  m.config_.dtype = torch_dtype_name(dtype);
+  const auto shapes = parameter_shapes(config);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& [name, shape] = shapes[i];
+    const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+    Tensor t;
+    if (name.ends_with(".bias"))
+      t = Tensor::zeros(shape, DType::f64);
+    else if (is_norm)
+      t = Tensor::full(shape, 1.0, DType::f64);
+    else {
+      // std 0.02 (transformers' initializer_range); GPT-2 scales residual projections by 1/sqrt(2L).
+      double stddev = 0.02;
+      if (is_gpt2(config) && name.ends_with("c_proj.weight"))
+        stddev /= std::sqrt(2.0 * config.num_hidden_layers);
+      t = Tensor::empty(shape, DType::f64);
+      fill_normal(t, {seed, uint64_t(i), 0}, 0.0, stddev);
+    }
+    m.parameters_[name] = dtype == DType::f64 ? t : cast(t, dtype);
+  }
+  m.config_text_ = models::model_config_json(m.config_);
+  return m;
+}
+
+CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype) {
+  namespace fs = std::filesystem;
+  const std::string config_path = (fs::path(directory) / "config.json").string();
+  CausalLM m;
+  m.config_text_ = read_text_file(config_path);
+  m.config_ = parse_model_config(m.config_text_, config_path);
+  const SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(directory);
+  // GPT-2 checkpoints saved from GPT2LMHeadModel prefix every name with "transformer.".
+  const std::string prefix =
+      is_gpt2(m.config_) && checkpoint.find("transformer.wte.weight") ? "transformer." : std::string();
+  const auto shapes = parameter_shapes(m.config_);
+  std::vector<std::string> problems;
+  std::set<std::string> expected;
+  for (const auto& [name, shape] : shapes) {
+    expected.insert(prefix + name);
+    const SafetensorsEntry* e = checkpoint.find(prefix + name);
+    if (!e)
+      problems.push_back(fmt::format("\"{}\" is missing (expected {})", prefix + name, shape_str(shape)));
+    else if (e->shape != shape)
+      problems.push_back(
+          fmt::format("\"{}\" is {} (expected {})", prefix + name, shape_str(e->shape), shape_str(shape)));
+  }
+  for (const std::string& name : checkpoint.names()) {
+    const bool tied_head = m.config_.tie_word_embeddings && name == "lm_head.weight";
+    if (!expected.count(name) && !is_known_buffer(name) && !tied_head)
+      problems.push_back(
+          fmt::format("\"{}\" is not a parameter of this {} config", name, m.config_.model_type));
+  }
+  DEW_REQUIRE(problems.empty(), "{}: the checkpoint does not match config.json: {}", directory,
+              fmt::join(problems, "; "));
+  const DType target = dtype.value_or(dtype_of_config(m.config_));
+  for (const auto& [name, shape] : shapes) {
+    Tensor t = checkpoint.load(prefix + name);
+    m.parameters_[name] = t.dtype() == target || !is_floating(t.dtype()) ? t : cast(t, target);
+  }
+  m.config_.dtype = torch_dtype_name(target);
+  return m;
+}
+
+void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes) const {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, shape] : parameter_shapes(config_)) tensors.push_back({name, parameter(name)});
+  save_safetensors_checkpoint(directory, tensors, max_shard_bytes);
+  AtomicFile config((std::filesystem::path(directory) / "config.json").string());
+  config.write(config_text_.data(), config_text_.size());
+  config.commit();
+}
+
+CausalLM CausalLM::to(DType dtype) const {
+  CausalLM m = *this;
+  for (auto& [name, t] : m.parameters_)
+    if (is_floating(t.dtype()) && t.dtype() != dtype) t = cast(t, dtype);
+  m.config_.dtype = torch_dtype_name(dtype);
+  return m;
+}
+
+Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions) const {
+  DEW_REQUIRE(ids.dim() == 2 && ids.dtype() == DType::i64, "[model] ids is {}; expected (B,T) i64",
+              ids.describe());
+  DEW_REQUIRE(positions.shape() == ids.shape() && positions.dtype() == DType::i64,
+              "[model] positions is {}; expected i64 of the ids' shape {}", positions.describe(),
+              shape_str(ids.shape()));
+  if (is_gpt2(config_)) {
+    for (double p : positions.to_f64_vector())
+      DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
+                  "[model] position {} is outside gpt2's {} learned positions", p,
+                  config_.max_position_embeddings);
+    return models::gpt2_forward(config_, parameters_, ids, positions);
+  }
+  return models::llama_forward(config_, parameters_, ids, positions);
+}
+
+}  // namespace dew

@@ -1,0 +1,241 @@
+// config.json to ModelConfig, by model_type, with the defaults of transformers' config classes for
+// fields a file may omit. Sizes are required; a field that changes the mathematics with a value
+// Dew does not implement is refused by name (NOTE [refused config fields]).
+#include <dew/models.h>
+
+#include "io/files.h"
+#include "io/json.h"
+#include "models/families.h"
+
+namespace dew {
+namespace {
+
+// NOTE [refused config fields]: transformers reads many optional fields; those below change what
+// the model computes. Each is accepted at the value Dew implements and refused otherwise, so a
+// checkpoint never runs as a different model than it is.
+struct Fields {
+  const nlohmann::json& json;
+  const std::string& source;
+  bool has(const std::string& key) const { return json.contains(key) && !json[key].is_null(); }
+  int64_t size(const std::string& key) const {
+    DEW_REQUIRE(has(key), "{}: \"{}\" is missing; expected a positive integer", source, key);
+    const auto& v = json[key];
+    DEW_REQUIRE(v.is_number_integer() && v.get<int64_t>() > 0,
+                "{}: \"{}\" is {}; expected a positive integer", source, key, v.dump());
+    return v.get<int64_t>();
+  }
+  int64_t size_or(const std::string& key, int64_t fallback) const { return has(key) ? size(key) : fallback; }
+  double number_or(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    DEW_REQUIRE(json[key].is_number(), "{}: \"{}\" is {}; expected a number", source, key, json[key].dump());
+    return json[key].get<double>();
+  }
+  bool flag_or(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    DEW_REQUIRE(json[key].is_boolean(), "{}: \"{}\" is {}; expected true or false", source, key,
+                json[key].dump());
+    return json[key].get<bool>();
+  }
+  std::string text_or(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    DEW_REQUIRE(json[key].is_string(), "{}: \"{}\" is {}; expected a string", source, key, json[key].dump());
+    return json[key].get<std::string>();
+  }
+  // A field that must hold one of `accepted` (or be absent, meaning `fallback`).
+  void refuse_unless(const std::string& key, const std::string& fallback,
+                     std::initializer_list<const char*> accepted, const std::string& why) const {
+    const std::string value =
+        has(key) ? (json[key].is_string() ? json[key].get<std::string>() : json[key].dump()) : fallback;
+    for (const char* a : accepted)
+      if (value == a) return;
+    fail("{}: \"{}\" is {}, which Dew does not implement ({}); expected {}", source, key, value, why,
+         fmt::join(accepted, " or "));
+  }
+};
+
+RopeConfig parse_rope(const Fields& f) {
+  RopeConfig r;
+  // Newer files: rope_parameters holds rope_theta and the scaling; older: rope_theta + rope_scaling.
+  const bool parameters = f.has("rope_parameters");
+  r.theta = f.number_or("rope_theta", 10000);
+  const char* key = parameters ? "rope_parameters" : "rope_scaling";
+  if (!f.has(key)) return r;
+  const nlohmann::json& s = f.json[key];
+  DEW_REQUIRE(s.is_object(), "{}: \"{}\" is {}; expected an object", f.source, key, s.dump());
+  const Fields g{s, f.source + " " + key};
+  r.type = g.text_or("rope_type", g.text_or("type", "default"));
+  if (parameters) r.theta = g.number_or("rope_theta", r.theta);
+  r.partial_rotary_factor = g.number_or("partial_rotary_factor", f.number_or("partial_rotary_factor", 1));
+  g.refuse_unless("rope_type", r.type, {"default", "linear", "dynamic", "yarn", "llama3"},
+                  "longrope, ntk and the others are not written yet");
+  if (r.type == "default") return r;
+  DEW_REQUIRE(g.has("factor"), "{}: rope type {} needs \"factor\"", g.source, r.type);
+  r.factor = g.number_or("factor", 1);
+  DEW_REQUIRE(r.factor >= 1, "{}: \"factor\" is {}; expected a number >= 1", g.source, r.factor);
+  r.original_max_position_embeddings = g.size_or("original_max_position_embeddings", 0);
+  if (r.type == "llama3") {
+    r.low_freq_factor = g.number_or("low_freq_factor", 0);
+    r.high_freq_factor = g.number_or("high_freq_factor", 0);
+    DEW_REQUIRE(
+        r.original_max_position_embeddings > 0 && r.high_freq_factor > r.low_freq_factor &&
+            r.low_freq_factor > 0,
+        "{}: llama3 needs original_max_position_embeddings and 0 < low_freq_factor < high_freq_factor",
+        g.source);
+  }
+  if (r.type == "yarn") {
+    if (g.has("attention_factor")) r.attention_factor = g.number_or("attention_factor", 1);
+    if (g.has("mscale")) r.mscale = g.number_or("mscale", 1);
+    if (g.has("mscale_all_dim")) r.mscale_all_dim = g.number_or("mscale_all_dim", 1);
+    r.beta_fast = g.number_or("beta_fast", 0) != 0 ? g.number_or("beta_fast", 32) : 32;
+    r.beta_slow = g.number_or("beta_slow", 0) != 0 ? g.number_or("beta_slow", 1) : 1;
+    r.truncate = g.flag_or("truncate", true);
+  }
+  return r;
+}
+
+ModelConfig parse_llama_family(const Fields& f, const std::string& type) {
+  ModelConfig c;
+  c.model_type = type;
+  c.vocab_size = f.size("vocab_size");
+  c.hidden_size = f.size("hidden_size");
+  c.intermediate_size = f.size("intermediate_size");
+  c.num_hidden_layers = f.size("num_hidden_layers");
+  c.num_attention_heads = f.size("num_attention_heads");
+  c.num_key_value_heads = f.size_or("num_key_value_heads", c.num_attention_heads);
+  c.head_dim = f.size_or("head_dim", type == "qwen3" ? 128 : c.hidden_size / c.num_attention_heads);
+  c.max_position_embeddings = f.size_or("max_position_embeddings", 2048);
+  c.norm_eps = f.number_or("rms_norm_eps", 1e-6);
+  c.tie_word_embeddings = f.flag_or("tie_word_embeddings", false);
+  c.rope = parse_rope(f);
+  DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
+              "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
+              c.num_attention_heads, c.num_key_value_heads);
+  f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
+  if (type == "llama") {
+    c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
+    c.mlp_bias = f.flag_or("mlp_bias", false);
+  } else if (type == "qwen2") {
+    c.attention_bias = true;  // q, k, v carry biases; o does not
+    f.refuse_unless("use_sliding_window", "false", {"false"}, "per-layer sliding windows");
+  } else if (type == "qwen3") {
+    c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
+    c.qk_norm = true;
+    f.refuse_unless("use_sliding_window", "false", {"false"}, "per-layer sliding windows");
+  } else if (type == "mistral") {
+    // Absent: MistralConfig's default of 4096; null: full attention (Mistral 7B v0.2 and later).
+    c.sliding_window = !f.json.contains("sliding_window") ? 4096
+                       : f.has("sliding_window")          ? f.size("sliding_window")
+                                                          : 0;
+  }
+  return c;
+}
+
+ModelConfig parse_gpt2(const Fields& f) {
+  ModelConfig c;
+  c.model_type = "gpt2";
+  c.vocab_size = f.size("vocab_size");
+  c.hidden_size = f.size_or("n_embd", 768);
+  c.num_hidden_layers = f.size_or("n_layer", 12);
+  c.num_attention_heads = c.num_key_value_heads = f.size_or("n_head", 12);
+  c.head_dim = c.hidden_size / c.num_attention_heads;
+  c.intermediate_size = f.size_or("n_inner", 4 * c.hidden_size);
+  c.max_position_embeddings = f.size_or("n_positions", 1024);
+  c.norm_eps = f.number_or("layer_norm_epsilon", 1e-5);
+  c.tie_word_embeddings = f.flag_or("tie_word_embeddings", true);
+  c.attention_bias = c.attention_output_bias = c.mlp_bias = true;
+  f.refuse_unless("activation_function", "gelu_new", {"gelu_new", "gelu_pytorch_tanh"},
+                  "the MLP is tanh-GELU");
+  f.refuse_unless("scale_attn_weights", "true", {"true"}, "scores are scaled by 1/sqrt(D)");
+  f.refuse_unless("scale_attn_by_inverse_layer_idx", "false", {"false"}, "no per-layer score scaling");
+  DEW_REQUIRE(!f.json.contains("add_cross_attention") || !f.flag_or("add_cross_attention", false),
+              "{}: add_cross_attention is true; Dew's gpt2 is decoder-only", f.source);
+  return c;
+}
+
+}  // namespace
+
+ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
+  const nlohmann::json json = parse_json(json_text, source);
+  DEW_REQUIRE(json.is_object(), "{}: expected a JSON object", source);
+  const Fields f{json, source};
+  const std::string type = f.text_or("model_type", "");
+  ModelConfig c;
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3")
+    c = parse_llama_family(f, type);
+  else if (type == "gpt2")
+    c = parse_gpt2(f);
+  else
+    fail("{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3 or gpt2",
+         source, type);
+  c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
+  DEW_REQUIRE(c.hidden_size % c.num_attention_heads == 0 || c.model_type != "gpt2",
+              "{}: n_embd {} is not a multiple of n_head {}", source, c.hidden_size, c.num_attention_heads);
+  return c;
+}
+
+ModelConfig read_model_config(const std::string& path) {
+  return parse_model_config(read_text_file(path), path);
+}
+
+namespace models {
+
+std::string model_config_json(const ModelConfig& c) {
+  nlohmann::ordered_json j;
+  j["model_type"] = c.model_type;
+  j["vocab_size"] = c.vocab_size;
+  if (c.model_type == "gpt2") {
+    j["architectures"] = {"GPT2LMHeadModel"};
+    j["n_embd"] = c.hidden_size;
+    j["n_layer"] = c.num_hidden_layers;
+    j["n_head"] = c.num_attention_heads;
+    j["n_inner"] = c.intermediate_size;
+    j["n_positions"] = c.max_position_embeddings;
+    j["layer_norm_epsilon"] = c.norm_eps;
+    j["activation_function"] = "gelu_new";
+  } else {
+    static const std::map<std::string, std::string> architecture = {{"llama", "LlamaForCausalLM"},
+                                                                    {"mistral", "MistralForCausalLM"},
+                                                                    {"qwen2", "Qwen2ForCausalLM"},
+                                                                    {"qwen3", "Qwen3ForCausalLM"}};
+    j["architectures"] = {architecture.at(c.model_type)};
+    j["hidden_size"] = c.hidden_size;
+    j["intermediate_size"] = c.intermediate_size;
+    j["num_hidden_layers"] = c.num_hidden_layers;
+    j["num_attention_heads"] = c.num_attention_heads;
+    j["num_key_value_heads"] = c.num_key_value_heads;
+    j["head_dim"] = c.head_dim;
+    j["max_position_embeddings"] = c.max_position_embeddings;
+    j["rms_norm_eps"] = c.norm_eps;
+    j["hidden_act"] = "silu";
+    j["rope_theta"] = c.rope.theta;
+    if (c.rope.type != "default") {
+      nlohmann::ordered_json r = {{"rope_type", c.rope.type}, {"factor", c.rope.factor}};
+      if (c.rope.original_max_position_embeddings > 0)
+        r["original_max_position_embeddings"] = c.rope.original_max_position_embeddings;
+      if (c.rope.type == "llama3") {
+        r["low_freq_factor"] = c.rope.low_freq_factor;
+        r["high_freq_factor"] = c.rope.high_freq_factor;
+      }
+      if (c.rope.type == "yarn") {
+        if (c.rope.attention_factor) r["attention_factor"] = *c.rope.attention_factor;
+        if (c.rope.mscale) r["mscale"] = *c.rope.mscale;
+        if (c.rope.mscale_all_dim) r["mscale_all_dim"] = *c.rope.mscale_all_dim;
+        r["beta_fast"] = c.rope.beta_fast;
+        r["beta_slow"] = c.rope.beta_slow;
+        r["truncate"] = c.rope.truncate;
+      }
+      j["rope_scaling"] = r;
+    }
+    if (c.model_type == "llama" || c.model_type == "qwen3") j["attention_bias"] = c.attention_bias;
+    if (c.model_type == "llama") j["mlp_bias"] = c.mlp_bias;
+    if (c.model_type == "mistral")
+      j["sliding_window"] =
+          c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nlohmann::ordered_json();
+  }
+  j["tie_word_embeddings"] = c.tie_word_embeddings;
+  j["torch_dtype"] = c.dtype;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace models
+}  // namespace dew

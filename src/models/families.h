@@ -1,0 +1,32 @@
+// The families behind CausalLM: each lists the parameters it needs (Hugging Face names and shapes)
+// and computes logits from them with Dew's ops. Internal to src/models.
+#pragma once
+
+#include <dew/models.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dew::models {
+
+using Parameters = std::map<std::string, Tensor>;
+using ParameterShapes = std::vector<std::pair<std::string, Shape>>;
+
+// llama, mistral, qwen2, qwen3: one decoder (RMSNorm, rotary GQA attention, SwiGLU MLP) with switches.
+ParameterShapes llama_parameter_shapes(const ModelConfig& c);
+Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions);
+
+// gpt2: learned positions, LayerNorm, fused qkv (Conv1D weights stored (in, out)), tanh-GELU MLP.
+ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);
+Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions);
+
+// A parameter by name; throws naming the model's family and the missing name (a bug, not user input,
+// once load() has checked the names).
+const Tensor& parameter(const Parameters& p, const std::string& name);
+
+// config.json text for a config (the fields transformers needs to load the model back).
+std::string model_config_json(const ModelConfig& c);
+
+}  // namespace dew::models

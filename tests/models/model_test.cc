@@ -1,0 +1,336 @@
+// The language-model families: config.json parsing and refusals, rotary frequencies, every family's
+// logits through the gate against the same model in float64, causality, gradients against central
+// differences, and checkpoint load/save round trips with their refusals.
+#include <dew/models.h>
+#include <dew/ops.h>
+#include <dew/safetensors.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "catalog.h"
+#include "derivative_check.h"
+#include "error_of.h"
+#include "gate.h"
+
+namespace dew {
+namespace {
+
+using testing::error_of;
+namespace fs = std::filesystem;
+
+constexpr double kPi = 3.14159265358979323846;
+
+// Tiny configs that still exercise each family's switches.
+ModelConfig tiny(const std::string& family) {
+  std::string json;
+  if (family == "llama")  // biases everywhere, llama3 rope scaling
+    json =
+        R"({"model_type":"llama","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":64,"rms_norm_eps":1e-5,
+      "attention_bias":true,"mlp_bias":true,"rope_theta":500000.0,
+      "rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+                      "original_max_position_embeddings":16}})";
+  else if (family == "mistral")  // a sliding window shorter than the sequence, tied head
+    json =
+        R"({"model_type":"mistral","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":1,"sliding_window":5,"tie_word_embeddings":true})";
+  else if (family == "qwen2")  // q/k/v biases, yarn
+    json =
+        R"({"model_type":"qwen2","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":32,"rope_theta":10000.0,
+      "rope_scaling":{"type":"yarn","factor":4.0,"original_max_position_embeddings":8}})";
+  else if (family == "qwen3")  // q/k norms, head_dim != hidden/heads, dynamic NTK beyond 8 positions
+    json =
+        R"({"model_type":"qwen3","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"max_position_embeddings":8,
+      "rope_parameters":{"rope_type":"dynamic","rope_theta":1000000.0,"factor":2.0}})";
+  else
+    json = R"({"model_type":"gpt2","vocab_size":97,"n_embd":64,"n_layer":2,"n_head":4,"n_positions":32})";
+  return parse_model_config(json, family + " config");
+}
+
+struct Batch {
+  Tensor ids, positions;
+};
+Batch batch(int64_t B, int64_t T, int64_t V, uint64_t seed) {
+  Tensor ids = Tensor::empty({B, T}, DType::i64);
+  fill_randint(ids, {seed, 1, 0}, 0, V);
+  std::vector<double> pos;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) pos.push_back(double(t + 2 * b));  // rows start at different offsets
+  return {ids, Tensor::from_values(pos, {B, T}, DType::i64)};
+}
+
+// Every op pinned to its portable implementation while alive (the gate's reference arm).
+struct PortableEverywhere {
+  PortableEverywhere() {
+    std::vector<std::string> pins;
+    for (const auto& e : gate::catalog()) pins.push_back(e.name + ":portable");
+    set_impl_overrides(fmt::format("{}", fmt::join(pins, ",")));
+  }
+  ~PortableEverywhere() { set_impl_overrides(""); }
+};
+
+TEST(ModelConfig, RealConfigsParse) {
+  const ModelConfig llama = parse_model_config(
+      R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","vocab_size":128256,"hidden_size":4096,
+        "intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,
+        "max_position_embeddings":131072,"rms_norm_eps":1e-05,"rope_theta":500000.0,"hidden_act":"silu",
+        "rope_scaling":{"factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+        "original_max_position_embeddings":8192,"rope_type":"llama3"},"tie_word_embeddings":false,
+        "torch_dtype":"bfloat16","attention_bias":false,"mlp_bias":false,"bos_token_id":128000})",
+      "llama-3.1-8b");
+  EXPECT_EQ(llama.head_dim, 128);
+  EXPECT_EQ(llama.num_key_value_heads, 8);
+  EXPECT_EQ(llama.rope.type, "llama3");
+  EXPECT_EQ(llama.dtype, "bfloat16");
+  const ModelConfig qwen3 = parse_model_config(
+      R"({"model_type":"qwen3","vocab_size":151936,"hidden_size":1024,"intermediate_size":3072,"num_hidden_layers":28,
+        "num_attention_heads":16,"num_key_value_heads":8,"head_dim":128,"max_position_embeddings":40960,
+        "rms_norm_eps":1e-06,"rope_theta":1000000,"rope_scaling":null,"tie_word_embeddings":true,
+        "use_sliding_window":false,"sliding_window":null,"attention_bias":false})",
+      "qwen3-0.6b");
+  EXPECT_TRUE(qwen3.qk_norm);
+  EXPECT_EQ(qwen3.head_dim, 128);
+  EXPECT_TRUE(qwen3.tie_word_embeddings);
+  EXPECT_EQ(qwen3.rope.theta, 1e6);
+  EXPECT_EQ(parse_model_config(R"({"model_type":"mistral","vocab_size":32000,"hidden_size":4096,
+        "intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,
+        "sliding_window":4096})",
+                               "mistral-7b-v0.1")
+                .sliding_window,
+            4096);
+  EXPECT_EQ(parse_model_config(R"({"model_type":"mistral","vocab_size":32768,"hidden_size":4096,
+        "intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,"sliding_window":null})",
+                               "mistral-7b-v0.3")
+                .sliding_window,
+            0);
+  const ModelConfig gpt2 = parse_model_config(
+      R"({"model_type":"gpt2","vocab_size":50257,"n_embd":768,"n_layer":12,"n_head":12,"n_positions":1024,
+        "activation_function":"gelu_new","layer_norm_epsilon":1e-05})",
+      "gpt2");
+  EXPECT_EQ(gpt2.intermediate_size, 3072);
+  EXPECT_TRUE(gpt2.tie_word_embeddings);
+}
+
+TEST(ModelConfig, FieldsThatChangeTheMathematicsAreRefusedByName) {
+  const std::string base = R"("vocab_size":10,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":1,
+                              "num_attention_heads":2)";
+  auto refusal = [&](const std::string& json) {
+    return error_of([&] { parse_model_config(json, "c.json"); });
+  };
+  EXPECT_NE(refusal(R"({"model_type":"falcon",)" + base + "}").find("model_type \"falcon\" is not a family"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"model_type":"llama","hidden_act":"gelu",)" + base + "}").find("\"hidden_act\" is gelu"),
+      std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"model_type":"llama","rope_scaling":{"rope_type":"longrope","factor":2.0},)" + base + "}")
+          .find("\"rope_type\" is longrope"),
+      std::string::npos);
+  EXPECT_NE(
+      refusal(R"({"model_type":"qwen2","use_sliding_window":true,)" + base + "}").find("use_sliding_window"),
+      std::string::npos);
+  EXPECT_NE(refusal(R"({"model_type":"llama","vocab_size":10})").find("\"hidden_size\" is missing"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"model_type":"llama","num_key_value_heads":3,)" + base + "}").find("not a multiple"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"model_type":"gpt2","vocab_size":10,"scale_attn_by_inverse_layer_idx":true})")
+                .find("scale_attn_by_inverse_layer_idx"),
+            std::string::npos);
+}
+
+TEST(RopeFrequencies, Llama3KeepsShortWavelengthsAndSlowsLongOnes) {
+  const ModelConfig c = parse_model_config(
+      R"({"model_type":"llama","vocab_size":10,"hidden_size":4096,"intermediate_size":8,"num_hidden_layers":1,
+        "num_attention_heads":32,"rope_theta":500000.0,"max_position_embeddings":131072,
+        "rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,
+        "original_max_position_embeddings":8192}})",
+      "c");
+  const RopeFrequencies f = rope_frequencies(c, 1);
+  ModelConfig unscaled = c;
+  unscaled.rope = RopeConfig{};
+  unscaled.rope.theta = 500000;
+  const std::vector<double> plain_freq = rope_frequencies(unscaled, 1).inv_freq;
+  ASSERT_EQ(f.inv_freq.size(), 64u);
+  for (size_t i = 0; i < 64; ++i) {
+    const double plain = plain_freq[i], wavelen = 2 * kPi / plain;
+    if (wavelen < 8192.0 / 4) {
+      EXPECT_EQ(f.inv_freq[i], plain) << i;  // high frequency: kept
+    }
+    if (wavelen > 8192.0) {
+      EXPECT_DOUBLE_EQ(f.inv_freq[i], plain / 8) << i;  // low frequency: / factor
+    }
+    EXPECT_LE(f.inv_freq[i], plain);
+    EXPECT_GE(f.inv_freq[i], plain / 8 * (1 - 1e-15));
+    if (i > 0) {
+      EXPECT_LT(f.inv_freq[i], f.inv_freq[i - 1]);  // the blend keeps the order
+    }
+  }
+  EXPECT_EQ(f.attention_factor, 1.0);
+}
+
+TEST(RopeFrequencies, LinearDynamicAndYarn) {
+  auto config = [](const std::string& scaling) {
+    return parse_model_config(R"({"model_type":"llama","vocab_size":10,"hidden_size":64,"intermediate_size":8,
+        "num_hidden_layers":1,"num_attention_heads":2,"max_position_embeddings":100,"rope_scaling":)" +
+                                  scaling + "}",
+                              "c");
+  };
+  const std::vector<double> plain = rope_frequencies(config("null"), 1).inv_freq;
+  const std::vector<double> linear =
+      rope_frequencies(config(R"({"type":"linear","factor":4.0})"), 1).inv_freq;
+  for (size_t i = 0; i < plain.size(); ++i) EXPECT_DOUBLE_EQ(linear[i], plain[i] / 4);
+  // dynamic: unchanged within the trained length; beyond it the base grows by
+  // (factor * L / trained - (factor - 1))^(d / (d - 2)).
+  const ModelConfig dynamic = config(R"({"type":"dynamic","factor":2.0})");
+  EXPECT_EQ(rope_frequencies(dynamic, 100).inv_freq, plain);
+  const std::vector<double> longer = rope_frequencies(dynamic, 300).inv_freq;
+  const double base = 10000 * std::pow(2.0 * 300 / 100 - 1, 32.0 / 30);
+  EXPECT_DOUBLE_EQ(longer[5], std::pow(base, -10.0 / 32));
+  // yarn: fast-rotating dims extrapolate (kept), slow ones interpolate (/ factor); cos and sin grow
+  // by 0.1 ln(factor) + 1.
+  const RopeFrequencies yarn = rope_frequencies(config(R"({"rope_type":"yarn","factor":4.0})"), 1);
+  EXPECT_DOUBLE_EQ(yarn.attention_factor, 0.1 * std::log(4.0) + 1);
+  EXPECT_DOUBLE_EQ(yarn.inv_freq[0], plain[0]);
+  EXPECT_DOUBLE_EQ(yarn.inv_freq.back(), plain.back() / 4);
+}
+
+class Family : public ::testing::TestWithParam<std::string> {};
+
+// The gate at model scale: logits at f32 and bf16 on the default routes against the same model in
+// float64, with the model on portable implementations at the same dtype as the reference arm.
+TEST_P(Family, LogitsPassTheGateAgainstFloat64) {
+  const ModelConfig c = tiny(GetParam());
+  const CausalLM initial = CausalLM::init(c, DType::f64, 7);
+  const Batch in = batch(2, 13, c.vocab_size, gate::gate_seed());
+  for (DType dt : {DType::f32, DType::bf16}) {
+    const CausalLM model = initial.to(dt);
+    const Tensor candidate = model.forward(in.ids, in.positions);
+    Tensor base, truth;
+    {
+      PortableEverywhere portable;
+      base = model.forward(in.ids, in.positions);
+      truth = model.to(DType::f64).forward(in.ids, in.positions);  // the same (rounded) weights, in f64
+    }
+    ASSERT_EQ(candidate.shape(), (Shape{2, 13, c.vocab_size}));
+    const gate::OutputReport r = gate::compare_output(candidate, base, {truth, {}, 1}, dt);
+    EXPECT_EQ(r.unwritten, 0);
+    EXPECT_LE(r.rms_ratio(), 1.5) << dtype_name(dt) << " rms " << r.rms_candidate() << " vs " << r.rms_base();
+    EXPECT_LE(r.worst_row_ratio(), 2.0) << dtype_name(dt);
+    EXPECT_GT(r.rms_base(), 0.0) << dtype_name(dt);  // the arms really differ from the truth
+  }
+}
+
+// A token never sees its future: changing the last tokens leaves earlier logits bit-identical.
+TEST_P(Family, LogitsAreCausal) {
+  const ModelConfig c = tiny(GetParam());
+  const CausalLM model = CausalLM::init(c, DType::f32, 3);
+  const Batch in = batch(1, 9, c.vocab_size, 5);
+  std::vector<double> ids = in.ids.to_f64_vector();
+  ids[7] = double((int64_t(ids[7]) + 1) % c.vocab_size);
+  ids[8] = double((int64_t(ids[8]) + 5) % c.vocab_size);
+  const std::vector<double> a = model.forward(in.ids, in.positions).to_f64_vector();
+  const std::vector<double> b =
+      model.forward(Tensor::from_values(ids, {1, 9}, DType::i64), in.positions).to_f64_vector();
+  const size_t first_changed = size_t(7 * c.vocab_size);
+  EXPECT_TRUE(std::equal(a.begin(), a.begin() + first_changed, b.begin()));
+  EXPECT_FALSE(std::equal(a.begin() + first_changed, a.end(), b.begin() + first_changed));
+}
+
+// Reverse mode through the whole model: every parameter gets a gradient, and the directional
+// derivative matches float64 central differences.
+TEST_P(Family, GradientsMatchCentralDifferences) {
+  ModelConfig c = tiny(GetParam());
+  c.num_hidden_layers = 1;
+  const CausalLM model = CausalLM::init(c, DType::f64, 11);
+  const Batch in = batch(1, 7, c.vocab_size, 13);
+  std::vector<std::string> names;
+  std::vector<Tensor> values;
+  for (const auto& [name, t] : model.parameters()) names.push_back(name), values.push_back(t);
+  const testing::Fn logits = [&](const std::vector<Tensor>& xs) {
+    CausalLM m = model;
+    for (size_t i = 0; i < xs.size(); ++i) m.parameters()[names[i]] = xs[i];
+    return m.forward(in.ids, in.positions);
+  };
+  const auto failures = testing::derivative_failures(GetParam(), logits, values, {}, /*forward_mode=*/false);
+  EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Family, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gpt2"));
+
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+TEST(CausalLM, SaveThenLoadGivesByteIdenticalTensorsAndLogits) {
+  for (const std::string family : {"qwen3", "gpt2"}) {
+    const CausalLM model = CausalLM::init(tiny(family), DType::bf16, 21);
+    const std::string dir = fresh_dir("round_trip_" + family);
+    model.save(dir, 20'000);  // sharded
+    const CausalLM back = CausalLM::load(dir);
+    ASSERT_EQ(back.parameters().size(), model.parameters().size());
+    for (const auto& [name, t] : model.parameters()) {
+      const Tensor& u = back.parameter(name);
+      ASSERT_EQ(u.dtype(), t.dtype()) << name;
+      EXPECT_EQ(std::memcmp(u.raw_data(), t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype())), 0)
+          << name;
+    }
+    const Batch in = batch(1, 5, 97, 1);
+    EXPECT_EQ(back.forward(in.ids, in.positions).to_f64_vector(),
+              model.forward(in.ids, in.positions).to_f64_vector());
+    EXPECT_EQ(CausalLM::load(dir, DType::f32)
+                  .parameter(family == "gpt2" ? "wte.weight" : "model.norm.weight")
+                  .dtype(),
+              DType::f32);
+  }
+}
+
+TEST(CausalLM, ACheckpointThatDoesNotMatchItsConfigIsRefusedWhole) {
+  const ModelConfig c = tiny("llama");
+  CausalLM model = CausalLM::init(c, DType::f32, 1);
+  const std::string dir = fresh_dir("mismatch");
+  model.save(dir);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, t] : model.parameters())
+    if (name != "model.norm.weight") tensors.push_back({name, t});
+  tensors.push_back({"model.layers.0.self_attn.q_proj.weight_extra", Tensor::zeros({1}, DType::f32)});
+  for (auto& [name, t] : tensors)
+    if (name == "model.layers.1.mlp.up_proj.weight") t = Tensor::zeros({95, 64}, DType::f32);
+  fs::remove(dir + "/model.safetensors");
+  save_safetensors_checkpoint(dir, tensors);
+  const std::string message = error_of([&] { CausalLM::load(dir); });
+  EXPECT_NE(message.find("\"model.norm.weight\" is missing (expected [64])"), std::string::npos) << message;
+  EXPECT_NE(message.find("\"model.layers.1.mlp.up_proj.weight\" is [95,64] (expected [96,64])"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("\"model.layers.0.self_attn.q_proj.weight_extra\" is not a parameter"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(error_of([&] { CausalLM::load(fresh_dir("empty")); }).find("config.json: cannot open"),
+            std::string::npos);
+}
+
+TEST(CausalLM, Gpt2CheckpointsWithTheTransformerPrefixLoad) {
+  const CausalLM model = CausalLM::init(tiny("gpt2"), DType::f32, 2);
+  const std::string dir = fresh_dir("gpt2_prefix");
+  model.save(dir);  // config.json, then the tensors replaced by GPT2LMHeadModel's names
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, t] : model.parameters()) tensors.push_back({"transformer." + name, t});
+  tensors.push_back({"lm_head.weight", model.parameter("wte.weight")});  // tied, yet saved by some writers
+  save_safetensors_checkpoint(dir, tensors);
+  const CausalLM back = CausalLM::load(dir);
+  const Batch in = batch(1, 4, 97, 3);
+  EXPECT_EQ(back.forward(in.ids, in.positions).to_f64_vector(),
+            model.forward(in.ids, in.positions).to_f64_vector());
+}
+
+}  // namespace
+}  // namespace dew
