@@ -5,6 +5,7 @@
 
 #include "autodiff_bench.h"
 #include "cli/commands.h"
+#include "memory_bench.h"
 #include "ops_bench.h"
 
 int main(int argc, char** argv) {
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
       bench_cmd->add_subcommand("autodiff", "per-op cost of recording, backward and jvp at tiny shapes");
   bench_autodiff_cmd->add_option("--ops", bench_autodiff.ops, "ops per timed chain")->default_val(20000);
   bench_autodiff_cmd->add_option("--reps", bench_autodiff.reps, "timed repetitions")->default_val(5);
+  dew::bench::MemoryBenchOptions bench_memory;
+  auto* bench_memory_cmd = bench_cmd->add_subcommand(
+      "memory", "peak memory of a GPT-2-small forward + backward against llm.c's activation count");
+  bench_memory_cmd->add_option("--layers", bench_memory.layers, "transformer blocks")->default_val(12);
+  bench_memory_cmd->add_option("--batch", bench_memory.batch, "B")->default_val(4);
+  bench_memory_cmd->add_option("--tokens", bench_memory.tokens, "T")->default_val(256);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -56,6 +63,7 @@ int main(int argc, char** argv) {
     if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
+    if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
     return 1;

@@ -94,4 +94,14 @@ TEST(Cli, InspectListsACheckpointsTensorsAndRefusesABrokenFile) {
   EXPECT_EQ(run("inspect").code, 2);
 }
 
+TEST(Cli, BenchMemoryReportsThePeakAgainstLlmcsCount) {
+  Result r = run("bench memory --layers 1 --batch 1 --tokens 16");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("llm.c: activations (acts)"), std::string::npos) << r.out;
+  // llm.c's count for L 1, B 1, T 16: 4 bytes x (18 BTC + 4 BT + 2 B NH T^2 + 2 BTC + 3 BT + 2 BTV) floats.
+  const long long BT = 16, BTC = 16 * 768, V = 50257;
+  const long long floats = 18 * BTC + 4 * BT + 2 * 12 * 16 * 16 + 2 * BTC + 3 * BT + 2 * BT * V;
+  EXPECT_NE(r.out.find(fmt::format("\"llmc_activation_bytes\":{},", 4 * floats)), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -70,8 +70,17 @@ VjpRule Matmul::vjp(const Args& args) {
     // d op(a) = scale dz op(b)^T and d op(b) = scale op(a)^T dz, transposed back where op transposes.
     const Tensor da = o.transpose_a ? product(b.get(), dz, o.transpose_b, true, o.scale)
                                     : product(dz, b.get(), false, !o.transpose_b, o.scale);
-    const Tensor db = o.transpose_b ? product(dz, a.get(), true, o.transpose_a, o.scale)
-                                    : product(a.get(), dz, !o.transpose_a, false, o.scale);
+    Tensor db;
+    if (b_shape.size() == 2 && a_shape.size() > 2 && !o.transpose_a) {
+      // b shared by every batch (a Linear layer): fold the batch into rows, one (K|N, R) product,
+      // instead of a per-batch d op(b) summed afterwards (a batch of weight-sized transients).
+      const Tensor a2 = a.get().contiguous().reshape({-1, a_shape.back()});
+      const Tensor dz2 = dz.contiguous().reshape({-1, dz.shape().back()});
+      db = o.transpose_b ? product(dz2, a2, true, false, o.scale) : product(a2, dz2, true, false, o.scale);
+    } else {
+      db = o.transpose_b ? product(dz, a.get(), true, o.transpose_a, o.scale)
+                         : product(a.get(), dz, !o.transpose_a, false, o.scale);
+    }
     std::vector<Tensor> grads{sum_to_shape(da, a_shape), sum_to_shape(db, b_shape)};
     if (has_bias) grads.push_back(sum_to_shape(dz, bias_shape));
     if (has_residual) grads.push_back(sum_to_shape(d[0], residual_shape));
