@@ -7,6 +7,21 @@
 #include "cli/commands.h"
 
 namespace dew::cli {
+namespace {
+
+// One gate row: the worst RMS and worst-row ratios over the outputs, and the verdict.
+void print_row(const gate::Report& r, int& passed, int& failed) {
+  double rms = 0, worst = 0;
+  for (const auto& out : r.outputs) {
+    rms = std::max(rms, out.rms_ratio());
+    worst = std::max(worst, out.worst_row_ratio());
+  }
+  (r.passed() ? passed : failed)++;
+  fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", r.op, r.implementation,
+             dtype_name(r.dtype), r.case_name, rms, worst, r.verdict());
+}
+
+}  // namespace
 
 int run_check(const CheckOptions& o) {
   if (!o.op.empty() && !gate::find_op(o.op)) {
@@ -33,14 +48,21 @@ int run_check(const CheckOptions& o) {
             ++skipped;
             continue;
           }
-          double rms = 0, worst = 0;
-          for (const auto& out : r.outputs) {
-            rms = std::max(rms, out.rms_ratio());
-            worst = std::max(worst, out.worst_row_ratio());
-          }
-          (r.passed() ? passed : failed)++;
-          fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", e.name, impl.name, dtype_name(t),
-                     c.name, rms, worst, r.verdict());
+          print_row(r, passed, failed);
+        }
+      }
+    }
+    // The rule rows: the vjp and jvp at each dtype below f64 with the forward on each implementation,
+    // against float64 (rule_gate.h); the case column names what ran ("vjp+jvp" or "vjp").
+    for (const auto& impl : e.implementations) {
+      if (!o.implementation.empty() && impl.name != o.implementation) continue;
+      for (const auto& c : e.cases) {
+        if (!c.has_tag(o.tag)) continue;
+        for (DType t : c.dtypes) {
+          if (t == DType::f64 || (only_dtype && t != *only_dtype)) continue;
+          const gate::Report r = e.rules(impl.name, c.name, t, seed);
+          if (!r.ran) continue;
+          print_row(r, passed, failed);
         }
       }
     }

@@ -60,7 +60,7 @@ ops::Case<typename Op::Args> find_case(const std::string& op, const std::string&
 
 template <class Op>
 OpEntry make_entry(const std::string& name, const std::string& folder) {
-  OpEntry e{name, folder, {}, {}, {}, {}, {}};
+  OpEntry e{name, folder, {}, {}, {}, {}, {}, {}};
   for (const auto& impl : Op::registry().implementations()) {
     ImplInfo info{impl.name, {}};
     for (const auto& req : impl.requirements) info.requirements.push_back(req.text);
@@ -76,10 +76,21 @@ OpEntry make_entry(const std::string& name, const std::string& folder) {
   e.derivatives = [name](const std::string& case_name, uint64_t seed) {
     return check_op_derivatives<Op>(name, find_case<Op>(name, case_name), seed);
   };
+  e.rules = [name](const std::string& impl, const std::string& case_name, DType dtype, uint64_t seed) {
+    std::vector<std::string> ops;
+    for (const auto& entry : catalog()) ops.push_back(entry.name);
+    return run_rule_gate<Op>(name, impl, find_case<Op>(name, case_name), dtype, seed, ops);
+  };
   return e;
 }
 
 }  // namespace
+
+std::string portable_everywhere(const std::vector<std::string>& op_names) {
+  std::vector<std::string> pins;
+  for (const std::string& n : op_names) pins.push_back(n + ":portable");
+  return fmt::format("{}", fmt::join(pins, ","));
+}
 
 bool CaseInfo::has_tag(std::string_view tag) const {
   return std::find(tags.begin(), tags.end(), tag) != tags.end();

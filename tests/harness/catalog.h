@@ -8,6 +8,7 @@
 
 #include "gate.h"
 #include "op_derivatives.h"
+#include "rule_gate.h"
 
 namespace dew::gate {
 
@@ -41,6 +42,8 @@ struct OpEntry {
   std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> check;
   std::function<BenchTiming(const std::string& impl, const std::string& case_name, DType, int reps)> bench;
   std::function<DerivativeReport(const std::string& case_name, uint64_t seed)> derivatives;
+  // The rule rows: vjp and jvp at the dtype with the forward on `impl` (rule_gate.h).
+  std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> rules;
 };
 
 const std::vector<OpEntry>& catalog();

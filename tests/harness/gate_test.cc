@@ -75,5 +75,21 @@ TEST(Gate, IntegerOutputsMatchExactly) {
   EXPECT_EQ(compare_output(t, t, truth, DType::f32).integer_mismatch, 0);
 }
 
+// A composition (a rule, a model: no magnitude) is judged by the ratios alone: an element where the
+// reference arm itself overflowed is not held against the candidate, but a candidate that overflows
+// where the arm did not fails.
+TEST(Gate, CompositionsWithoutABoundAreJudgedByTheirRatios) {
+  Fixture f;
+  const ops::Truth no_bound{f.t.value, {}, 1};
+  Tensor base = f.rounded(), candidate = f.rounded();
+  base.data<float>()[3] = INFINITY;
+  OutputReport r = compare_output(candidate, base, no_bound, DType::f32);
+  EXPECT_EQ(r.outside_bound, 0);
+  EXPECT_LE(r.rms_ratio(), 1.5);
+  candidate.data<float>()[9] = INFINITY;
+  r = compare_output(candidate, base, no_bound, DType::f32);
+  EXPECT_FALSE(r.rms_ratio() <= 1.5);
+}
+
 }  // namespace
 }  // namespace dew::gate

@@ -29,6 +29,23 @@ Tensor first_output(typename Op::Args args, const std::vector<Tensor>& values) {
   return ops::run_op<Op>(args)[0];
 }
 
+// After a refusal by a rule, narrows what is asked of it where the op refuses, by name, what its
+// rules do not cover: gradients for inputs that are tables or weights (only the first input moves
+// then), or forward mode. False when the refusal is of another kind (a real failure).
+inline bool narrow_after_refusal(const std::string& message, std::vector<bool>& differentiable,
+                                 bool& forward_mode) {
+  if (message.find("detach()") != std::string::npos && differentiable.size() > 1 && differentiable[1]) {
+    differentiable.assign(differentiable.size(), false);
+    differentiable[0] = true;
+    return true;
+  }
+  if (message.find("forward mode (jvp) is not written") != std::string::npos && forward_mode) {
+    forward_mode = false;
+    return true;
+  }
+  return false;
+}
+
 template <class Op>
 DerivativeReport check_op_derivatives(const std::string& name, const ops::Case<typename Op::Args>& c,
                                       uint64_t seed) {
@@ -60,8 +77,7 @@ DerivativeReport check_op_derivatives(const std::string& name, const ops::Case<t
     return r;
   }
   const testing::Fn f = [&](const std::vector<Tensor>& values) { return first_output<Op>(args, values); };
-  // Retried narrower where the op refuses, by name, what its rules do not cover: gradients for
-  // inputs that are tables or weights (only the first input moves then), or forward mode.
+  // Retried narrower where the op refuses what its rules do not cover (narrow_after_refusal).
   std::vector<bool> differentiable(inputs.size(), true);
   bool forward_mode = true;
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -72,15 +88,9 @@ DerivativeReport check_op_derivatives(const std::string& name, const ops::Case<t
       r.jvp_ran = forward_mode;
       return r;
     } catch (const Error& e) {
-      const std::string message = e.what();
-      if (message.find("detach()") != std::string::npos && differentiable.size() > 1 && differentiable[1]) {
-        differentiable.assign(inputs.size(), false);
-        differentiable[0] = true;
-      } else if (message.find("forward mode (jvp) is not written") != std::string::npos && forward_mode) {
-        forward_mode = false;
-      } else {
+      if (!narrow_after_refusal(e.what(), differentiable, forward_mode)) {
         r.ran = true;
-        r.failures = {name + "/" + c.name + ": " + message};
+        r.failures = {name + "/" + c.name + ": " + e.what()};
         return r;
       }
     }

@@ -47,6 +47,27 @@ std::string param_name(const ::testing::TestParamInfo<GateParam>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Gate, OpSuite, ::testing::ValuesIn(all_params()), param_name);
 
+// The rule rows: every op with rules, implementation, case tagged "ci" and dtype below f64, its vjp
+// and jvp at that precision against float64 (rule_gate.h).
+class OpRules : public ::testing::TestWithParam<GateParam> {};
+
+TEST_P(OpRules, PassTheGateAtTheirPrecision) {
+  const GateParam& p = GetParam();
+  Report r = p.op->rules(p.impl, p.case_name, p.dtype, gate_seed());
+  if (!r.ran) GTEST_SKIP() << r.verdict();
+  EXPECT_TRUE(r.passed()) << p.op->name << " " << p.impl << " " << dtype_name(p.dtype) << " " << r.case_name
+                          << ": " << r.verdict();
+}
+
+std::vector<GateParam> rule_params() {
+  std::vector<GateParam> v;
+  for (const GateParam& p : all_params())
+    if (p.dtype != DType::f64) v.push_back(p);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gate, OpRules, ::testing::ValuesIn(rule_params()), param_name);
+
 // The derivative rows: every op with rules, on every case tagged "ci" that has an f64 dtype, its vjp
 // and jvp in float64 against central differences and each other (op_derivatives.h).
 struct DerivativeParam {

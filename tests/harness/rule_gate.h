@@ -1,0 +1,155 @@
+// The rule rows of the gate (issue 3): an op's vjp and jvp at the candidate's own precision, with the
+// op's forward pinned to one implementation, judged against the same rules evaluated in float64 on
+// portable implementations (the truth), with every op on its portable implementation at the
+// candidate's dtype as the reference arm. A rule is a composition of ops, each gated itself, so the
+// rows are judged by the RMS and worst-row ratios (no per-element bound of their own).
+#pragma once
+
+#include <dew/autodiff.h>
+#include <dew/ops.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gate.h"
+#include "op_derivatives.h"
+
+namespace dew::gate {
+
+// DEW_IMPL replaced for a scope, and restored to the environment's after.
+struct ScopedImplOverrides {
+  explicit ScopedImplOverrides(const std::string& spec) { set_impl_overrides(spec); }
+  ~ScopedImplOverrides() {
+    const char* env = std::getenv("DEW_IMPL");
+    set_impl_overrides(env ? env : "");
+  }
+};
+
+// "op:portable,..." for every op name given.
+std::string portable_everywhere(const std::vector<std::string>& op_names);
+
+struct RuleDerivatives {
+  std::vector<Tensor> values;  // the vjp of each differentiable input, then the jvp when it ran
+};
+
+// The vjp (cotangent w on output 0) and the jvp (tangents v) of the op at args, under `pins`.
+template <class Op>
+RuleDerivatives rule_derivatives(typename Op::Args args, const Tensor& w, const std::vector<Tensor>& v,
+                                 const std::vector<bool>& differentiable, bool forward_mode,
+                                 const std::string& pins) {
+  ScopedImplOverrides scope(pins);
+  std::vector<Tensor> leaves;
+  for (Tensor* p : args.mutable_inputs())
+    if (is_floating(p->dtype())) leaves.push_back(p->detach());
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (differentiable[i]) leaves[i].requires_grad_();
+  RuleDerivatives out;
+  backward({first_output<Op>(args, leaves)}, {w});
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (differentiable[i]) out.values.push_back(leaves[i].grad());
+  if (!forward_mode) return out;
+  std::vector<Tensor> primals, tangents;
+  std::vector<size_t> moved;
+  for (size_t i = 0; i < leaves.size(); ++i)
+    if (differentiable[i])
+      primals.push_back(leaves[i].detach()), tangents.push_back(v[i]), moved.push_back(i);
+  const JvpResult j = jvp(
+      [&](const std::vector<Tensor>& p) {
+        std::vector<Tensor> all;
+        for (const Tensor& l : leaves) all.push_back(l.detach());
+        for (size_t k = 0; k < moved.size(); ++k) all[moved[k]] = p[k];
+        return std::vector<Tensor>{first_output<Op>(args, all)};
+      },
+      primals, tangents);
+  out.values.push_back(j.tangents[0]);
+  return out;
+}
+
+inline Tensor upcast(const Tensor& t) {
+  return t.defined() && is_floating(t.dtype()) && t.dtype() != DType::f64
+             ? Tensor::from_values(t.to_f64_vector(), t.shape(), DType::f64)
+             : t;
+}
+
+template <class Op>
+Report run_rule_gate(const std::string& op_name, const std::string& impl_name,
+                     const ops::Case<typename Op::Args>& c, DType dtype, uint64_t seed,
+                     const std::vector<std::string>& all_ops) {
+  using Args = typename Op::Args;
+  Report report{op_name, impl_name, c.name, dtype, seed};
+  if (Op::differentiation(op_name) != ops::Differentiation::rules) {
+    report.refusal = "rules (the op has none of its own)";
+    return report;
+  }
+  if (dtype == DType::f64) {
+    report.refusal = "a dtype below f64 (f64 rules are held to central differences)";
+    return report;
+  }
+  const auto* impl = Op::registry().find(impl_name);
+  DEW_REQUIRE(impl, "[gate] {} has no implementation '{}'", op_name, impl_name);
+  Args first = c.make(dtype, RandomKey{seed, 0x5e1e, 0});
+  if (auto verdict = Op::registry().judge(*impl, first); !verdict.eligible) {
+    report.refusal = verdict.requirement + " (" + verdict.reason + ")";
+    return report;
+  }
+  if (!is_floating(Op::infer(first)[0].dtype)) {
+    report.refusal = "a floating output";
+    return report;
+  }
+  const std::string pin = op_name + ":" + impl_name, portable = portable_everywhere(all_ops);
+  // What the op's rules cover, found as check_op_derivatives finds it (narrow_after_refusal).
+  size_t inputs = 0;
+  for (Tensor* p : first.mutable_inputs()) inputs += is_floating(p->dtype());
+  std::vector<bool> differentiable(inputs, true);
+  bool forward_mode = true;
+  auto judge_draw = [&](Args draw, uint64_t stream) {
+    const Tensor y = ops::run_op<Op>(draw)[0];
+    Tensor w = Tensor::empty(y.shape(), y.dtype());
+    fill_normal(w, {seed, stream, 1}, 0.0, 1.0);
+    std::vector<Tensor> v;
+    size_t k = 0;
+    for (Tensor* p : draw.mutable_inputs()) {
+      if (!is_floating(p->dtype())) continue;
+      Tensor t = Tensor::empty(p->shape(), p->dtype());
+      fill_normal(t, {seed, stream, 2 + k++}, 0.0, 1.0);
+      v.push_back(t);
+    }
+    Args draw64 = draw;
+    for (Tensor* p : draw64.mutable_inputs()) *p = upcast(*p);
+    std::vector<Tensor> v64;
+    for (const Tensor& t : v) v64.push_back(upcast(t));
+    const RuleDerivatives cand = rule_derivatives<Op>(draw, w, v, differentiable, forward_mode, pin);
+    const RuleDerivatives base = rule_derivatives<Op>(draw, w, v, differentiable, forward_mode, portable);
+    // The truth's cotangent in its output's dtype (f64, but for ops whose output dtype is fixed, as cast's).
+    const Tensor w64 = Tensor::from_values(w.to_f64_vector(), w.shape(), Op::infer(draw64)[0].dtype);
+    const RuleDerivatives truth =
+        rule_derivatives<Op>(draw64, w64, v64, differentiable, forward_mode, portable);
+    std::vector<OutputReport> outs;
+    for (size_t i = 0; i < cand.values.size(); ++i)
+      outs.push_back(compare_output(cand.values[i], base.values[i], {truth.values[i], {}, 1}, dtype));
+    return outs;
+  };
+  for (int attempt = 0;; ++attempt) {
+    try {
+      report.outputs = judge_draw(first, 0x5e1e0000);
+      break;
+    } catch (const Error& e) {
+      if (attempt == 2 || !narrow_after_refusal(e.what(), differentiable, forward_mode)) throw;
+    }
+  }
+  report.ran = true;
+  report.case_name = c.name + (forward_mode ? " vjp+jvp" : " vjp");
+  int64_t fewest = kPooledElements;
+  for (const auto& o : report.outputs) fewest = std::min(fewest, std::max<int64_t>(o.elements(), 1));
+  const int draws = int(
+      std::min<int64_t>(kMaxDraws, std::max<int64_t>(kMinDraws, (kPooledElements + fewest - 1) / fewest)));
+  for (int d = 1; d < draws; ++d) {
+    auto more = judge_draw(c.make(dtype, RandomKey{seed, 0x5e1e + uint64_t(d) * 0x10000, 0}), 0x5e1e0000 + d);
+    for (size_t i = 0; i < more.size(); ++i)
+      if (d < kMinDraws || report.outputs[i].elements() < kPooledElements) report.outputs[i].merge(more[i]);
+  }
+  return report;
+}
+
+}  // namespace dew::gate
