@@ -52,6 +52,7 @@ int run_check(const CheckOptions& o) {
         }
       }
     }
+    if (o.forward_only) continue;
     // The rule rows: the vjp and jvp at each dtype below f64 with the forward on each implementation,
     // against float64 (rule_gate.h); the case column names what ran ("vjp+jvp" or "vjp").
     for (const auto& impl : e.implementations) {

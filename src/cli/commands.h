@@ -10,6 +10,7 @@ namespace dew::cli {
 struct CheckOptions {
   std::string op, implementation, dtype, tag = "ci";
   std::optional<uint64_t> seed;
+  bool forward_only = false;  // only the implementations' output rows, no rule or derivative rows
 };
 int run_check(const CheckOptions& options);
 int run_ops(bool markdown);

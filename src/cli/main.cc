@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--dtype", check.dtype, "only this dtype (f64, f32, bf16, f16)");
   check_cmd->add_option("--tag", check.tag, "cases with this tag")->default_val("ci");
   check_cmd->add_option("--seed", check.seed, "replay a seed printed by a failure");
+  check_cmd->add_flag("--forward-only", check.forward_only,
+                      "only the implementations' outputs (no rule rows, no float64 derivative rows)");
   auto* ops_cmd = app.add_subcommand("ops", "print the support matrix: ops x implementations x requirements");
   bool markdown = false;
   ops_cmd->add_flag("--markdown", markdown, "as the Markdown of docs/ops.md");
