@@ -136,6 +136,14 @@ struct AttentionGradients {
 };
 AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionResult& forward, const AttentionOptions& options = {});
+struct AttentionTangents {
+  Tensor out, lse;  // the tangents of attention's outputs
+};
+// Forward mode through attention, fused: the tangents of out and lse given those of q, k, v (and of
+// the sinks, when options.sinks is set), never materializing T x S.
+AttentionTangents attention_jvp(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& tq,
+                                const Tensor& tk, const Tensor& tv, const AttentionResult& forward,
+                                const AttentionOptions& options = {}, const Tensor& t_sinks = {});
 
 struct CrossEntropyOptions {
   int64_t ignore_index = -100;

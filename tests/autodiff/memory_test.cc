@@ -28,5 +28,31 @@ TEST(ReverseModeMemory, ALinearsWeightGradientIsOneProductNotOnePerBatch) {
   EXPECT_EQ(g.back(), 64.0);
 }
 
+// Forward mode through attention is fused (NOTE [attention tangent]): like the forward, it never
+// holds the (B,H,T,S) scores — 2 MB here, against 64 kB for q and each tangent.
+TEST(ForwardModeMemory, AttentionsTangentNeverMaterializesTheScores) {
+  const int64_t B = 1, T = 512, H = 2, D = 16;
+  auto random = [](uint64_t stream) {
+    Tensor t = Tensor::empty({B, T, H, D}, DType::f32);
+    fill_normal(t, {5, stream, 0}, 0.0, 1.0);
+    return t;
+  };
+  const Tensor q = random(0), k = random(1), v = random(2), tq = random(3), tk = random(4), tv = random(5);
+  AttentionOptions causal;
+  causal.causal = true;
+  const int64_t before = cpu_memory_stats().bytes_in_use;
+  reset_peak_memory();
+  const JvpResult r = jvp(
+      [&](const std::vector<Tensor>& p) {
+        const AttentionResult a = attention(p[0], p[1], p[2], causal);
+        return std::vector<Tensor>{a.out, a.lse};
+      },
+      {q, k, v}, {tq, tk, tv});
+  const int64_t peak = cpu_memory_stats().peak_bytes - before;
+  EXPECT_LT(peak, B * H * T * T * 4 / 4) << "peak of the jvp beyond its inputs";
+  EXPECT_EQ(r.tangents[0].shape(), q.shape());
+  EXPECT_EQ(r.tangents[1].shape(), (Shape{B, H, T}));
+}
+
 }  // namespace
 }  // namespace dew

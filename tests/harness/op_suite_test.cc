@@ -138,11 +138,25 @@ TEST(OpSuiteReplay, SeedsThatOnceFailedPass) {
 }
 
 // Rule rows that once failed, replayed: pow's jvp in f16 where an intermediate overflows to inf - inf
-// in both arms (it was counted as an unwritten element).
+// in both arms (it was counted as an unwritten element), and a composition's worst row.
 TEST(OpRulesReplay, SeedsThatOnceFailedPass) {
   const Report r = find_op("pow")->rules("portable", "same_shape", DType::f16, 31294305552221ull);
   ASSERT_TRUE(r.ran);
   EXPECT_TRUE(r.passed()) << r.verdict();
+  // Worst rows of compositions over too few draws: attention's dq (forward on cpu.avx2, backward on
+  // flash_gemm; 2.24x over four draws) and log_softmax's tangent on large logits (2.06x over eight).
+  const Report a = find_op("attention")->rules("cpu.avx2", "causal_gqa", DType::f32, 32352306982896ull);
+  ASSERT_TRUE(a.ran);
+  EXPECT_TRUE(a.passed()) << a.verdict();
+  const Report l = find_op("log_softmax")->rules("cpu.avx512", "large_logits", DType::f32, 33226363265319ull);
+  ASSERT_TRUE(l.ran);
+  EXPECT_TRUE(l.passed()) << l.verdict();
+  // And over sixteen: exp's vjp on rows of 1000 (2.22x) and attention's dv for one query token (2.7x);
+  // borderline rows now draw more before they are judged.
+  const Report e = find_op("exp")->rules("cpu.avx512", "rows_1000", DType::f32, 33422288220400ull);
+  EXPECT_TRUE(e.passed()) << e.verdict();
+  const Report d = find_op("attention")->rules("portable", "decode_one_token", DType::f32, 33621751211676ull);
+  EXPECT_TRUE(d.passed()) << d.verdict();
 }
 
 // Every op declares at least one case tagged ci and a portable implementation (the reference arm).

@@ -100,10 +100,25 @@ std::vector<Tensor*> AttentionBackwardArgs::mutable_inputs() {
   return with_options({&dout, &q, &k, &v, &out, &lse}, options);
 }
 
+std::vector<const Tensor*> AttentionJvpArgs::inputs() const {
+  std::vector<const Tensor*> all = with_options({&q, &k, &v, &tq, &tk, &tv, &out, &lse}, options);
+  if (t_sinks.defined()) all.push_back(&t_sinks);
+  return all;
+}
+std::vector<Tensor*> AttentionJvpArgs::mutable_inputs() {
+  std::vector<Tensor*> all = with_options({&q, &k, &v, &tq, &tk, &tv, &out, &lse}, options);
+  if (t_sinks.defined()) all.push_back(&t_sinks);
+  return all;
+}
+
 std::string Attention::case_label(const Args& a) {
   return label(a.q, a.options);
 }
 std::string AttentionBackward::case_label(const Args& a) {
+  return label(a.q, a.options);
+}
+
+std::string AttentionJvp::case_label(const Args& a) {
   return label(a.q, a.options);
 }
 
@@ -134,6 +149,32 @@ std::vector<OutputSpec> AttentionBackward::infer(const Args& a) {
   return out;
 }
 
+std::vector<OutputSpec> AttentionJvp::infer(const Args& a) {
+  require_same_device("attention_jvp", a.inputs());
+  validate("attention_jvp", a.q, a.k, a.v, a.options);
+  DEW_REQUIRE(a.tq.shape() == a.q.shape() && a.tk.shape() == a.k.shape() && a.tv.shape() == a.v.shape() &&
+                  a.tq.dtype() == a.dtype() && a.tk.dtype() == a.dtype() && a.tv.dtype() == a.dtype(),
+              "[attention_jvp] the tangents are {}, {}, {}; expected q's, k's and v's shapes and dtype {}",
+              a.tq.describe(), a.tk.describe(), a.tv.describe(), dtype_name(a.dtype()));
+  DEW_REQUIRE(a.out.shape() == a.q.shape() && a.out.dtype() == a.dtype(),
+              "[attention_jvp] out is {}; expected q's shape and dtype {}", a.out.describe(), a.q.describe());
+  DEW_REQUIRE(a.lse.shape() == Shape({a.q.size(0), a.q.size(2), a.q.size(1)}) &&
+                  a.lse.dtype() == stat_dtype(a.dtype()),
+              "[attention_jvp] lse is {}; expected {}[{},{},{}] from attention", a.lse.describe(),
+              dtype_name(stat_dtype(a.dtype())), a.q.size(0), a.q.size(2), a.q.size(1));
+  DEW_REQUIRE(a.t_sinks.defined() == a.options.sinks.defined() &&
+                  (!a.t_sinks.defined() || (a.t_sinks.shape() == a.options.sinks.shape() &&
+                                            a.t_sinks.dtype() == a.options.sinks.dtype())),
+              "[attention_jvp] t_sinks is {}; expected the sinks' tangent exactly when sinks are given ({})",
+              a.t_sinks.defined() ? a.t_sinks.describe() : "undefined",
+              a.options.sinks.defined() ? a.options.sinks.describe() : "none");
+  return {{a.q.shape(), a.dtype()}, {a.lse.shape(), a.lse.dtype()}};
+}
+
+double AttentionJvp::flops(const Args& a) {
+  return 1.5 * Attention::flops(AttentionArgs{a.q, a.k, a.v, a.options});
+}
+
 double AttentionBackward::flops(const Args& a) {
   return 2.5 * Attention::flops(AttentionArgs{a.q, a.k, a.v, a.options});
 }
@@ -159,6 +200,17 @@ const select::Registry<AttentionBackwardArgs>& AttentionBackward::registry() {
     avx512::add_attention_backward_cpu(reg);
     avx2::add_attention_backward_cpu(reg);
     add_attention_backward_portable(reg);
+    return reg;
+  }();
+  return r;
+}
+
+const select::Registry<AttentionJvpArgs>& AttentionJvp::registry() {
+  static const select::Registry<AttentionJvpArgs> r = [] {
+    select::Registry<AttentionJvpArgs> reg;
+    avx512::add_attention_jvp_cpu(reg);
+    avx2::add_attention_jvp_cpu(reg);
+    add_attention_jvp_portable(reg);
     return reg;
   }();
   return r;
@@ -216,14 +268,18 @@ std::vector<NamedAttentionCase> attention_case_table() {
           {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false}};
 }
 
+// Benchmark cases at the training dtypes; the others at every floating dtype.
+std::vector<DType> case_dtypes(const NamedAttentionCase& c) {
+  return c.tags[0] == "bench" ? std::vector<DType>{DType::f32, DType::bf16}
+                              : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+}
+
 }  // namespace
 
 std::vector<Case<AttentionArgs>> Attention::cases(std::string_view) {
   std::vector<Case<AttentionArgs>> out;
   for (const auto& c : attention_case_table()) {
-    std::vector<DType> dtypes = c.tags[0] == "bench"
-                                    ? std::vector<DType>{DType::f32, DType::bf16}
-                                    : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+    const std::vector<DType> dtypes = case_dtypes(c);
     out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
                      return make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
                    }});
@@ -237,9 +293,7 @@ std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_vi
     // One query row per head makes each gradient row hang on a handful of rounding events, too few for
     // the gate's ratios to measure anything; training never takes a backward of decode.
     if (c.name == "decode_one_token") continue;
-    std::vector<DType> dtypes = c.tags[0] == "bench"
-                                    ? std::vector<DType>{DType::f32, DType::bf16}
-                                    : std::vector<DType>{DType::f64, DType::f32, DType::bf16, DType::f16};
+    const std::vector<DType> dtypes = case_dtypes(c);
     out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
                      AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
                      std::vector<Tensor> fwd = run_op<Attention>(f);
@@ -251,6 +305,32 @@ std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_vi
                                                   fwd[1],
                                                   f.options};
                    }});
+  }
+  return out;
+}
+
+std::vector<Case<AttentionJvpArgs>> AttentionJvp::cases(std::string_view) {
+  std::vector<Case<AttentionJvpArgs>> out;
+  for (const auto& c : attention_case_table()) {
+    const std::vector<DType> dtypes = case_dtypes(c);
+    out.push_back(
+        {c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
+           AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
+           std::vector<Tensor> fwd = run_op<Attention>(f);
+           AttentionJvpArgs a{f.q,
+                              f.k,
+                              f.v,
+                              random_input(f.q.shape(), t, {k.seed, k.stream + 4}),
+                              random_input(f.k.shape(), t, {k.seed, k.stream + 5}),
+                              random_input(f.v.shape(), t, {k.seed, k.stream + 6}),
+                              fwd[0],
+                              fwd[1],
+                              f.options,
+                              Tensor()};
+           if (c.sinks)
+             a.t_sinks = random_input(f.options.sinks.shape(), stat_dtype(t), {k.seed, k.stream + 7});
+           return a;
+         }});
   }
   return out;
 }
@@ -270,6 +350,14 @@ AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const
   auto outs = ops::run_op<ops::AttentionBackward>(
       ops::AttentionBackwardArgs{dout, q, k, v, forward.out, forward.lse, options});
   return {outs[0], outs[1], outs[2], outs.size() > 3 ? outs[3] : Tensor()};
+}
+
+AttentionTangents attention_jvp(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& tq,
+                                const Tensor& tk, const Tensor& tv, const AttentionResult& forward,
+                                const AttentionOptions& options, const Tensor& t_sinks) {
+  auto outs = ops::run_op<ops::AttentionJvp>(
+      ops::AttentionJvpArgs{q, k, v, tq, tk, tv, forward.out, forward.lse, options, t_sinks});
+  return {outs[0], outs[1]};
 }
 
 }  // namespace dew

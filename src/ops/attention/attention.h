@@ -5,6 +5,8 @@
 // one learned logit per head that joins the softmax's denominator with no value.
 // Outputs out (B,T,H,D) in q's dtype and lse (B,H,T) f32 (f64 for f64), -inf for a row that sees no key
 // (its out is 0). attention_backward(dout, q, k, v, out, lse) -> dq, dk, dv (and dsinks).
+// attention_jvp(q, k, v, tangents of q, k, v (and sinks), out, lse) -> the tangents of out and lse, one
+// pass over the keys per query row from the saved lse: NOTE [attention tangent].
 #pragma once
 
 #include "ops/op.h"
@@ -54,6 +56,34 @@ struct AttentionBackward {
   static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
 };
 
+// NOTE [attention tangent]: with p_j = exp(s_j - lse), the tangent of s_j is
+// ds_j = scale (tq.k_j + q.tk_j) (times 1 - (s_j / cap)^2 under softcap); mu = sum_j p_j ds_j (+ p_sink
+// t_sink) is the tangent of lse, and the tangent of out = sum_j p_j v_j is
+// sum_j p_j (ds_j v_j + tv_j) - mu out. Recomputing p_j from the saved lse, each query row is one pass
+// over its keys: nothing of size T x S exists, as in the forward.
+struct AttentionJvpArgs {
+  Tensor q, k, v, tq, tk, tv, out, lse;
+  AttentionOptions options;
+  Tensor t_sinks;  // the sinks' tangent, (H); required when options.sinks is given
+  DType dtype() const { return q.dtype(); }
+  Device device() const { return q.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct AttentionJvp {
+  using Args = AttentionJvpArgs;
+  static std::string_view name(const Args&) { return "attention_jvp"; }
+  static std::string case_label(const Args& a);
+  static std::vector<OutputSpec> infer(const Args& a);
+  static double flops(const Args& a);  // 1.5 x the forward's
+  static std::vector<Truth> reference(const Args& args64);
+  static const select::Registry<Args>& registry();
+  static std::vector<Case<Args>> cases(std::string_view op);
+  // Its vjp (reverse over forward through attention) is not written yet.
+  static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
+};
+
 // Sizes and score constants of a call, shared by the kernels and the reference; offsets of the
 // contiguous (B,T,H,D) and (B,S,Hkv,D) layouts.
 struct AttentionGeometry {
@@ -91,6 +121,8 @@ DEW_DECLARE_CPU_TIERS(void add_attention_flash_gemm(select::Registry<AttentionAr
 DEW_DECLARE_CPU_TIERS(void add_attention_backward_flash_gemm(select::Registry<AttentionBackwardArgs>& r))
 DEW_DECLARE_CPU_TIERS(void add_attention_cpu(select::Registry<AttentionArgs>& r))
 void add_attention_backward_portable(select::Registry<AttentionBackwardArgs>& r);
+void add_attention_jvp_portable(select::Registry<AttentionJvpArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_attention_jvp_cpu(select::Registry<AttentionJvpArgs>& r))
 DEW_DECLARE_CPU_TIERS(void add_attention_backward_cpu(select::Registry<AttentionBackwardArgs>& r))
 
 }  // namespace dew::ops

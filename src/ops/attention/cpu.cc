@@ -1,4 +1,4 @@
-// attention and its backward, per-key kernels (cpu.avx2, cpu.avx512: this file is built once per
+// attention, its backward and its jvp, per-key kernels (cpu.avx2, cpu.avx512: this file is built once per
 // instruction-set tier, NOTE [instruction-set regions]): f32 and bf16, kLanes lanes, exp_f32.
 #include "ops/attention/kernels.h"
 #include "ops/cpu_tier.h"
@@ -16,6 +16,12 @@ void add_attention_backward_cpu(select::Registry<AttentionBackwardArgs>& r) {
       r, [](auto t, const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
         attention_backward<kLanes, true, decltype(t)>(a, outs);
       });
+}
+
+void add_attention_jvp_cpu(select::Registry<AttentionJvpArgs>& r) {
+  add_cpu_f32_bf16<AttentionJvpArgs>(r, [](auto t, const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
+    attention_jvp<kLanes, true, decltype(t)>(a, outs);
+  });
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS

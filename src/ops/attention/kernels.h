@@ -167,5 +167,64 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
   }
 }
 
+// NOTE [attention tangent]: threads over (B, H); each query row is one pass over its keys with p_j
+// recomputed from the saved lse, so every output row has one writer.
+template <int L, bool FastExp, class T>
+void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
+  using Acc = AccumulatorOf<T>;
+  const AttentionOptions& o = a.options;
+  const AttentionGeometry g(a.q, a.k, o);
+  const int64_t T_ = g.T, H = g.H, D = g.D, S = g.S, Hkv = g.Hkv, group = g.group;
+  const Acc scale = Acc(g.scale), cap = Acc(g.cap);
+  Scratch<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v),
+               tq = widened<Acc, T>(a.tq), tk = widened<Acc, T>(a.tk), tv = widened<Acc, T>(a.tv),
+               out = widened<Acc, T>(a.out), lse = widened<Acc, Acc>(a.lse);
+  Scratch<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : Scratch<Acc>();
+  Scratch<Acc> t_sinks = a.t_sinks.defined() ? widened<Acc, Acc>(a.t_sinks) : Scratch<Acc>();
+  T* t_out = outs[0].data<T>();
+  Acc* t_lse = outs[1].data<Acc>();
+  parallel_for(g.B * H, 1, [&](int64_t w0, int64_t w1) {
+    std::vector<Acc> acc(static_cast<size_t>(D));
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t b = w / H, h = w % H, hk = h / group;
+      AttentionMask mask = attention_mask(o, T_, S, b, o.q_segments, o.k_segments);
+      for (int64_t t = 0; t < T_; ++t) {
+        const int64_t row = (b * T_ + t) * H + h;
+        T* to = t_out + row * D;
+        const Acc lse_t = lse[size_t((b * H + h) * T_ + t)];
+        if (lse_t ==
+            -std::numeric_limits<Acc>::infinity()) {  // the row saw nothing: out is 0, so is its tangent
+          for (int64_t d = 0; d < D; ++d) to[d] = narrow<T>(Acc(0));
+          t_lse[(b * H + h) * T_ + t] = 0;
+          continue;
+        }
+        const Acc *qt = q.data() + row * D, *tqt = tq.data() + row * D;
+        std::fill(acc.begin(), acc.end(), Acc(0));
+        Acc mu = 0;
+        auto [j_lo, j_hi] = mask.key_range(t);
+        for (int64_t j = j_lo; j < j_hi; ++j) {
+          if (!mask.visible(t, j)) continue;
+          const int64_t key = ((b * S + j) * Hkv + hk) * D;
+          const Acc *kj = k.data() + key, *vj = v.data() + key, *tkj = tk.data() + key,
+                    *tvj = tv.data() + key;
+          const Acc sc = capped(scale * dot<L>(qt, kj, D), cap);
+          const Acc p = exp_with<FastExp>(sc - lse_t);
+          Acc ds = scale * (dot<L>(tqt, kj, D) + dot<L>(qt, tkj, D));
+          if (cap > 0) {
+            const Acc th = sc / cap;
+            ds *= Acc(1) - th * th;
+          }
+          mu += p * ds;
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += p * (ds * vj[d] + tvj[d]);
+        }
+        if (!sinks.empty()) mu += exp_with<FastExp>(sinks[size_t(h)] - lse_t) * t_sinks[size_t(h)];
+        const Acc* ot = out.data() + row * D;
+        for (int64_t d = 0; d < D; ++d) to[d] = narrow<T>(acc[size_t(d)] - mu * ot[d]);
+        t_lse[(b * H + h) * T_ + t] = mu;
+      }
+    }
+  });
+}
+
 }  // namespace dew::ops::DEW_KERNEL_NS
 DEW_ISA_END

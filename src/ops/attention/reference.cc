@@ -141,4 +141,72 @@ std::vector<Truth> AttentionBackward::reference(const Args& args) {
   return r;
 }
 
+// NOTE [attention tangent] in float64, with magnitudes as NOTE [attention bounds] gives them: p_j
+// carries (1 + a_j + |s_j - lse| + |lse|) relative, ds_j its products' absolute sums.
+std::vector<Truth> AttentionJvp::reference(const Args& args) {
+  const AttentionOptions& o = args.options;
+  AttentionGeometry g(args.q, args.k, o);
+  auto q = args.q.to_f64_vector(), k = args.k.to_f64_vector(), v = args.v.to_f64_vector();
+  auto tq = args.tq.to_f64_vector(), tk = args.tk.to_f64_vector(), tv = args.tv.to_f64_vector();
+  auto out = args.out.to_f64_vector(), lse = args.lse.to_f64_vector();
+  auto sinks = o.sinks.defined() ? o.sinks.to_f64_vector() : std::vector<double>();
+  auto t_sinks = args.t_sinks.defined() ? args.t_sinks.to_f64_vector() : std::vector<double>();
+  std::vector<double> t_out(q.size(), 0), m_out(q.size(), 0), t_lse(lse.size(), 0), m_lse(lse.size(), 0);
+  std::vector<double> s, a, acc(size_t(g.D)), macc(size_t(g.D));
+  for (int64_t b = 0; b < g.B; ++b)
+    for (int64_t h = 0; h < g.H; ++h)
+      for (int64_t t = 0; t < g.T; ++t) {  // (B, H, T) query rows
+        const size_t li = size_t((b * g.H + h) * g.T + t), qi = g.q_at(b, t, h);
+        const double l = lse[li];
+        if (l == -INFINITY) continue;  // the row saw nothing: zero tangents
+        AttentionMask mask = attention_mask(o, g.T, g.S, b, o.q_segments, o.k_segments);
+        score_row(g, mask, q, k, b, t, h, s, a);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        std::fill(macc.begin(), macc.end(), 0.0);
+        double mu = 0, mmu = 0;
+        for (int64_t j = 0; j < g.S; ++j) {  // keys
+          if (std::isnan(s[size_t(j)])) continue;
+          const size_t ki = g.k_at(b, j, h / g.group);
+          const double p = std::exp(s[size_t(j)] - l),
+                       ep = p * (1 + a[size_t(j)] + std::fabs(s[size_t(j)] - l) + std::fabs(l));
+          double raw = 0, mraw = 0;  // scale (tq.k + q.tk) and its absolute sum
+          for (int64_t d = 0; d < g.D; ++d) {
+            const double x = tq[qi + size_t(d)] * k[ki + size_t(d)],
+                         y = q[qi + size_t(d)] * tk[ki + size_t(d)];
+            raw += x + y;
+            mraw += std::fabs(x) + std::fabs(y);
+          }
+          const double th = g.cap > 0 ? s[size_t(j)] / g.cap : 0;
+          const double ds = g.scale * raw * (1 - th * th);
+          const double mds = g.scale * mraw * (1 + 2 * std::fabs(th)) + std::fabs(ds);
+          mu += p * ds;
+          mmu += ep * std::fabs(ds) + p * mds;
+          for (int64_t d = 0; d < g.D; ++d) {
+            const double vd = v[ki + size_t(d)], tvd = tv[ki + size_t(d)];
+            acc[size_t(d)] += p * (ds * vd + tvd);
+            macc[size_t(d)] += ep * std::fabs(ds * vd + tvd) +
+                               p * (mds * std::fabs(vd) + std::fabs(ds * vd) + std::fabs(tvd));
+          }
+        }
+        if (!sinks.empty()) {
+          const double ps = std::exp(sinks[size_t(h)] - l), ts = t_sinks[size_t(h)];
+          mu += ps * ts;
+          mmu += ps * (2 + std::fabs(sinks[size_t(h)] - l) + std::fabs(l)) * std::fabs(ts);
+        }
+        t_lse[li] = mu;
+        m_lse[li] = mmu;
+        for (int64_t d = 0; d < g.D; ++d) {
+          const double od = out[qi + size_t(d)];
+          t_out[qi + size_t(d)] = acc[size_t(d)] - mu * od;
+          m_out[qi + size_t(d)] = macc[size_t(d)] + mmu * std::fabs(od) + std::fabs(mu * od);
+        }
+      }
+  const int64_t steps = 2 * g.D + g.S + 12;
+  const Shape lse_shape{g.B, g.H, g.T};
+  return {{Tensor::from_values(t_out, args.q.shape(), DType::f64),
+           Tensor::from_values(m_out, args.q.shape(), DType::f64), steps},
+          {Tensor::from_values(t_lse, lse_shape, DType::f64),
+           Tensor::from_values(m_lse, lse_shape, DType::f64), steps}};
+}
+
 }  // namespace dew::ops

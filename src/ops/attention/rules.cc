@@ -1,7 +1,6 @@
-// attention's vjp through attention_backward (dq, dk, dv and the sinks' gradient). Not written yet,
-// and refused rather than approximated: a gradient reaching the lse output, and forward mode, whose
-// fused tangent recurrence (the flash-style jvp) is still to come; a jvp composed of ops would
-// materialize the T x S scores the forward never does.
+// attention's vjp through attention_backward (dq, dk, dv and the sinks' gradient), and its jvp
+// through attention_jvp (NOTE [attention tangent]: one pass over the keys, nothing T x S). Not written
+// yet, and refused rather than approximated: a gradient reaching the lse output.
 #include "ops/attention/attention.h"
 #include "ops/rules_common.h"
 
@@ -38,8 +37,18 @@ VjpRule Attention::vjp(const Args& a) {
   };
 }
 
-std::vector<Tensor> Attention::jvp(const Args&, const std::vector<Tensor>&, const std::vector<Tensor>&) {
-  fail("[attention] forward mode (jvp) is not written yet: its fused tangent recurrence is still to come");
+std::vector<Tensor> Attention::jvp(const Args& a, const std::vector<Tensor>& outs,
+                                   const std::vector<Tensor>& t) {
+  // Tangents in the inputs() order: q, k, v, the segments (integers), the sinks last; undefined is zero.
+  auto tangent = [&](size_t i, const Tensor& like) {
+    return i < t.size() && t[i].defined() ? t[i] : Tensor::zeros(like.shape(), like.dtype());
+  };
+  Tensor t_sinks;
+  if (a.options.sinks.defined()) t_sinks = tangent(t.size() - 1, a.options.sinks);
+  std::vector<Tensor> r =
+      run_op<AttentionJvp>(AttentionJvpArgs{a.q, a.k, a.v, tangent(0, a.q), tangent(1, a.k), tangent(2, a.v),
+                                            outs[0].detach(), outs[1].detach(), a.options, t_sinks});
+  return {r[0], r[1]};
 }
 
 }  // namespace dew::ops
