@@ -16,4 +16,10 @@ int run_check(const CheckOptions& options);
 int run_ops(bool markdown);
 int run_inspect(const std::string& path, bool jsonl);
 
+struct ScoreOptions {
+  std::string model, dtype;
+  bool ids = false;
+};
+int run_score(const ScoreOptions& options);
+
 }  // namespace dew::cli

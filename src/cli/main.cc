@@ -33,6 +33,13 @@ int main(int argc, char** argv) {
                    "a .safetensors file, or a directory with model.safetensors[.index.json]")
       ->required();
   inspect_cmd->add_flag("--jsonl", inspect_jsonl, "one JSON object per tensor instead of the table");
+  dew::cli::ScoreOptions score;
+  auto* score_cmd =
+      app.add_subcommand("score", "log-likelihoods: JSONL {\"ids\": [...]} in, {\"logprobs\": [...]} out");
+  score_cmd->add_option("--model", score.model, "a Hugging Face model directory (config.json + safetensors)")
+      ->required();
+  score_cmd->add_flag("--ids", score.ids, "read token ids (the text form needs a tokenizer: not yet)");
+  score_cmd->add_option("--dtype", score.dtype, "cast the weights (f64, f32, bf16); default: the config's");
   auto* bench_cmd = app.add_subcommand("bench", "benchmarks: a table for people, one JSON line last");
   bench_cmd->require_subcommand(1);
   dew::bench::OpsBenchOptions bench_ops;
@@ -63,6 +70,7 @@ int main(int argc, char** argv) {
     if (*check_cmd) return dew::cli::run_check(check);
     if (*ops_cmd) return dew::cli::run_ops(markdown);
     if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
+    if (*score_cmd) return dew::cli::run_score(score);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);

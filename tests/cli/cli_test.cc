@@ -1,4 +1,6 @@
 // The dew command end to end: exit codes and the closing line of `dew check`.
+#include <dew/models.h>
+#include <dew/ops.h>
 #include <dew/safetensors.h>
 #include <gtest/gtest.h>
 
@@ -102,6 +104,58 @@ TEST(Cli, BenchMemoryReportsThePeakAgainstLlmcsCount) {
   const long long BT = 16, BTC = 16 * 768, V = 50257;
   const long long floats = 18 * BTC + 4 * BT + 2 * 12 * 16 * 16 + 2 * BTC + 3 * BT + 2 * BT * V;
   EXPECT_NE(r.out.find(fmt::format("\"llmc_activation_bytes\":{},", 4 * floats)), std::string::npos) << r.out;
+}
+
+// `dew score --ids`: one line out per line in, the n-1 log-probabilities of ids[1:] given their prefix,
+// equal to the library's own log_softmax of the model's logits.
+TEST(Cli, ScoreIdsWritesEachTokensLogProbabilityGivenItsPrefix) {
+  const std::string dir = ::testing::TempDir() + "dew_cli_score";
+  std::filesystem::remove_all(dir);
+  const dew::ModelConfig config = dew::parse_model_config(
+      R"({"model_type":"llama","vocab_size":50,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":1,
+        "num_attention_heads":2,"num_key_value_heads":1})",
+      "config");
+  const dew::CausalLM model = dew::CausalLM::init(config, dew::DType::f32, 9);
+  model.save(dir);
+  std::ofstream(dir + "/in.jsonl")
+      << "{\"ids\": [3, 14, 15, 9, 2]}\n{\"ids\": [3, 14, 15, 9, 26]}\n{\"ids\": [7]}\n";
+  Result r = run("score --model " + dir + " --ids < " + dir + "/in.jsonl");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<std::vector<double>> lines;
+  size_t start = 0;
+  for (size_t end; (end = r.out.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string line = r.out.substr(start, end - start);
+    const size_t open = line.find('['), close = line.find(']');
+    ASSERT_NE(open, std::string::npos) << line;
+    std::vector<double> values;
+    for (size_t p = open + 1; p < close;) {
+      size_t used = 0;
+      values.push_back(std::stod(line.substr(p), &used));
+      p += used + 1;
+    }
+    lines.push_back(values);
+  }
+  ASSERT_EQ(lines.size(), 3u) << r.out;
+  ASSERT_EQ(lines[0].size(), 4u);
+  EXPECT_TRUE(lines[2].empty());
+  // The library's own answer for the first line.
+  const dew::Tensor logits =
+      model.forward(dew::Tensor::from_values({3, 14, 15, 9, 2}, {1, 5}, dew::DType::i64),
+                    dew::Tensor::from_values({0, 1, 2, 3, 4}, {1, 5}, dew::DType::i64));
+  const std::vector<double> lp = dew::log_softmax(logits, -1).to_f64_vector();
+  const std::vector<int> next = {14, 15, 9, 2};
+  for (size_t t = 0; t < 4; ++t) EXPECT_EQ(lines[0][t], lp[t * 50 + size_t(next[t])]) << t;
+  // Changing the last id changes the last log-probability only.
+  for (size_t t = 0; t < 3; ++t) EXPECT_EQ(lines[1][t], lines[0][t]) << t;
+  EXPECT_NE(lines[1][3], lines[0][3]);
+
+  std::ofstream(dir + "/bad.jsonl") << "{\"ids\": [3, 50]}\n";
+  Result bad = run("score --model " + dir + " --ids < " + dir + "/bad.jsonl");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("stdin line 1: id 50 is not a token id; expected an integer in [0, 50)"),
+            std::string::npos)
+      << bad.out;
+  EXPECT_NE(run("score --model " + dir).out.find("needs a tokenizer"), std::string::npos);
 }
 
 }  // namespace
