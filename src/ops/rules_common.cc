@@ -38,4 +38,14 @@ Tensor unreduce(const Tensor& g, const Shape& shape, const std::vector<int64_t>&
   return k.expand(shape);
 }
 
+std::vector<int64_t> row_axes(const Tensor& x) {
+  std::vector<int64_t> axes;
+  for (int64_t a = 0; a + 1 < x.dim(); ++a) axes.push_back(a);
+  return axes;
+}
+
+Tensor cube(const Tensor& t) {
+  return mul(square(t), t);
+}
+
 }  // namespace dew::ops

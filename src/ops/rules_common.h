@@ -16,5 +16,8 @@ Tensor scalar_like(double value, const Tensor& like);
 Tensor add_defined(const Tensor& a, const Tensor& b);
 // g (the reduced shape, keepdim or not) broadcast back over `axes` of `shape`.
 Tensor unreduce(const Tensor& g, const Shape& shape, const std::vector<int64_t>& axes, bool keepdim);
+// Every dim of x but the last: a per-channel sum over rows (a norm's weight gradient).
+std::vector<int64_t> row_axes(const Tensor& x);
+Tensor cube(const Tensor& t);  // t^3
 
 }  // namespace dew::ops

@@ -82,11 +82,11 @@ TEST(Backward, WritingIntoASavedTensorIsRefusedNamingTheOp) {
 }
 
 TEST(Backward, MissingRulesAreRefusedRatherThanTakenAsZero) {
-  // Second derivatives through rms_norm need rms_norm_backward's rules, which are not written yet.
-  Tensor x = draw({2, 8}, 4).requires_grad_();
+  // Second derivatives through attention need attention_backward's rules, which are not written yet.
+  Tensor x = draw({1, 4, 1, 8}, 4).requires_grad_();
   const std::string e =
-      error_of([&] { backward(sum(mul(rms_norm(x, Tensor(), 1e-6), x)), {.create_graph = true}); });
-  EXPECT_NE(e.find("[rms_norm_backward] has no differentiation rules yet"), std::string::npos) << e;
+      error_of([&] { backward(sum(mul(attention(x, x, x).out, x)), {.create_graph = true}); });
+  EXPECT_NE(e.find("[attention_backward] has no differentiation rules yet"), std::string::npos) << e;
   x.zero_grad();  // a create_graph gradient can hold the leaf through a saved input: break that cycle
   // Nor is the vjp of attention's fused jvp: reverse over forward through attention is refused.
   Tensor q = draw({1, 4, 1, 8}, 5).requires_grad_();
@@ -158,6 +158,20 @@ TEST(Compose, HessianVectorProductsMatchDifferencesOfTheGradient) {
       {"sum(silu(x m))", [&](const Tensor& x) { return sum(silu(matmul(x, m))); }},
       {"sum(sigmoid(x) / (1 + x^2))",
        [&](const Tensor& x) { return sum(div(sigmoid(x), add(c(1), square(x)))); }},
+      // Through the fused GLUs: the jvp of a gradient runs their backward ops' own rules.
+      {"sum(w swiglu(x, tanh(x)))", [&](const Tensor& x) { return sum(mul(w, swiglu(x, tanh(x)))); }},
+      {"sum(w geglu(x, w x))", [&](const Tensor& x) { return sum(mul(w, geglu(x, mul(w, x)))); }},
+      {"sum(w geglu_tanh(x, x))", [&](const Tensor& x) { return sum(mul(w, geglu(x, x, true))); }},
+      // Through rms_norm: rms_norm_backward's rules, and the path through its saved rstd.
+      {"sum(w rms_norm(x, w[0]))",
+       [&](const Tensor& x) { return sum(mul(w, rms_norm(x, w.select(0, 0), 1e-5))); }},
+      {"sum(rms_norm(x)^2 x)",
+       [&](const Tensor& x) { return sum(mul(square(rms_norm(x, Tensor(), 1e-5)), x)); }},
+      // Through layer_norm: layer_norm_backward's rules, and the paths through its saved mean and rstd.
+      {"sum(w layer_norm(x, w[0], w[1]))",
+       [&](const Tensor& x) { return sum(mul(w, layer_norm(x, w.select(0, 0), w.select(0, 1), 1e-5).y)); }},
+      {"sum(layer_norm(x)^2 x)",
+       [&](const Tensor& x) { return sum(mul(square(layer_norm(x, Tensor(), Tensor(), 1e-5).y), x)); }},
   };
   const Tensor x0 = draw({4, 6}, 52), v = draw({4, 6}, 53), u = draw({4, 6}, 54);
   for (const auto& entry : functions) {

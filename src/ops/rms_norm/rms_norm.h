@@ -44,8 +44,7 @@ struct RmsNormBackward {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
-  // Its own rules (second derivatives through the fused backward) are not written yet.
-  static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
+  DEW_OP_RULES;  // second derivatives through the fused backward (rules.cc)
 };
 
 // Rows of the fixed blocks whose partial weight gradients are summed in order (thread-independent).
