@@ -59,6 +59,13 @@ struct RopeFrequencies {
 };
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t sequence_length);
 
+// The keys and values of the tokens a model has seen, per layer: (B, S, Hkv, D) each, grown by every
+// forward given the cache. Every row of the batch holds the same number of tokens (no padding yet).
+struct KvCache {
+  std::vector<Tensor> keys, values;
+  int64_t length() const { return keys.empty() ? 0 : keys[0].size(1); }
+};
+
 // A causal language model: config and parameters by Hugging Face name. forward() records onto the
 // tape when parameters require gradients.
 class CausalLM {
@@ -77,8 +84,10 @@ class CausalLM {
   const Tensor& parameter(const std::string& name) const;
   CausalLM to(DType dtype) const;  // every floating parameter cast
 
-  // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype.
-  Tensor forward(const Tensor& ids, const Tensor& positions) const;
+  // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype. With a
+  // cache, the tokens attend to the cached ones too, and their keys and values join the cache
+  // (incremental decoding: prefill once, then one token at a time).
+  Tensor forward(const Tensor& ids, const Tensor& positions, KvCache* cache = nullptr) const;
 
  private:
   ModelConfig config_;

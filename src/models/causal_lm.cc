@@ -148,20 +148,42 @@ CausalLM CausalLM::to(DType dtype) const {
   return m;
 }
 
-Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions) const {
+namespace models {
+
+std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor& k, const Tensor& v) {
+  if (!cache) return {k, v};
+  if (int64_t(cache->keys.size()) <= layer) {
+    cache->keys.push_back(k);
+    cache->values.push_back(v);
+  } else {
+    cache->keys[size_t(layer)] = concat({cache->keys[size_t(layer)], k}, 1);
+    cache->values[size_t(layer)] = concat({cache->values[size_t(layer)], v}, 1);
+  }
+  return {cache->keys[size_t(layer)], cache->values[size_t(layer)]};
+}
+
+}  // namespace models
+
+Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* cache) const {
   DEW_REQUIRE(ids.dim() == 2 && ids.dtype() == DType::i64, "[model] ids is {}; expected (B,T) i64",
               ids.describe());
   DEW_REQUIRE(positions.shape() == ids.shape() && positions.dtype() == DType::i64,
               "[model] positions is {}; expected i64 of the ids' shape {}", positions.describe(),
               shape_str(ids.shape()));
+  DEW_REQUIRE(
+      !cache || cache->keys.empty() ||
+          (int64_t(cache->keys.size()) == config_.num_hidden_layers && cache->keys[0].size(0) == ids.size(0)),
+      "[model] the cache holds {} layers of batch {}; expected {} layers of the ids' batch {}",
+      cache ? cache->keys.size() : 0, cache && !cache->keys.empty() ? cache->keys[0].size(0) : 0,
+      config_.num_hidden_layers, ids.size(0));
   if (is_gpt2(config_)) {
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
-    return models::gpt2_forward(config_, parameters_, ids, positions);
+    return models::gpt2_forward(config_, parameters_, ids, positions, cache);
   }
-  return models::llama_forward(config_, parameters_, ids, positions);
+  return models::llama_forward(config_, parameters_, ids, positions, cache);
 }
 
 }  // namespace dew

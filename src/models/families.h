@@ -16,11 +16,16 @@ using ParameterShapes = std::vector<std::pair<std::string, Shape>>;
 
 // llama, mistral, qwen2, qwen3: one decoder (RMSNorm, rotary GQA attention, SwiGLU MLP) with switches.
 ParameterShapes llama_parameter_shapes(const ModelConfig& c);
-Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions);
+Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
+                     KvCache* cache);
 
 // gpt2: learned positions, LayerNorm, fused qkv (Conv1D weights stored (in, out)), tanh-GELU MLP.
 ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);
-Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions);
+Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
+                    KvCache* cache);
+
+// Layer i's keys and values after the cached ones (and the cache grown by them); as given without one.
+std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor& k, const Tensor& v);
 
 // A parameter by name; throws naming the model's family and the missing name (a bug, not user input,
 // once load() has checked the names).

@@ -37,7 +37,8 @@ ParameterShapes gpt2_parameter_shapes(const ModelConfig& c) {
   return s;
 }
 
-Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions) {
+Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
+                    KvCache* cache) {
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
                 D = c.head_dim;
   auto w = [&](int64_t i, const std::string& rest) -> const Tensor& { return parameter(p, block(i, rest)); };
@@ -50,9 +51,8 @@ Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids
     MatmulOptions qkv_proj;
     qkv_proj.bias = w(i, "attn.c_attn.bias");
     const std::vector<Tensor> qkv = split(matmul(h, w(i, "attn.c_attn.weight"), qkv_proj), {C, C, C}, -1);
-    const Tensor att = attention(qkv[0].reshape({B, T, H, D}), qkv[1].reshape({B, T, H, D}),
-                                 qkv[2].reshape({B, T, H, D}), causal)
-                           .out.reshape({B, T, C});
+    const auto [k, v] = with_cache(cache, i, qkv[1].reshape({B, T, H, D}), qkv[2].reshape({B, T, H, D}));
+    const Tensor att = attention(qkv[0].reshape({B, T, H, D}), k, v, causal).out.reshape({B, T, C});
     MatmulOptions out_proj;
     out_proj.bias = w(i, "attn.c_proj.bias");
     out_proj.residual = x;

@@ -4,6 +4,7 @@
 #include <dew/ops.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "models/families.h"
 
@@ -57,7 +58,8 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
   return s;
 }
 
-Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions) {
+Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
+                     KvCache* cache) {
   const int64_t B = ids.size(0), T = ids.size(1), H = c.num_attention_heads, Hkv = c.num_key_value_heads,
                 D = c.head_dim;
   const Tensor& embed = parameter(p, "model.embed_tokens.weight");
@@ -88,14 +90,15 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
                    .reshape({B, T, H, D});
     Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias))
                    .reshape({B, T, Hkv, D});
-    const Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias))
-                         .reshape({B, T, Hkv, D});
+    Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias))
+                   .reshape({B, T, Hkv, D});
     if (c.qk_norm) {
       q = rms_norm(q, w("self_attn.q_norm.weight"), c.norm_eps);
       k = rms_norm(k, w("self_attn.k_norm.weight"), c.norm_eps);
     }
     q = rope(q, positions, tables);
     k = rope(k, positions, tables);
+    std::tie(k, v) = with_cache(cache, i, k, v);
     const Tensor att = attention(q, k, v, attend).out.reshape({B, T, H * D});
     x = linear(att, w("self_attn.o_proj.weight"), b("self_attn.o_proj.bias", c.attention_output_bias), x);
     const Tensor h2 = rms_norm(x, w("post_attention_layernorm.weight"), c.norm_eps);
