@@ -95,6 +95,21 @@ class CausalLM {
   std::map<std::string, Tensor> parameters_;
 };
 
+// Choosing the next token from a row of logits, as transformers' generate does: the repetition
+// penalty, then temperature, top-k, top-p and min-p, then a draw from what remains. temperature 0 is
+// greedy (the first maximum). The draw's uniform number comes from Philox keyed by (seed, sequence,
+// step): the same sequence draws the same tokens whatever else shares its batch.
+struct SamplingOptions {
+  double temperature = 1.0;
+  int64_t top_k = 0;                // 0: off
+  double top_p = 1.0;               // 1: off
+  double min_p = 0.0;               // 0: off
+  double repetition_penalty = 1.0;  // 1: off
+  uint64_t seed = 0;
+};
+int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& options,
+                     const std::vector<int64_t>& history, uint64_t sequence, uint64_t step);
+
 // The names and shapes a config's family needs, in checkpoint order.
 std::vector<std::pair<std::string, Shape>> parameter_shapes(const ModelConfig& config);
 

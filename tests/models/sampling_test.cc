@@ -1,0 +1,109 @@
+// sample_token: greedy, the warpers' cuts as transformers defines them, the repetition penalty,
+// reproducibility per (seed, sequence, step), and the draws' frequencies against the probabilities
+// (binomial bounds of 5 standard deviations).
+#include <dew/models.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "error_of.h"
+
+namespace dew {
+namespace {
+
+// Logits whose softmax is exactly these probabilities (up to rounding).
+std::vector<float> logits_of(const std::vector<double>& p) {
+  std::vector<float> l;
+  for (double x : p) l.push_back(float(std::log(x)));
+  return l;
+}
+
+// Frequencies of each token over n draws (steps 0..n-1 of one sequence).
+std::vector<double> frequencies(const std::vector<float>& logits, const SamplingOptions& o, int n) {
+  std::vector<double> f(logits.size(), 0.0);
+  for (int step = 0; step < n; ++step) f[size_t(sample_token(logits, o, {}, 3, uint64_t(step)))] += 1.0 / n;
+  return f;
+}
+
+void expect_frequencies(const std::vector<double>& f, const std::vector<double>& p, int n) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double sigma = std::sqrt(p[i] * (1 - p[i]) / n);
+    if (p[i] == 0)
+      EXPECT_EQ(f[i], 0.0) << "token " << i;
+    else
+      EXPECT_LE(std::fabs(f[i] - p[i]), 5 * sigma) << "token " << i << ": " << f[i] << " vs " << p[i];
+  }
+}
+
+const std::vector<double> kProbs = {0.5, 0.3, 0.15, 0.05};
+
+TEST(Sampling, TemperatureZeroIsTheFirstMaximum) {
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  EXPECT_EQ(sample_token({0.5f, 2.0f, 2.0f, -1.0f}, greedy, {}, 0, 0), 1);
+  SamplingOptions top1;
+  top1.top_k = 1;
+  for (uint64_t step = 0; step < 50; ++step) EXPECT_EQ(sample_token(logits_of(kProbs), top1, {}, 0, step), 0);
+}
+
+TEST(Sampling, DrawsFollowTheProbabilitiesAndRepeatForTheSameKey) {
+  const int n = 4000;
+  SamplingOptions o;
+  o.seed = 11;
+  expect_frequencies(frequencies(logits_of(kProbs), o, n), kProbs, n);
+  for (uint64_t step = 0; step < 20; ++step)
+    EXPECT_EQ(sample_token(logits_of(kProbs), o, {}, 5, step),
+              sample_token(logits_of(kProbs), o, {}, 5, step));
+  // Another sequence (or seed) draws differently.
+  int same = 0;
+  for (uint64_t step = 0; step < 200; ++step)
+    same +=
+        sample_token(logits_of(kProbs), o, {}, 5, step) == sample_token(logits_of(kProbs), o, {}, 6, step);
+  EXPECT_LT(same, 200);
+  // Temperature 2 flattens: p_i^(1/2), renormalized.
+  o.temperature = 2;
+  std::vector<double> flat;
+  double total = 0;
+  for (double p : kProbs) total += std::sqrt(p);
+  for (double p : kProbs) flat.push_back(std::sqrt(p) / total);
+  expect_frequencies(frequencies(logits_of(kProbs), o, n), flat, n);
+}
+
+TEST(Sampling, TopKTopPAndMinPCutAsTransformersDoes) {
+  const int n = 4000;
+  const std::vector<double> kept = {0.5 / 0.8, 0.3 / 0.8, 0, 0};  // the two largest, renormalized
+  SamplingOptions k;
+  k.top_k = 2;
+  expect_frequencies(frequencies(logits_of(kProbs), k, n), kept, n);
+  SamplingOptions p;
+  p.top_p = 0.75;  // ascending cumulative 0.05, 0.20, 0.50: the first two are <= 0.25 and go
+  expect_frequencies(frequencies(logits_of(kProbs), p, n), kept, n);
+  SamplingOptions m;
+  m.min_p = 0.35;  // below 0.35 x 0.5 = 0.175 goes
+  expect_frequencies(frequencies(logits_of(kProbs), m, n), kept, n);
+}
+
+TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeScores) {
+  SamplingOptions o;
+  o.temperature = 0;
+  o.repetition_penalty = 2;
+  EXPECT_EQ(sample_token({2.0f, 1.5f, -0.5f}, o, {0, 0}, 0, 0), 1);  // 2 / 2 = 1 < 1.5
+  EXPECT_EQ(sample_token({-0.2f, -0.3f, -1.0f}, o, {0}, 0, 0), 1);   // -0.2 x 2 = -0.4 < -0.3
+  EXPECT_EQ(sample_token({-0.2f, -0.3f, -1.0f}, o, {}, 0, 0), 0);
+}
+
+TEST(Sampling, BadOptionsAreRefusedByName) {
+  SamplingOptions o;
+  o.top_p = 0;
+  EXPECT_NE(testing::error_of([&] { sample_token({1.0f}, o, {}, 0, 0); }).find("0 < top_p <= 1"),
+            std::string::npos);
+  SamplingOptions h;
+  h.repetition_penalty = 1.2;
+  EXPECT_NE(testing::error_of([&] {
+              sample_token({1.0f, 2.0f}, h, {7}, 0, 0);
+            }).find("history holds id 7"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew
