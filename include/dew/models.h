@@ -110,6 +110,20 @@ struct SamplingOptions {
 int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& options,
                      const std::vector<int64_t>& history, uint64_t sequence, uint64_t step);
 
+// Continues prompts with the KV cache: a prefill, then one token per step for every row, sampled by
+// sample_token with the row's sequence id (so a prompt's tokens do not depend on its batch), until
+// every row has produced an end-of-sequence id (kept in its output) or max_new_tokens. The prompts of
+// one call must have one length (padded batches are not written yet).
+struct GenerationOptions {
+  int64_t max_new_tokens = 32;
+  SamplingOptions sampling;
+  std::vector<int64_t> eos_ids;
+  std::vector<uint64_t> sequence_ids;  // one per prompt; empty: 0 for every row
+};
+std::vector<std::vector<int64_t>> generate(const CausalLM& model,
+                                           const std::vector<std::vector<int64_t>>& prompts,
+                                           const GenerationOptions& options);
+
 // The names and shapes a config's family needs, in checkpoint order.
 std::vector<std::pair<std::string, Shape>> parameter_shapes(const ModelConfig& config);
 

@@ -265,6 +265,29 @@ TEST_P(Family, CachedDecodingMatchesTheFullForwardBitForBit) {
   EXPECT_EQ(concat(parts, 1).to_f64_vector(), full);
 }
 
+// Greedy generation through the cache chooses what re-running the whole sequence would choose.
+TEST_P(Family, GreedyGenerationMatchesRerunningTheFullSequence) {
+  ModelConfig c = tiny(GetParam());
+  if (c.rope.type == "dynamic") c.max_position_embeddings = 64;  // as in the cached-decoding test
+  const CausalLM model = CausalLM::init(c, DType::f32, 23);
+  PortableEverywhere portable;
+  GenerationOptions o;
+  o.max_new_tokens = 6;
+  o.sampling.temperature = 0;
+  const std::vector<int64_t> prompt = {3, 1, 4, 1, 5};
+  const std::vector<int64_t> generated = generate(model, {prompt}, o)[0];
+  std::vector<int64_t> sequence = prompt;
+  for (int step = 0; step < 6; ++step) {
+    const int64_t T = int64_t(sequence.size());
+    std::vector<double> ids(sequence.begin(), sequence.end()), positions;
+    for (int64_t t = 0; t < T; ++t) positions.push_back(double(t));
+    const Tensor logits = model.forward(Tensor::from_values(ids, {1, T}, DType::i64),
+                                        Tensor::from_values(positions, {1, T}, DType::i64));
+    sequence.push_back(int64_t(argmax(logits.select(1, T - 1), -1).to_f64_vector()[0]));
+  }
+  EXPECT_EQ(generated, std::vector<int64_t>(sequence.begin() + 5, sequence.end()));
+}
+
 // Reverse mode through the whole model: every parameter gets a gradient, and the directional
 // derivative matches float64 central differences.
 TEST_P(Family, GradientsMatchCentralDifferences) {
@@ -353,6 +376,34 @@ TEST(CausalLM, Gpt2CheckpointsWithTheTransformerPrefixLoad) {
   const Batch in = batch(1, 4, 97, 3);
   EXPECT_EQ(back.forward(in.ids, in.positions).to_f64_vector(),
             model.forward(in.ids, in.positions).to_f64_vector());
+}
+
+// A prompt's sampled tokens do not depend on the batch it runs in, and generation stops at an
+// end-of-sequence id (kept in the output).
+TEST(Generate, SampledTokensDoNotDependOnTheBatchAndStopAtEos) {
+  const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 29);
+  GenerationOptions o;
+  o.max_new_tokens = 8;
+  o.sampling.temperature = 0.8;
+  o.sampling.seed = 3;
+  const std::vector<std::vector<int64_t>> prompts = {{1, 2, 3}, {9, 8, 7}, {5, 5, 5}, {0, 96, 1}};
+  o.sequence_ids = {10, 11, 12, 13};
+  const auto together = generate(model, prompts, o);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationOptions alone = o;
+    alone.sequence_ids = {o.sequence_ids[i]};
+    EXPECT_EQ(generate(model, {prompts[i]}, alone)[0], together[i]) << "prompt " << i;
+  }
+  GenerationOptions stop = o;
+  stop.sequence_ids = {o.sequence_ids[0]};
+  stop.eos_ids = {together[0][2]};
+  const auto stopped = generate(model, {prompts[0]}, stop)[0];
+  ASSERT_LE(stopped.size(), 3u);
+  EXPECT_EQ(stopped.back(), together[0][2]);
+  EXPECT_NE(testing::error_of([&] {
+              generate(model, {{1, 2}, {1}}, o);
+            }).find("one length per call"),
+            std::string::npos);
 }
 
 }  // namespace
