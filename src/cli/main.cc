@@ -5,6 +5,7 @@
 
 #include "autodiff_bench.h"
 #include "cli/commands.h"
+#include "decode_bench.h"
 #include "memory_bench.h"
 #include "ops_bench.h"
 
@@ -60,6 +61,14 @@ int main(int argc, char** argv) {
   bench_memory_cmd->add_option("--layers", bench_memory.layers, "transformer blocks")->default_val(12);
   bench_memory_cmd->add_option("--batch", bench_memory.batch, "B")->default_val(4);
   bench_memory_cmd->add_option("--tokens", bench_memory.tokens, "T")->default_val(256);
+  dew::bench::DecodeBenchOptions bench_decode;
+  auto* bench_decode_cmd = bench_cmd->add_subcommand(
+      "decode", "prefill and decode tokens/s of a Llama-shaped model, decode's weight bytes/s against triad");
+  bench_decode_cmd->add_option("--layers", bench_decode.layers, "decoder layers")->default_val(12);
+  bench_decode_cmd->add_option("--hidden", bench_decode.hidden, "hidden size (heads of 64)")
+      ->default_val(768);
+  bench_decode_cmd->add_option("--prompt", bench_decode.prompt, "prompt tokens")->default_val(512);
+  bench_decode_cmd->add_option("--new-tokens", bench_decode.new_tokens, "decoded tokens")->default_val(32);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -74,6 +83,7 @@ int main(int argc, char** argv) {
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);
+    if (*bench_decode_cmd) return dew::bench::run_decode_bench(bench_decode);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
     return 1;

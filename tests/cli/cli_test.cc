@@ -158,4 +158,11 @@ TEST(Cli, ScoreIdsWritesEachTokensLogProbabilityGivenItsPrefix) {
   EXPECT_NE(run("score --model " + dir).out.find("needs a tokenizer"), std::string::npos);
 }
 
+TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
+  Result r = run("bench decode --layers 1 --hidden 192 --prompt 8 --new-tokens 2");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find(R"("bench":"decode","prompt":8,"new_tokens":2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("dtype":"bf16")"), std::string::npos) << r.out;
+}
+
 }  // namespace
