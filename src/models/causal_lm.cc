@@ -21,8 +21,8 @@ bool is_gpt2(const ModelConfig& c) {
 
 // Buffers some checkpoints carry that are not parameters (recomputed from the config).
 bool is_known_buffer(const std::string& name) {
-  auto ends_with = [&](std::string_view s) { return name.size() >= s.size() && name.ends_with(s); };
-  return ends_with("rotary_emb.inv_freq") || ends_with(".attn.bias") || ends_with(".attn.masked_bias");
+  return name.ends_with("rotary_emb.inv_freq") || name.ends_with(".attn.bias") ||
+         name.ends_with(".attn.masked_bias");
 }
 
 DType dtype_of_config(const ModelConfig& c) {

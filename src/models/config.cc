@@ -58,6 +58,7 @@ RopeConfig parse_rope(const Fields& f) {
   // Newer files: rope_parameters holds rope_theta and the scaling; older: rope_theta + rope_scaling.
   const bool parameters = f.has("rope_parameters");
   r.theta = f.number_or("rope_theta", 10000);
+  r.partial_rotary_factor = f.number_or("partial_rotary_factor", 1);  // beside rope_theta, or inside below
   const char* key = parameters ? "rope_parameters" : "rope_scaling";
   if (!f.has(key)) return r;
   const nlohmann::json& s = f.json[key];
@@ -65,7 +66,7 @@ RopeConfig parse_rope(const Fields& f) {
   const Fields g{s, f.source + " " + key};
   r.type = g.text_or("rope_type", g.text_or("type", "default"));
   if (parameters) r.theta = g.number_or("rope_theta", r.theta);
-  r.partial_rotary_factor = g.number_or("partial_rotary_factor", f.number_or("partial_rotary_factor", 1));
+  r.partial_rotary_factor = g.number_or("partial_rotary_factor", r.partial_rotary_factor);
   g.refuse_unless("rope_type", r.type, {"default", "linear", "dynamic", "yarn", "llama3"},
                   "longrope, ntk and the others are not written yet");
   if (r.type == "default") return r;
@@ -86,8 +87,9 @@ RopeConfig parse_rope(const Fields& f) {
     if (g.has("attention_factor")) r.attention_factor = g.number_or("attention_factor", 1);
     if (g.has("mscale")) r.mscale = g.number_or("mscale", 1);
     if (g.has("mscale_all_dim")) r.mscale_all_dim = g.number_or("mscale_all_dim", 1);
-    r.beta_fast = g.number_or("beta_fast", 0) != 0 ? g.number_or("beta_fast", 32) : 32;
-    r.beta_slow = g.number_or("beta_slow", 0) != 0 ? g.number_or("beta_slow", 1) : 1;
+    // transformers reads `get("beta_fast") or 32`: absent, null and 0 all mean the default.
+    if (const double fast = g.number_or("beta_fast", 0); fast != 0) r.beta_fast = fast;
+    if (const double slow = g.number_or("beta_slow", 0); slow != 0) r.beta_slow = slow;
     r.truncate = g.flag_or("truncate", true);
   }
   return r;
@@ -147,8 +149,9 @@ ModelConfig parse_gpt2(const Fields& f) {
                   "the MLP is tanh-GELU");
   f.refuse_unless("scale_attn_weights", "true", {"true"}, "scores are scaled by 1/sqrt(D)");
   f.refuse_unless("scale_attn_by_inverse_layer_idx", "false", {"false"}, "no per-layer score scaling");
-  DEW_REQUIRE(!f.json.contains("add_cross_attention") || !f.flag_or("add_cross_attention", false),
-              "{}: add_cross_attention is true; Dew's gpt2 is decoder-only", f.source);
+  f.refuse_unless("add_cross_attention", "false", {"false"}, "Dew's gpt2 is decoder-only");
+  DEW_REQUIRE(c.hidden_size % c.num_attention_heads == 0, "{}: n_embd {} is not a multiple of n_head {}",
+              f.source, c.hidden_size, c.num_attention_heads);
   return c;
 }
 
@@ -168,8 +171,6 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     fail("{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3 or gpt2",
          source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
-  DEW_REQUIRE(c.hidden_size % c.num_attention_heads == 0 || c.model_type != "gpt2",
-              "{}: n_embd {} is not a multiple of n_head {}", source, c.hidden_size, c.num_attention_heads);
   return c;
 }
 

@@ -52,6 +52,13 @@ struct Report {
   std::string verdict() const;  // "pass", "FAIL: ...", "skip: ..."
 };
 
+// A floating tensor's values in f64 (the truth's inputs); others as they are.
+inline Tensor upcast(const Tensor& t) {
+  return t.defined() && is_floating(t.dtype()) && t.dtype() != DType::f64
+             ? Tensor::from_values(t.to_f64_vector(), t.shape(), DType::f64)
+             : t;
+}
+
 // Judges candidate vs base vs truth for one output; `dtype` is the call's compute dtype. A truth
 // without a magnitude (a composition of ops) is judged by the RMS and worst-row ratios alone.
 OutputReport compare_output(const Tensor& candidate, const Tensor& base, const ops::Truth& truth,
@@ -86,9 +93,7 @@ Report run_gate(const std::string& op_name, const std::string& impl_name,
     impl->run(draw, cand);
     base->run(draw, ref_arm);
     Args args64 = draw;
-    for (Tensor* t : args64.mutable_inputs())
-      if (is_floating(t->dtype()) && t->dtype() != DType::f64)
-        *t = Tensor::from_values(t->to_f64_vector(), t->shape(), DType::f64);
+    for (Tensor* t : args64.mutable_inputs()) *t = upcast(*t);
     std::vector<ops::Truth> truth = Op::reference(args64);
     std::vector<OutputReport> outs;
     for (size_t i = 0; i < cand.size(); ++i)

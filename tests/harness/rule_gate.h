@@ -26,8 +26,8 @@ struct ScopedImplOverrides {
   }
 };
 
-// "op:portable,..." for every op name given.
-std::string portable_everywhere(const std::vector<std::string>& op_names);
+// "op:portable,..." for every op of the catalog (catalog.cc).
+std::string portable_everywhere();
 
 struct RuleDerivatives {
   std::vector<Tensor> values;  // the vjp of each differentiable input, then the jvp when it ran
@@ -66,16 +66,9 @@ RuleDerivatives rule_derivatives(typename Op::Args args, const Tensor& w, const 
   return out;
 }
 
-inline Tensor upcast(const Tensor& t) {
-  return t.defined() && is_floating(t.dtype()) && t.dtype() != DType::f64
-             ? Tensor::from_values(t.to_f64_vector(), t.shape(), DType::f64)
-             : t;
-}
-
 template <class Op>
 Report run_rule_gate(const std::string& op_name, const std::string& impl_name,
-                     const ops::Case<typename Op::Args>& c, DType dtype, uint64_t seed,
-                     const std::vector<std::string>& all_ops) {
+                     const ops::Case<typename Op::Args>& c, DType dtype, uint64_t seed) {
   using Args = typename Op::Args;
   Report report{op_name, impl_name, c.name, dtype, seed};
   if (Op::differentiation(op_name) != ops::Differentiation::rules) {
@@ -97,7 +90,7 @@ Report run_rule_gate(const std::string& op_name, const std::string& impl_name,
     report.refusal = "a floating output";
     return report;
   }
-  const std::string pin = op_name + ":" + impl_name, portable = portable_everywhere(all_ops);
+  const std::string pin = op_name + ":" + impl_name, portable = portable_everywhere();
   // What the op's rules cover, found as check_op_derivatives finds it (narrow_after_refusal).
   size_t inputs = 0;
   for (Tensor* p : first.mutable_inputs()) inputs += is_floating(p->dtype());

@@ -66,13 +66,8 @@ Batch batch(int64_t B, int64_t T, int64_t V, uint64_t seed) {
 }
 
 // Every op pinned to its portable implementation while alive (the gate's reference arm).
-struct PortableEverywhere {
-  PortableEverywhere() {
-    std::vector<std::string> pins;
-    for (const auto& e : gate::catalog()) pins.push_back(e.name + ":portable");
-    set_impl_overrides(fmt::format("{}", fmt::join(pins, ",")));
-  }
-  ~PortableEverywhere() { set_impl_overrides(""); }
+struct PortableEverywhere : gate::ScopedImplOverrides {
+  PortableEverywhere() : gate::ScopedImplOverrides(gate::portable_everywhere()) {}
 };
 
 TEST(ModelConfig, RealConfigsParse) {
@@ -192,6 +187,14 @@ TEST(RopeFrequencies, LinearDynamicAndYarn) {
   const std::vector<double> longer = rope_frequencies(dynamic, 300).inv_freq;
   const double base = 10000 * std::pow(2.0 * 300 / 100 - 1, 32.0 / 30);
   EXPECT_DOUBLE_EQ(longer[5], std::pow(base, -10.0 / 32));
+  // partial_rotary_factor beside rope_theta (no rope_scaling) rotates part of each head: it was once
+  // read only inside rope_scaling, and dropped without one.
+  const ModelConfig partial = parse_model_config(
+      R"({"model_type":"llama","vocab_size":10,"hidden_size":64,"intermediate_size":8,"num_hidden_layers":1,
+        "num_attention_heads":2,"partial_rotary_factor":0.5})",
+      "c");
+  EXPECT_EQ(rope_frequencies(partial, 1).rotary_dim, 16);
+  EXPECT_EQ(rope_frequencies(config("null"), 1).rotary_dim, 32);
   // yarn: fast-rotating dims extrapolate (kept), slow ones interpolate (/ factor); cos and sin grow
   // by 0.1 ln(factor) + 1.
   const RopeFrequencies yarn = rope_frequencies(config(R"({"rope_type":"yarn","factor":4.0})"), 1);

@@ -11,15 +11,9 @@
 namespace dew::ops {
 namespace {
 
-std::vector<Tensor> glu_backward(const GluArgs& forward, const Tensor& dy, const Tensor& gate,
+std::vector<Tensor> glu_backward(Activation activation, const Tensor& dy, const Tensor& gate,
                                  const Tensor& up) {
-  return run_op<Glu>(GluArgs{dy, gate, up, forward.activation, true});
-}
-
-UnaryFn unary_of(Activation a) {
-  return a == Activation::silu       ? UnaryFn::silu
-         : a == Activation::gelu_erf ? UnaryFn::gelu
-                                     : UnaryFn::gelu_tanh;
+  return run_op<Glu>(GluArgs{dy, gate, up, activation, true});
 }
 
 Tensor act(Activation a, const Tensor& g) {
@@ -70,8 +64,7 @@ VjpRule Glu::vjp(const Args& a) {
   const Activation activation = a.activation;
   if (!a.backward)
     return [=](const std::vector<Tensor>& d, const std::vector<Tensor>&) -> std::vector<Tensor> {
-      return glu_backward(GluArgs{Tensor(), Tensor(), Tensor(), activation, false}, d[0], gate.get(),
-                          up.get());
+      return glu_backward(activation, d[0], gate.get(), up.get());
     };
   // Cotangents A (of d_gate) and B (of d_up) back to dy, gate and up.
   return [=](const std::vector<Tensor>& d, const std::vector<Tensor>&) -> std::vector<Tensor> {
@@ -93,8 +86,8 @@ VjpRule Glu::vjp(const Args& a) {
 std::vector<Tensor> Glu::jvp(const Args& a, const std::vector<Tensor>&, const std::vector<Tensor>& t) {
   if (!a.backward) {
     Tensor dy;
-    if (t[0].defined()) dy = glu_backward(a, t[0], a.gate, a.up)[0];
-    if (t[1].defined()) dy = add_defined(dy, glu_backward(a, t[1], a.gate, a.up)[1]);
+    if (t[0].defined()) dy = glu_backward(a.activation, t[0], a.gate, a.up)[0];
+    if (t[1].defined()) dy = add_defined(dy, glu_backward(a.activation, t[1], a.gate, a.up)[1]);
     return {dy};
   }
   // Tangents of (dy, gate, up) to those of d_gate = dy u act'(g) and d_up = dy act(g).

@@ -7,19 +7,6 @@
 namespace dew::ops {
 namespace {
 
-UnaryFn unary_of(Activation act) {
-  switch (act) {
-    case Activation::relu:
-      return UnaryFn::relu;
-    case Activation::gelu_erf:
-      return UnaryFn::gelu;
-    case Activation::gelu_tanh:
-      return UnaryFn::gelu_tanh;
-    default:
-      return UnaryFn::silu;
-  }
-}
-
 // scale op(a) @ op(b) + bias: the pre-activation.
 Tensor pre_activation(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   MatmulOptions p;

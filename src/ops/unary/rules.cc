@@ -13,6 +13,21 @@ bool reads_output(UnaryFn f) {
 
 }  // namespace
 
+UnaryFn unary_of(Activation act) {
+  switch (act) {
+    case Activation::relu:
+      return UnaryFn::relu;
+    case Activation::gelu_erf:
+      return UnaryFn::gelu;
+    case Activation::gelu_tanh:
+      return UnaryFn::gelu_tanh;
+    case Activation::silu:
+      return UnaryFn::silu;
+    default:
+      fail("[rules] activation {} has no unary function", int(act));
+  }
+}
+
 Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const Tensor& y) {
   auto c = [&](double v) { return scalar_like(v, g); };
   switch (f) {

@@ -43,6 +43,8 @@ struct Unary {
 // g * f'(x) with ops, g a gradient or a tangent of x's shape; y = f(x) (read by exp, sqrt, rsqrt, tanh
 // and sigmoid only).
 Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const Tensor& y);
+// The unary function a fused activation (matmul's epilogue, a GLU's gate) applies.
+UnaryFn unary_of(Activation act);
 
 void add_unary_portable(select::Registry<UnaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_unary_cpu(select::Registry<UnaryArgs>& r))
