@@ -22,4 +22,10 @@ struct ScoreOptions {
 };
 int run_score(const ScoreOptions& options);
 
+struct TokenizeOptions {
+  std::string tokenizer;
+  bool special = false, decode = false, skip_special = false;
+};
+int run_tokenize(const TokenizeOptions& options);
+
 }  // namespace dew::cli

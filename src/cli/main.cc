@@ -41,6 +41,15 @@ int main(int argc, char** argv) {
       ->required();
   score_cmd->add_flag("--ids", score.ids, "read token ids (the text form needs a tokenizer: not yet)");
   score_cmd->add_option("--dtype", score.dtype, "cast the weights (f64, f32, bf16); default: the config's");
+  dew::cli::TokenizeOptions tokenize;
+  auto* tokenize_cmd = app.add_subcommand(
+      "tokenize", "JSONL strings in, one JSON array of token ids per line out (--decode: the other way)");
+  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer, "a tokenizer.json, or a directory holding one")
+      ->required();
+  tokenize_cmd->add_flag("--special", tokenize.special,
+                         "add the special tokens of the post-processor (BOS, ...)");
+  tokenize_cmd->add_flag("--decode", tokenize.decode, "read arrays of ids, write strings");
+  tokenize_cmd->add_flag("--skip-special", tokenize.skip_special, "with --decode: leave special tokens out");
   auto* bench_cmd = app.add_subcommand("bench", "benchmarks: a table for people, one JSON line last");
   bench_cmd->require_subcommand(1);
   dew::bench::OpsBenchOptions bench_ops;
@@ -80,6 +89,7 @@ int main(int argc, char** argv) {
     if (*ops_cmd) return dew::cli::run_ops(markdown);
     if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
     if (*score_cmd) return dew::cli::run_score(score);
+    if (*tokenize_cmd) return dew::cli::run_tokenize(tokenize);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);

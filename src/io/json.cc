@@ -110,4 +110,49 @@ const nlohmann::json& json_member(const nlohmann::json& object, const std::strin
   return *it;
 }
 
+bool JsonFields::has(const std::string& key) const {
+  return json.contains(key) && !json[key].is_null();
+}
+
+int64_t JsonFields::size(const std::string& key) const {
+  DEW_REQUIRE(has(key), "{}: \"{}\" is missing; expected a positive integer", source, key);
+  const auto& v = json[key];
+  DEW_REQUIRE(v.is_number_integer() && v.get<int64_t>() > 0, "{}: \"{}\" is {}; expected a positive integer",
+              source, key, v.dump());
+  return v.get<int64_t>();
+}
+
+int64_t JsonFields::size_or(const std::string& key, int64_t fallback) const {
+  return has(key) ? size(key) : fallback;
+}
+
+double JsonFields::number_or(const std::string& key, double fallback) const {
+  if (!has(key)) return fallback;
+  DEW_REQUIRE(json[key].is_number(), "{}: \"{}\" is {}; expected a number", source, key, json[key].dump());
+  return json[key].get<double>();
+}
+
+bool JsonFields::flag_or(const std::string& key, bool fallback) const {
+  if (!has(key)) return fallback;
+  DEW_REQUIRE(json[key].is_boolean(), "{}: \"{}\" is {}; expected true or false", source, key,
+              json[key].dump());
+  return json[key].get<bool>();
+}
+
+std::string JsonFields::text_or(const std::string& key, const std::string& fallback) const {
+  if (!has(key)) return fallback;
+  DEW_REQUIRE(json[key].is_string(), "{}: \"{}\" is {}; expected a string", source, key, json[key].dump());
+  return json[key].get<std::string>();
+}
+
+void JsonFields::refuse_unless(const std::string& key, const std::string& fallback,
+                               std::initializer_list<const char*> accepted, const std::string& why) const {
+  const std::string value =
+      has(key) ? (json[key].is_string() ? json[key].get<std::string>() : json[key].dump()) : fallback;
+  for (const char* a : accepted)
+    if (value == a) return;
+  fail("{}: \"{}\" is {}, which Dew does not implement ({}); expected {}", source, key, value, why,
+       fmt::join(accepted, " or "));
+}
+
 }  // namespace dew

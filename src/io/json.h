@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -29,5 +31,22 @@ const nlohmann::json& json_member(const nlohmann::json& object, const std::strin
 
 // "object", "array", "string", "unsigned integer", ...: for messages.
 std::string json_type_name(nlohmann::json::value_t kind);
+
+// Typed reads of an object's optional members, each with the value an absent (or null) member means;
+// a member of the wrong type is an error naming `source`, the key, what it holds and what would do.
+struct JsonFields {
+  const nlohmann::json& json;
+  const std::string& source;
+  bool has(const std::string& key) const;
+  int64_t size(const std::string& key) const;  // a positive integer, required
+  int64_t size_or(const std::string& key, int64_t fallback) const;
+  double number_or(const std::string& key, double fallback) const;
+  bool flag_or(const std::string& key, bool fallback) const;
+  std::string text_or(const std::string& key, const std::string& fallback) const;
+  // A member that must hold one of `accepted` (or be absent, meaning `fallback`); `why` says what the
+  // member does, for the error.
+  void refuse_unless(const std::string& key, const std::string& fallback,
+                     std::initializer_list<const char*> accepted, const std::string& why) const;
+};
 
 }  // namespace dew

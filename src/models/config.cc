@@ -11,49 +11,9 @@ namespace dew {
 namespace {
 
 // NOTE [refused config fields]: transformers reads many optional fields; those below change what
-// the model computes. Each is accepted at the value Dew implements and refused otherwise, so a
-// checkpoint never runs as a different model than it is.
-struct Fields {
-  const nlohmann::json& json;
-  const std::string& source;
-  bool has(const std::string& key) const { return json.contains(key) && !json[key].is_null(); }
-  int64_t size(const std::string& key) const {
-    DEW_REQUIRE(has(key), "{}: \"{}\" is missing; expected a positive integer", source, key);
-    const auto& v = json[key];
-    DEW_REQUIRE(v.is_number_integer() && v.get<int64_t>() > 0,
-                "{}: \"{}\" is {}; expected a positive integer", source, key, v.dump());
-    return v.get<int64_t>();
-  }
-  int64_t size_or(const std::string& key, int64_t fallback) const { return has(key) ? size(key) : fallback; }
-  double number_or(const std::string& key, double fallback) const {
-    if (!has(key)) return fallback;
-    DEW_REQUIRE(json[key].is_number(), "{}: \"{}\" is {}; expected a number", source, key, json[key].dump());
-    return json[key].get<double>();
-  }
-  bool flag_or(const std::string& key, bool fallback) const {
-    if (!has(key)) return fallback;
-    DEW_REQUIRE(json[key].is_boolean(), "{}: \"{}\" is {}; expected true or false", source, key,
-                json[key].dump());
-    return json[key].get<bool>();
-  }
-  std::string text_or(const std::string& key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    DEW_REQUIRE(json[key].is_string(), "{}: \"{}\" is {}; expected a string", source, key, json[key].dump());
-    return json[key].get<std::string>();
-  }
-  // A field that must hold one of `accepted` (or be absent, meaning `fallback`).
-  void refuse_unless(const std::string& key, const std::string& fallback,
-                     std::initializer_list<const char*> accepted, const std::string& why) const {
-    const std::string value =
-        has(key) ? (json[key].is_string() ? json[key].get<std::string>() : json[key].dump()) : fallback;
-    for (const char* a : accepted)
-      if (value == a) return;
-    fail("{}: \"{}\" is {}, which Dew does not implement ({}); expected {}", source, key, value, why,
-         fmt::join(accepted, " or "));
-  }
-};
-
-RopeConfig parse_rope(const Fields& f) {
+// the model computes. Each is accepted at the value Dew implements and refused otherwise (JsonFields::
+// refuse_unless), so a checkpoint never runs as a different model than it is.
+RopeConfig parse_rope(const JsonFields& f) {
   RopeConfig r;
   // Newer files: rope_parameters holds rope_theta and the scaling; older: rope_theta + rope_scaling.
   const bool parameters = f.has("rope_parameters");
@@ -63,7 +23,7 @@ RopeConfig parse_rope(const Fields& f) {
   if (!f.has(key)) return r;
   const nlohmann::json& s = f.json[key];
   DEW_REQUIRE(s.is_object(), "{}: \"{}\" is {}; expected an object", f.source, key, s.dump());
-  const Fields g{s, f.source + " " + key};
+  const JsonFields g{s, f.source + " " + key};
   r.type = g.text_or("rope_type", g.text_or("type", "default"));
   if (parameters) r.theta = g.number_or("rope_theta", r.theta);
   r.partial_rotary_factor = g.number_or("partial_rotary_factor", r.partial_rotary_factor);
@@ -95,7 +55,7 @@ RopeConfig parse_rope(const Fields& f) {
   return r;
 }
 
-ModelConfig parse_llama_family(const Fields& f, const std::string& type) {
+ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   ModelConfig c;
   c.model_type = type;
   c.vocab_size = f.size("vocab_size");
@@ -132,7 +92,7 @@ ModelConfig parse_llama_family(const Fields& f, const std::string& type) {
   return c;
 }
 
-ModelConfig parse_gpt2(const Fields& f) {
+ModelConfig parse_gpt2(const JsonFields& f) {
   ModelConfig c;
   c.model_type = "gpt2";
   c.vocab_size = f.size("vocab_size");
@@ -160,7 +120,7 @@ ModelConfig parse_gpt2(const Fields& f) {
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
   const nlohmann::json json = parse_json(json_text, source);
   DEW_REQUIRE(json.is_object(), "{}: expected a JSON object", source);
-  const Fields f{json, source};
+  const JsonFields f{json, source};
   const std::string type = f.text_or("model_type", "");
   ModelConfig c;
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3")

@@ -1,0 +1,63 @@
+// Tokenizers from Hugging Face files: tokenizer.json (normalizer, pre-tokenizer, BPE model, added
+// tokens, post-processor, decoder) with tokenizer_config.json beside it. Ids equal those of the
+// Hugging Face tokenizers on the same files (tests/tokenize/ against tokenizers.js). A component Dew
+// does not implement is refused by name when the file is loaded, never skipped.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dew {
+
+struct EncodeOptions {
+  // Run the post-processor (BOS/EOS templates, tokenizer_config's add_bos_token/add_eos_token).
+  // Leading special tokens the text already begins with are not added again (NOTE [no doubled BOS]).
+  bool add_special_tokens = false;
+};
+
+struct DecodeOptions {
+  bool skip_special_tokens = false;  // false: special tokens are written as their text
+  // tokenizer_config's clean_up_tokenization_spaces (" ." → "." ...) unless set here.
+  std::optional<bool> clean_up_tokenization_spaces;
+};
+
+class Tokenizer {
+ public:
+  // `path` is a tokenizer.json or a directory holding one; tokenizer_config.json is read from the same
+  // directory when present. Errors name the file and the component.
+  static Tokenizer load(const std::string& path);
+  // From the two files' text (`config_json` may be empty); `source` names them in errors.
+  static Tokenizer from_json(std::string_view tokenizer_json, std::string_view config_json,
+                             const std::string& source);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // `text` is UTF-8; ill-formed sequences are each replaced by U+FFFD first (the WHATWG decoder's
+  // rule, as Python's errors="replace" and Rust's from_utf8_lossy do).
+  std::vector<int64_t> encode(std::string_view text, const EncodeOptions& options = {}) const;
+  std::vector<std::vector<int64_t>> encode_batch(const std::vector<std::string>& texts,
+                                                 const EncodeOptions& options = {}) const;
+  // Bytes that do not form UTF-8 (a split multi-byte token) come out as U+FFFD. An id outside the
+  // vocabulary is an error naming it.
+  std::string decode(const std::vector<int64_t>& ids, const DecodeOptions& options = {}) const;
+
+  int64_t vocab_size() const;  // model vocabulary and added tokens: one past the largest id
+  std::optional<int64_t> token_to_id(std::string_view token) const;
+  std::string id_to_token(int64_t id) const;
+  bool is_special(int64_t id) const;
+  std::optional<int64_t> bos_id() const;  // tokenizer_config's bos_token / eos_token
+  std::optional<int64_t> eos_id() const;
+
+ private:
+  struct State;
+  explicit Tokenizer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace dew
