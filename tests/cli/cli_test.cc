@@ -166,3 +166,35 @@ TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
 }
 
 }  // namespace
+
+TEST(Cli, TokenizeEncodesJsonlStringsAndDecodesIdArrays) {
+  const std::string dir = testing::TempDir() + "/cli_tokenize";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tokenizer.json")
+      << R"({"model": {"type": "BPE", "vocab": {"h": 0, "i": 1, " ": 2, "hi": 3, "<s>": 4}, "merges": ["h i"]},
+            "added_tokens": [{"id": 4, "content": "<s>", "special": true}],
+            "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                               {"Sequence": {"id": "A", "type_id": 0}}], "special_tokens": {}}})";
+  std::ofstream(dir + "/in.jsonl") << "\"hi hi\"\n\n\"ih\"\n";
+  Result r = run("tokenize --tokenizer " + dir + " < " + dir + "/in.jsonl");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "[3,2,3]\n[1,0]\n");
+  Result special = run("tokenize --special --tokenizer " + dir + "/tokenizer.json < " + dir + "/in.jsonl");
+  EXPECT_EQ(special.out, "[4,3,2,3]\n[4,1,0]\n");
+
+  std::ofstream(dir + "/ids.jsonl") << "[4,3,2,3]\n";
+  EXPECT_EQ(run("tokenize --decode --tokenizer " + dir + " < " + dir + "/ids.jsonl").out, "\"<s>hi hi\"\n");
+  EXPECT_EQ(run("tokenize --decode --skip-special --tokenizer " + dir + " < " + dir + "/ids.jsonl").out,
+            "\"hi hi\"\n");
+
+  std::ofstream(dir + "/bad.jsonl") << "\"hi\"\n[1, 2]\n";
+  Result bad = run("tokenize --tokenizer " + dir + " < " + dir + "/bad.jsonl");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("stdin line 2: expected a JSON string"), std::string::npos) << bad.out;
+  std::ofstream(dir + "/bad_ids.jsonl") << "[99]\n";
+  Result bad_id = run("tokenize --decode --tokenizer " + dir + " < " + dir + "/bad_ids.jsonl");
+  EXPECT_EQ(bad_id.code, 1);
+  EXPECT_NE(bad_id.out.find("id 99 is not in the vocabulary"), std::string::npos) << bad_id.out;
+  EXPECT_EQ(run("tokenize --tokenizer /nonexistent").code, 1);
+  EXPECT_EQ(run("tokenize").code, 2);
+}
