@@ -60,4 +60,17 @@ class Tokenizer {
   std::unique_ptr<State> state_;
 };
 
+struct BpeTrainOptions {
+  int64_t vocab_size = 8192;                // bytes (256) + merges + special tokens
+  int64_t min_frequency = 2;                // a pair seen fewer times than this is never merged
+  std::vector<std::string> special_tokens;  // added after the merges, special, never split
+};
+
+// Learns a byte-level BPE (Llama 3's pre-tokenizer pattern, GPT-2's byte alphabet) from `documents`
+// and returns its tokenizer.json, which Tokenizer::load and the Hugging Face tokenizers read. The
+// most frequent pair is merged first; ties go to the pair of smaller ids, so training is
+// deterministic.
+std::string train_byte_level_bpe(const std::vector<std::string_view>& documents,
+                                 const BpeTrainOptions& options);
+
 }  // namespace dew

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dew::cli {
 
@@ -27,5 +28,12 @@ struct TokenizeOptions {
   bool special = false, decode = false, skip_special = false;
 };
 int run_tokenize(const TokenizeOptions& options);
+
+struct TokenizerTrainOptions {
+  std::vector<std::string> files, special_tokens;
+  int64_t vocab_size = 8192, min_frequency = 2;
+  std::string output;
+};
+int run_tokenizer_train(const TokenizerTrainOptions& options);
 
 }  // namespace dew::cli

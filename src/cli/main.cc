@@ -50,6 +50,22 @@ int main(int argc, char** argv) {
                          "add the special tokens of the post-processor (BOS, ...)");
   tokenize_cmd->add_flag("--decode", tokenize.decode, "read arrays of ids, write strings");
   tokenize_cmd->add_flag("--skip-special", tokenize.skip_special, "with --decode: leave special tokens out");
+  auto* tokenizer_cmd = app.add_subcommand("tokenizer", "tokenizer tools");
+  tokenizer_cmd->require_subcommand(1);
+  dew::cli::TokenizerTrainOptions tokenizer_train;
+  auto* tokenizer_train_cmd = tokenizer_cmd->add_subcommand(
+      "train",
+      "learn a byte-level BPE from text files; writes a tokenizer.json the Hugging Face tokenizers load");
+  tokenizer_train_cmd->add_option("files", tokenizer_train.files, "text files (UTF-8), each one document")
+      ->required();
+  tokenizer_train_cmd->add_option("--output", tokenizer_train.output, "the directory to write")->required();
+  tokenizer_train_cmd->add_option("--vocab-size", tokenizer_train.vocab_size, "tokens in all")
+      ->default_val(8192);
+  tokenizer_train_cmd
+      ->add_option("--min-frequency", tokenizer_train.min_frequency, "fewest sightings of a merged pair")
+      ->default_val(2);
+  tokenizer_train_cmd->add_option("--special", tokenizer_train.special_tokens,
+                                  "special tokens, after the merges (the first is also the EOS)");
   auto* bench_cmd = app.add_subcommand("bench", "benchmarks: a table for people, one JSON line last");
   bench_cmd->require_subcommand(1);
   dew::bench::OpsBenchOptions bench_ops;
@@ -90,6 +106,7 @@ int main(int argc, char** argv) {
     if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
     if (*score_cmd) return dew::cli::run_score(score);
     if (*tokenize_cmd) return dew::cli::run_tokenize(tokenize);
+    if (*tokenizer_train_cmd) return dew::cli::run_tokenizer_train(tokenizer_train);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);

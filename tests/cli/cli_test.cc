@@ -198,3 +198,27 @@ TEST(Cli, TokenizeEncodesJsonlStringsAndDecodesIdArrays) {
   EXPECT_EQ(run("tokenize --tokenizer /nonexistent").code, 1);
   EXPECT_EQ(run("tokenize").code, 2);
 }
+
+TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
+  const std::string dir = testing::TempDir() + "/cli_tokenizer_train";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream text(dir + "/text.txt");
+    for (int i = 0; i < 300; ++i) text << "the quick brown fox jumps over the lazy dog " << i % 7 << "\n";
+  }
+  Result r = run("tokenizer train " + dir + "/text.txt --vocab-size 280 --special '<|endoftext|>' --output " +
+                 dir + "/tok");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("280 tokens"), std::string::npos) << r.out;
+  std::ofstream(dir + "/in.jsonl") << "\" the quick brown fox\"\n";
+  Result ids = run("tokenize --tokenizer " + dir + "/tok < " + dir + "/in.jsonl");
+  EXPECT_EQ(ids.code, 0) << ids.out;
+  EXPECT_LT(std::count(ids.out.begin(), ids.out.end(), ','), 9)
+      << ids.out;  // merged: under half the 20 bytes
+  Result small = run("tokenizer train " + dir + "/text.txt --vocab-size 10 --output " + dir + "/small");
+  EXPECT_EQ(small.code, 1);
+  EXPECT_NE(small.out.find("vocab_size 10 is too small"), std::string::npos) << small.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/small/tokenizer.json"));
+  EXPECT_EQ(run("tokenizer train " + dir + "/missing.txt --output " + dir + "/x").code, 1);
+}
