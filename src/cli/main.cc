@@ -8,6 +8,7 @@
 #include "decode_bench.h"
 #include "memory_bench.h"
 #include "ops_bench.h"
+#include "tokenize_bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dew: train and serve language and diffusion models"};
@@ -94,6 +95,13 @@ int main(int argc, char** argv) {
       ->default_val(768);
   bench_decode_cmd->add_option("--prompt", bench_decode.prompt, "prompt tokens")->default_val(512);
   bench_decode_cmd->add_option("--new-tokens", bench_decode.new_tokens, "decoded tokens")->default_val(32);
+  dew::bench::TokenizeBenchOptions bench_tokenize;
+  auto* bench_tokenize_cmd = bench_cmd->add_subcommand(
+      "tokenize", "encode MB/s on one core against tokenizers.js on the same text in the same run");
+  bench_tokenize_cmd->add_option("--tokenizer", bench_tokenize.tokenizers,
+                                 "tokenizer directories (default: the four of tools/tokenizer-oracle)");
+  bench_tokenize_cmd->add_option("--text", bench_tokenize.text,
+                                 "a UTF-8 text file (default: the Brown corpus)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -111,6 +119,7 @@ int main(int argc, char** argv) {
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);
     if (*bench_decode_cmd) return dew::bench::run_decode_bench(bench_decode);
+    if (*bench_tokenize_cmd) return dew::bench::run_tokenize_bench(bench_tokenize);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
     return 1;

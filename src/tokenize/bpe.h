@@ -23,6 +23,35 @@ struct StringHash {
 };
 using TokenIds = std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>>;
 
+// Merges by (left id, right id): open addressing in a power-of-two table, one probe sequence per
+// lookup. std::unordered_map's node per entry made the lookup BPE's largest cost (docs/perf.md).
+class MergeTable {
+ public:
+  struct Merge {
+    int32_t rank = -1;  // -1: no merge
+    int32_t merged_id = 0;
+  };
+  void reserve(size_t entries);
+  void insert_or_assign(int32_t left, int32_t right, Merge merge);
+  Merge find(int32_t left, int32_t right) const {
+    const uint64_t key = pack(left, right);
+    for (size_t slot = slot_of(key);; slot = (slot + 1) & mask_) {
+      if (keys_[slot] == key) return values_[slot];
+      if (keys_[slot] == kEmpty) return {};
+    }
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = ~uint64_t(0);
+  static uint64_t pack(int32_t left, int32_t right) {
+    return uint64_t(uint32_t(left)) << 32 | uint32_t(right);
+  }
+  size_t slot_of(uint64_t key) const { return size_t((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_; }
+  std::vector<uint64_t> keys_;
+  std::vector<Merge> values_;
+  size_t mask_ = 0, size_ = 0;
+};
+
 class BpeModel {
  public:
   BpeModel(const nlohmann::json& spec, const std::string& source);
@@ -34,18 +63,17 @@ class BpeModel {
   const std::vector<std::string>& tokens() const { return tokens_; }  // by id; "" where no token has the id
 
  private:
-  struct Merge {
-    int32_t rank;
-    int64_t merged_id;
-  };
+  void encode_word(std::string_view word, std::vector<int64_t>& ids) const;  // through the cache
   void merge_word(std::string_view word, std::vector<int64_t>& ids) const;
+  bool metaspace_cannot_be_merged_into() const;
   std::optional<int64_t> find(std::string_view token) const;
 
   TokenIds vocab_;
   std::vector<std::string> tokens_;
-  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
+  MergeTable merges_;
   std::optional<int64_t> unk_id_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
+  bool split_before_metaspace_ = false;  // NOTE [metaspace segments] (bpe.cc)
   std::string continuing_subword_prefix_, end_of_word_suffix_;
   std::array<int64_t, 256> byte_token_ids_{};  // <0xXX> for byte_fallback; -1 where missing
 

@@ -105,21 +105,38 @@ Regex::Regex(const std::string& pattern, const std::string& source)
 
 Regex::~Regex() = default;
 
-std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
-  std::vector<std::pair<size_t, size_t>> spans;
-  pcre2_match_data* data = pcre2_match_data_create_from_pattern(compiled_->code, nullptr);
+namespace {
+
+// What a match needs besides the pattern, made once per thread (a JIT stack is an mmap: making one
+// per call cost more than the matching on short lines). One ovector pair suffices: only the whole
+// match is read, and PCRE2 fills it even when the pattern has more groups (rc == 0).
+struct MatchScratch {
+  pcre2_match_data* data = pcre2_match_data_create(1, nullptr);
   // Long runs of one class (a page of spaces under \s+(?!\S)) backtrack deeper than the JIT's
   // default 32 KiB stack allows.
   pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
   pcre2_match_context* context = pcre2_match_context_create(nullptr);
-  pcre2_jit_stack_assign(context, nullptr, stack);
+  MatchScratch() { pcre2_jit_stack_assign(context, nullptr, stack); }
+  ~MatchScratch() {
+    pcre2_match_context_free(context);
+    pcre2_jit_stack_free(stack);
+    pcre2_match_data_free(data);
+  }
+};
+
+}  // namespace
+
+std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
+  thread_local MatchScratch scratch;
+  std::vector<std::pair<size_t, size_t>> spans;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   int rc = 0;
   while (start <= text.size()) {
-    rc = pcre2_match(compiled_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, data, context);
+    rc = pcre2_match(compiled_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, scratch.data,
+                     scratch.context);
     if (rc < 0) break;
-    const PCRE2_SIZE* vector = pcre2_get_ovector_pointer(data);
+    const PCRE2_SIZE* vector = pcre2_get_ovector_pointer(scratch.data);
     const size_t begin = vector[0], end = vector[1];
     if (end > begin) {
       spans.emplace_back(begin, end);
@@ -129,9 +146,6 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) co
       start = begin + utf8_length(static_cast<unsigned char>(text[begin]));
     }
   }
-  pcre2_match_context_free(context);
-  pcre2_jit_stack_free(stack);
-  pcre2_match_data_free(data);
   if (rc < 0 && rc != PCRE2_ERROR_NOMATCH) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(rc, message, sizeof message);

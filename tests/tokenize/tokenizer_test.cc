@@ -80,6 +80,20 @@ TEST(TokenizerSplit, OnigurumaWhiteSpaceIsUnicodeWhiteSpaceProperty) {
   EXPECT_EQ(t.encode(text).size(), 4u);
 }
 
+TEST(TokenizerModel, MergesAcrossMetaspaceWhenTheVocabularyHasSuch) {
+  // NOTE [metaspace segments]: a line is merged per "▁"-segment only when no token could join two.
+  const std::string m = "\u2581";
+  const json merges =
+      json::array({json::array({"a", m}), json::array({"a" + m, "b"}), json::array({m, "b"})});
+  const json joined = {{"a", 0}, {m, 1}, {"b", 2}, {"a" + m, 3}, {"a" + m + "b", 4}, {m + "b", 5}};
+  const Tokenizer across = make({{"model", {{"type", "BPE"}, {"vocab", joined}, {"merges", merges}}}});
+  EXPECT_THAT(across.encode("a" + m + "b"), ElementsAre(4));
+  const json apart = {{"a", 0}, {m, 1}, {"b", 2}, {m + "b", 5}};
+  const Tokenizer segmented = make(
+      {{"model", {{"type", "BPE"}, {"vocab", apart}, {"merges", json::array({json::array({m, "b"})})}}}});
+  EXPECT_THAT(segmented.encode("a" + m + "b" + m + m + "b"), ElementsAre(0, 5, 1, 5));
+}
+
 json added(const std::string& content, int64_t id, bool special, json flags = json::object()) {
   json token = {{"id", id},        {"content", content},     {"single_word", false}, {"lstrip", false},
                 {"rstrip", false}, {"normalized", !special}, {"special", special}};
