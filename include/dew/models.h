@@ -7,6 +7,7 @@
 
 #include <dew/tensor.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -119,6 +120,9 @@ struct GenerationOptions {
   SamplingOptions sampling;
   std::vector<int64_t> eos_ids;
   std::vector<uint64_t> sequence_ids;  // one per prompt; empty: 0 for every row
+  // Called with each new token of a row still running, as it is chosen (streaming); returning false
+  // ends that row there (a stop string was met).
+  std::function<bool(int64_t row, int64_t token)> on_token;
 };
 std::vector<std::vector<int64_t>> generate(const CausalLM& model,
                                            const std::vector<std::vector<int64_t>>& prompts,

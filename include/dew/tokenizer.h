@@ -51,6 +51,8 @@ class Tokenizer {
   std::optional<int64_t> token_to_id(std::string_view token) const;
   std::string id_to_token(int64_t id) const;
   bool is_special(int64_t id) const;
+  // The ids add_special_tokens puts before a text (the BOS of most models; empty for many).
+  const std::vector<int64_t>& special_prefix() const;
   std::optional<int64_t> bos_id() const;  // tokenizer_config's bos_token / eos_token
   std::optional<int64_t> eos_id() const;
 
@@ -58,6 +60,27 @@ class Tokenizer {
   struct State;
   explicit Tokenizer(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
+};
+
+// Generated ids to text as it becomes final, for streaming: text is held back while it ends in an
+// incomplete UTF-8 character or could be the start of a stop string. A stop string is matched on the
+// decoded text, across token boundaries; the text before it is the last returned.
+class TextStream {
+ public:
+  TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings, DecodeOptions options = {});
+  std::string push(int64_t id);  // the text that became final with this id (often empty)
+  std::string finish();          // what was held back (nothing once stopped)
+  bool stopped() const { return stopped_; }
+  const std::vector<int64_t>& ids() const { return ids_; }
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::vector<std::string> stops_;
+  DecodeOptions options_;
+  std::vector<int64_t> ids_;
+  std::string text_;    // decode(ids_)
+  size_t emitted_ = 0;  // bytes of text_ already returned
+  bool stopped_ = false;
 };
 
 struct BpeTrainOptions {

@@ -23,6 +23,16 @@ struct ScoreOptions {
 };
 int run_score(const ScoreOptions& options);
 
+struct GenerateOptions {
+  std::string model, prompt, dtype;
+  int64_t max_new_tokens = 256;
+  uint64_t seed = 0;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  std::vector<std::string> stop;
+};
+int run_generate(const GenerateOptions& options);
+
 struct TokenizeOptions {
   std::string tokenizer;
   bool special = false, decode = false, skip_special = false;

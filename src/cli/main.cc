@@ -36,12 +36,28 @@ int main(int argc, char** argv) {
       ->required();
   inspect_cmd->add_flag("--jsonl", inspect_jsonl, "one JSON object per tensor instead of the table");
   dew::cli::ScoreOptions score;
-  auto* score_cmd =
-      app.add_subcommand("score", "log-likelihoods: JSONL {\"ids\": [...]} in, {\"logprobs\": [...]} out");
+  auto* score_cmd = app.add_subcommand(
+      "score", "log-likelihoods: JSONL {\"context\", \"continuation\"} in, lm-eval's loglikelihood out");
   score_cmd->add_option("--model", score.model, "a Hugging Face model directory (config.json + safetensors)")
       ->required();
-  score_cmd->add_flag("--ids", score.ids, "read token ids (the text form needs a tokenizer: not yet)");
+  score_cmd->add_flag("--ids", score.ids, "read {\"ids\": [...]} and write per-token log-probabilities");
   score_cmd->add_option("--dtype", score.dtype, "cast the weights (f64, f32, bf16); default: the config's");
+  dew::cli::GenerateOptions gen;
+  auto* generate_cmd = app.add_subcommand("generate", "continue a prompt, streaming the text to stdout");
+  generate_cmd->add_option("--model", gen.model, "a Hugging Face model directory with its tokenizer")
+      ->required();
+  generate_cmd->add_option("--prompt", gen.prompt, "the text to continue (BOS added as the tokenizer says)")
+      ->required();
+  generate_cmd->add_option("--max-new-tokens", gen.max_new_tokens, "at most this many tokens")
+      ->default_val(256);
+  generate_cmd->add_option("--seed", gen.seed, "the sampling seed (same seed, same text)")->default_val(0);
+  generate_cmd->add_option("--temperature", gen.temperature, "0: greedy (default: generation_config.json's)");
+  generate_cmd->add_option("--top-k", gen.top_k, "keep the k likeliest tokens (0: off)");
+  generate_cmd->add_option("--top-p", gen.top_p, "keep the smallest set of probability >= p");
+  generate_cmd->add_option("--min-p", gen.min_p, "drop tokens below min_p x the likeliest's probability");
+  generate_cmd->add_option("--repetition-penalty", gen.repetition_penalty, "divide seen tokens' logits (>1)");
+  generate_cmd->add_option("--stop", gen.stop, "stop before this text (repeatable)");
+  generate_cmd->add_option("--dtype", gen.dtype, "cast the weights (f64, f32, bf16); default: the config's");
   dew::cli::TokenizeOptions tokenize;
   auto* tokenize_cmd = app.add_subcommand(
       "tokenize", "JSONL strings in, one JSON array of token ids per line out (--decode: the other way)");
@@ -114,6 +130,7 @@ int main(int argc, char** argv) {
     if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
     if (*score_cmd) return dew::cli::run_score(score);
     if (*tokenize_cmd) return dew::cli::run_tokenize(tokenize);
+    if (*generate_cmd) return dew::cli::run_generate(gen);
     if (*tokenizer_train_cmd) return dew::cli::run_tokenizer_train(tokenizer_train);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);

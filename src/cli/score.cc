@@ -1,20 +1,29 @@
-// `dew score --model DIR --ids`: per-token log-likelihoods. Reads JSONL {"ids": [...]} on stdin and
-// writes, per line, {"logprobs": [...]}: the n-1 log-probabilities of ids[1:], each given the ids
-// before it. The text form (context/continuation) needs a tokenizer, which Dew does not have yet.
+// `dew score --model DIR`: log-likelihoods with lm-evaluation-harness's loglikelihood semantics. Reads
+// JSONL {"context": "...", "continuation": "..."} and writes, per line, {"loglikelihood": the summed
+// log-probability of the continuation's tokens, "is_greedy": whether each is the argmax, "tokens":
+// their count}. With --ids it reads {"ids": [...]} and writes {"logprobs": [...]}: the n-1
+// log-probabilities of ids[1:], each given the ids before it.
 #include <dew/autodiff.h>
 #include <dew/models.h>
 #include <dew/ops.h>
+#include <dew/tokenizer.h>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "io/json.h"
+#include "tokenize/utf8.h"
 
 namespace dew::cli {
 namespace {
 
-std::vector<double> token_logprobs(const CausalLM& model, const std::vector<int64_t>& ids) {
+struct TokenScores {
+  std::vector<double> logprobs;  // of ids[t + 1] given ids[..t]
+  std::vector<bool> greedy;      // ids[t + 1] is the likeliest next token
+};
+
+TokenScores score_tokens(const CausalLM& model, const std::vector<int64_t>& ids) {
   const int64_t n = int64_t(ids.size());
   if (n < 2) return {};
   std::vector<double> id_values(ids.begin(), ids.end()), positions, targets;
@@ -26,34 +35,89 @@ std::vector<double> token_logprobs(const CausalLM& model, const std::vector<int6
   // Log-probabilities in f32 (f64 for an f64 model) whatever the weights' dtype.
   const DType accumulate = logits.dtype() == DType::f64 ? DType::f64 : DType::f32;
   const Tensor lp = log_softmax(cast(logits.slice(1, 0, n - 1), accumulate), -1);
-  return gather(lp, -1, Tensor::from_values(targets, {1, n - 1, 1}, DType::i64)).to_f64_vector();
+  TokenScores scores;
+  scores.logprobs = gather(lp, -1, Tensor::from_values(targets, {1, n - 1, 1}, DType::i64)).to_f64_vector();
+  const std::vector<double> best = argmax(lp, -1).to_f64_vector();
+  for (int64_t t = 0; t + 1 < n; ++t) scores.greedy.push_back(best[size_t(t)] == targets[size_t(t)]);
+  return scores;
+}
+
+std::vector<int64_t> read_ids(const nlohmann::json& record, const std::string& where, int64_t vocab_size) {
+  DEW_REQUIRE(record.is_object(), "{}: expected an object {{\"ids\": [...]}}", where);
+  std::vector<int64_t> ids;
+  for (const auto& id : json_member(record, "ids", nlohmann::json::value_t::array, where)) {
+    DEW_REQUIRE(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < vocab_size,
+                "{}: id {} is not a token id; expected an integer in [0, {})", where, id.dump(), vocab_size);
+    ids.push_back(id.get<int64_t>());
+  }
+  return ids;
+}
+
+// NOTE [loglikelihood split]: lm-evaluation-harness moves the context's trailing white space to the
+// front of the continuation, encodes context + continuation whole, and takes the continuation's
+// tokens as those after the context's own encoding; the tokenizer's BOS (if it adds one) goes first,
+// and an empty context becomes BOS (or EOS when there is none). Sequences longer than the model's
+// positions lose tokens on the left.
+nlohmann::json score_text(const CausalLM& model, const Tokenizer& tokenizer, const nlohmann::json& record,
+                          const std::string& where) {
+  DEW_REQUIRE(record.is_object(), "{}: expected an object {{\"context\": ..., \"continuation\": ...}}",
+              where);
+  std::string context =
+      json_member(record, "context", nlohmann::json::value_t::string, where).get<std::string>();
+  std::string continuation =
+      json_member(record, "continuation", nlohmann::json::value_t::string, where).get<std::string>();
+  const size_t kept = tokenize::trim_end(context).size();
+  continuation = context.substr(kept) + continuation;
+  context.resize(kept);
+
+  std::vector<int64_t> context_ids = tokenizer.special_prefix();
+  std::vector<int64_t> whole = context_ids;
+  for (int64_t id : tokenizer.encode(context)) context_ids.push_back(id);
+  for (int64_t id : tokenizer.encode(context + continuation)) whole.push_back(id);
+  if (context_ids.empty()) {
+    const auto prefix = tokenizer.bos_id() ? tokenizer.bos_id() : tokenizer.eos_id();
+    DEW_REQUIRE(prefix.has_value(),
+                "{}: the context is empty and the tokenizer has neither a BOS nor an EOS token "
+                "to put before the continuation",
+                where);
+    context_ids = {*prefix};
+    whole.insert(whole.begin(), *prefix);
+  }
+  const size_t count = whole.size() - std::min(whole.size(), context_ids.size());
+  DEW_REQUIRE(count > 0, "{}: the continuation adds no tokens to the context; expected some text", where);
+  const size_t limit = size_t(model.config().max_position_embeddings) + 1;
+  if (whole.size() > limit) whole.erase(whole.begin(), whole.end() - int64_t(limit));
+  for (int64_t id : whole)
+    DEW_REQUIRE(id < model.config().vocab_size, "{}: token id {} is outside the model's vocabulary of {}",
+                where, id, model.config().vocab_size);
+
+  const TokenScores scores = score_tokens(model, whole);
+  double sum = 0;
+  bool greedy = true;
+  for (size_t t = scores.logprobs.size() - count; t < scores.logprobs.size(); ++t) {
+    sum += scores.logprobs[t];
+    greedy = greedy && scores.greedy[t];
+  }
+  return {{"loglikelihood", sum}, {"is_greedy", greedy}, {"tokens", count}};
 }
 
 }  // namespace
 
 int run_score(const ScoreOptions& o) {
-  DEW_REQUIRE(o.ids,
-              "score: scoring text (context and continuation) needs a tokenizer, which Dew does not "
-              "have yet; pass --ids and lines {{\"ids\": [...]}}");
   const CausalLM model =
       CausalLM::load(o.model, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
+  const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(o.model));
   NoGrad inference;
   std::string line;
   for (int64_t number = 1; std::getline(std::cin, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("stdin line {}", number);
     const nlohmann::json record = parse_json(line, where);
-    DEW_REQUIRE(record.is_object(), "{}: expected an object {{\"ids\": [...]}}", where);
-    const nlohmann::json& ids_json = json_member(record, "ids", nlohmann::json::value_t::array, where);
-    std::vector<int64_t> ids;
-    for (const auto& id : ids_json) {
-      DEW_REQUIRE(
-          id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < model.config().vocab_size,
-          "{}: id {} is not a token id; expected an integer in [0, {})", where, id.dump(),
-          model.config().vocab_size);
-      ids.push_back(id.get<int64_t>());
-    }
-    const nlohmann::json out = {{"logprobs", token_logprobs(model, ids)}};
+    const nlohmann::json out =
+        o.ids ? nlohmann::json{{"logprobs",
+                                score_tokens(model, read_ids(record, where, model.config().vocab_size))
+                                    .logprobs}}
+              : score_text(model, *tokenizer, record, where);
     std::cout << out.dump() << "\n" << std::flush;
   }
   return 0;

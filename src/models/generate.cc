@@ -49,6 +49,7 @@ std::vector<std::vector<int64_t>> generate(const CausalLM& model,
       out[size_t(b)].push_back(token);
       history[size_t(b)].push_back(token);
       done[size_t(b)] = std::find(o.eos_ids.begin(), o.eos_ids.end(), token) != o.eos_ids.end();
+      if (o.on_token && !o.on_token(b, token)) done[size_t(b)] = true;
     }
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) || step + 1 == o.max_new_tokens)
       break;

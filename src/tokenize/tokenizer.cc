@@ -252,6 +252,10 @@ bool Tokenizer::is_special(int64_t id) const {
   return id >= 0 && id < vocab_size() && state_->special[size_t(id)];
 }
 
+const std::vector<int64_t>& Tokenizer::special_prefix() const {
+  return state_->special_template.prefix;
+}
+
 std::optional<int64_t> Tokenizer::bos_id() const {
   return state_->bos;
 }

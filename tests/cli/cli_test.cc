@@ -2,6 +2,7 @@
 #include <dew/models.h>
 #include <dew/ops.h>
 #include <dew/safetensors.h>
+#include <dew/tokenizer.h>
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -155,7 +158,9 @@ TEST(Cli, ScoreIdsWritesEachTokensLogProbabilityGivenItsPrefix) {
   EXPECT_NE(bad.out.find("stdin line 1: id 50 is not a token id; expected an integer in [0, 50)"),
             std::string::npos)
       << bad.out;
-  EXPECT_NE(run("score --model " + dir).out.find("needs a tokenizer"), std::string::npos);
+  Result no_tokenizer = run("score --model " + dir + " < " + dir + "/in.jsonl");
+  EXPECT_EQ(no_tokenizer.code, 1);
+  EXPECT_NE(no_tokenizer.out.find("tokenizer.json: no such file"), std::string::npos) << no_tokenizer.out;
 }
 
 TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
@@ -221,4 +226,111 @@ TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
   EXPECT_NE(small.out.find("vocab_size 10 is too small"), std::string::npos) << small.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/small/tokenizer.json"));
   EXPECT_EQ(run("tokenizer train " + dir + "/missing.txt --output " + dir + "/x").code, 1);
+}
+
+// A random Llama with a byte-level tokenizer of its vocabulary (one token per byte, ids = byte values)
+// in one Hugging Face directory.
+std::string model_with_tokenizer(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + name;
+  std::filesystem::remove_all(dir);
+  const dew::ModelConfig config = dew::parse_model_config(
+      R"({"model_type":"llama","vocab_size":257,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":1,
+        "num_attention_heads":2,"num_key_value_heads":1,"max_position_embeddings":64})",
+      "config");
+  dew::CausalLM::init(config, dew::DType::f32, 5).save(dir);
+  dew::BpeTrainOptions options;
+  options.min_frequency = 1 << 30;  // bytes only
+  options.special_tokens = {"<|endoftext|>"};
+  std::ofstream(dir + "/tokenizer.json") << dew::train_byte_level_bpe({"x"}, options);
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|endoftext|>"})";
+  return dir;
+}
+
+TEST(Cli, ScoreTextHasLmEvalsLoglikelihoodSemantics) {
+  const std::string dir = model_with_tokenizer("dew_cli_score_text");
+  const dew::CausalLM model = dew::CausalLM::load(dir);
+  const dew::Tokenizer tokenizer = dew::Tokenizer::load(dir);
+  // The likeliest and the least likely letter after "the cat": is_greedy is true only for the argmax.
+  const std::vector<int64_t> context = tokenizer.encode("the cat");
+  std::vector<double> ids(context.begin(), context.end()), positions;
+  for (size_t t = 0; t < ids.size(); ++t) positions.push_back(double(t));
+  const int64_t T = int64_t(ids.size());
+  const std::vector<double> last = model
+                                       .forward(dew::Tensor::from_values(ids, {1, T}, dew::DType::i64),
+                                                dew::Tensor::from_values(positions, {1, T}, dew::DType::i64))
+                                       .slice(1, T - 1, T)
+                                       .to_f64_vector();
+  const int64_t argmax = std::max_element(last.begin(), last.end()) - last.begin();
+  char best = 'a', worst = 'a';
+  for (char c = 'a'; c <= 'z'; ++c) {
+    if (last[size_t(c)] > last[size_t(best)]) best = c;
+    if (last[size_t(c)] < last[size_t(worst)]) worst = c;
+  }
+  std::ofstream(dir + "/in.jsonl") << "{\"context\": \"the cat \", \"continuation\": \"sat\"}\n"
+                                   << "{\"context\": \"the cat\", \"continuation\": \" sat\"}\n"
+                                   << "{\"context\": \"the cat\", \"continuation\": \"" << best << "\"}\n"
+                                   << "{\"context\": \"the cat\", \"continuation\": \"" << worst << "\"}\n"
+                                   << "{\"context\": \"\", \"continuation\": \"hi\"}\n";
+  Result r = run("score --model " + dir + " < " + dir + "/in.jsonl");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(out.size(), 5u) << r.out;
+  EXPECT_EQ(out[0], out[1]);  // the context's trailing space moves to the continuation
+  EXPECT_EQ(out[0]["tokens"], 4);
+  EXPECT_EQ(out[2]["is_greedy"], best == argmax);
+  EXPECT_FALSE(out[3]["is_greedy"]);
+  EXPECT_GT(out[2]["loglikelihood"].get<double>(), out[3]["loglikelihood"].get<double>());
+  // The same sum as --ids over the whole sequence (an empty context starts from the EOS token, 256).
+  std::ofstream(dir + "/ids.jsonl")
+      << "{\"ids\": [116,104,101,32,99,97,116,32,115,97,116]}\n{\"ids\": [256,104,105]}\n";
+  Result per_token = run("score --ids --model " + dir + " < " + dir + "/ids.jsonl");
+  std::istringstream id_lines(per_token.out);
+  std::string line;
+  std::getline(id_lines, line);
+  const auto logprobs = nlohmann::json::parse(line)["logprobs"].get<std::vector<double>>();
+  EXPECT_EQ(out[0]["loglikelihood"].get<double>(), logprobs[6] + logprobs[7] + logprobs[8] + logprobs[9]);
+  std::getline(id_lines, line);
+  const auto from_eos = nlohmann::json::parse(line)["logprobs"].get<std::vector<double>>();
+  EXPECT_EQ(out[4]["loglikelihood"].get<double>(), from_eos[0] + from_eos[1]);
+
+  std::ofstream(dir + "/bad.jsonl") << "{\"context\": \"a\", \"continuation\": \"\"}\n";
+  Result bad = run("score --model " + dir + " < " + dir + "/bad.jsonl");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("stdin line 1: the continuation adds no tokens"), std::string::npos) << bad.out;
+}
+
+TEST(Cli, GenerateStreamsTheGreedyContinuationAndStopsAtAStopString) {
+  const std::string dir = model_with_tokenizer("dew_cli_generate");
+  const dew::CausalLM model = dew::CausalLM::load(dir);
+  const dew::Tokenizer tokenizer = dew::Tokenizer::load(dir);
+  dew::GenerationOptions options;
+  options.max_new_tokens = 12;
+  options.sampling.temperature = 0;
+  options.eos_ids = {256};
+  const auto ids = dew::generate(model, {tokenizer.encode("Once upon")}, options)[0];
+  std::vector<int64_t> shown;
+  for (int64_t id : ids)
+    if (id != 256) shown.push_back(id);
+  const std::string expected = tokenizer.decode(shown, {.skip_special_tokens = true});
+  Result r = run("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 12");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, expected + "\n");
+  // A stop string from the middle of that text (a printable character, safe in a shell argument):
+  // the output ends just before its first occurrence.
+  std::string stop;
+  for (size_t i = shown.size() / 2; i < shown.size() && stop.empty(); ++i)
+    if (shown[i] > ' ' && shown[i] < 127 && shown[i] != '\'' && shown[i] != '\\')
+      stop = std::string(1, char(shown[i]));
+  if (!stop.empty()) {
+    Result stopped =
+        run("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 12 --stop '" + stop + "'");
+    EXPECT_EQ(stopped.out, expected.substr(0, expected.find(stop)) + "\n");
+  }
+  // Sampling: the same seed gives the same text, another seed (almost surely) another.
+  const std::string sample =
+      "generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 12 --temperature 1 --top-k 0";
+  EXPECT_EQ(run(sample + " --seed 3").out, run(sample + " --seed 3").out);
+  EXPECT_NE(run(sample + " --seed 3").out, run(sample + " --seed 4").out);
 }

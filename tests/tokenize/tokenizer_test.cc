@@ -268,3 +268,52 @@ TEST(TokenizerRefusals, BadFilesAndIdsAreErrors) {
 
 }  // namespace
 }  // namespace dew
+
+namespace dew {
+namespace {
+
+// A byte-level tokenizer without merges: one token per byte, so characters split across tokens.
+Tokenizer bytes_tokenizer() {
+  BpeTrainOptions options;
+  options.min_frequency = 1 << 30;
+  return Tokenizer::from_json(train_byte_level_bpe({"x"}, options), "", "bytes");
+}
+
+std::string stream_all(const Tokenizer& t, const std::string& text, const std::vector<std::string>& stops,
+                       std::vector<std::string>* chunks = nullptr, bool* stopped = nullptr) {
+  TextStream stream(t, stops);
+  std::string out;
+  for (int64_t id : t.encode(text)) {
+    const std::string chunk = stream.push(id);
+    if (chunks) chunks->push_back(chunk);
+    out += chunk;
+    if (stream.stopped()) break;
+  }
+  out += stream.finish();
+  if (stopped) *stopped = stream.stopped();
+  return out;
+}
+
+TEST(TokenizerTextStream, ReturnsTheWholeTextAndNeverHalfACharacter) {
+  const Tokenizer t = bytes_tokenizer();
+  std::vector<std::string> chunks;
+  EXPECT_EQ(stream_all(t, "naïve 🤗!", {}, &chunks), "naïve 🤗!");
+  // "ï" is two byte tokens and "🤗" four: nothing comes out until the last byte of each.
+  EXPECT_THAT(chunks, ElementsAre("n", "a", "", "ï", "v", "e", " ", "", "", "", "🤗", "!"));
+}
+
+TEST(TokenizerTextStream, StopsAtAStopStringSpanningTokens) {
+  const Tokenizer t = bytes_tokenizer();
+  bool stopped = false;
+  std::vector<std::string> chunks;
+  EXPECT_EQ(stream_all(t, "answer: 42\nUser: more", {"\nUser:", "never"}, &chunks, &stopped), "answer: 42");
+  EXPECT_TRUE(stopped);
+  EXPECT_EQ(stream_all(t, "a\nUse b", {"\nUser:"}, nullptr, &stopped), "a\nUse b");  // a prefix, then not
+  EXPECT_FALSE(stopped);
+  EXPECT_EQ(stream_all(t, "aab", {"ab", "aab"}, nullptr, &stopped), "");  // the earliest stop wins
+  EXPECT_TRUE(stopped);
+  EXPECT_THROW(TextStream(t, {""}), Error);
+}
+
+}  // namespace
+}  // namespace dew

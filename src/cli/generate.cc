@@ -1,0 +1,81 @@
+// `dew generate --model DIR --prompt TEXT [...]`: continues a prompt with the model and tokenizer of a
+// Hugging Face directory, streaming the text to stdout as it is decided. Sampling defaults come from
+// generation_config.json as transformers reads it (do_sample false: greedy), flags override them;
+// generation stops at an EOS id, a stop string or --max-new-tokens.
+#include <dew/error.h>
+#include <dew/models.h>
+#include <dew/tokenizer.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "io/files.h"
+#include "io/json.h"
+
+namespace dew::cli {
+namespace {
+
+nlohmann::json read_json_if_present(const std::filesystem::path& path) {
+  if (!std::filesystem::is_regular_file(path)) return nlohmann::json::object();
+  nlohmann::json json = parse_json(read_text_file(path.string()), path.string());
+  DEW_REQUIRE(json.is_object(), "{}: expected a JSON object", path.string());
+  return json;
+}
+
+// eos_token_id is an integer or a list of them.
+void add_eos_ids(const nlohmann::json& json, const std::string& source, std::vector<int64_t>& eos) {
+  if (!json.contains("eos_token_id") || json["eos_token_id"].is_null()) return;
+  const nlohmann::json& value = json["eos_token_id"];
+  for (const auto& id : value.is_array() ? value : nlohmann::json::array({value})) {
+    DEW_REQUIRE(id.is_number_integer(), "{}: eos_token_id holds {}; expected integers", source, id.dump());
+    eos.push_back(id.get<int64_t>());
+  }
+}
+
+}  // namespace
+
+int run_generate(const GenerateOptions& o) {
+  namespace fs = std::filesystem;
+  const CausalLM model =
+      CausalLM::load(o.model, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
+  const Tokenizer tokenizer = Tokenizer::load(o.model);
+  const fs::path generation_path = fs::path(o.model) / "generation_config.json";
+  const nlohmann::json generation = read_json_if_present(generation_path);
+  const JsonFields g{generation, generation_path.string()};
+
+  GenerationOptions options;
+  options.max_new_tokens = o.max_new_tokens;
+  SamplingOptions& s = options.sampling;
+  s.temperature = g.flag_or("do_sample", false) ? g.number_or("temperature", 1.0) : 0.0;
+  s.top_k = g.size_or("top_k", 50);
+  s.top_p = g.number_or("top_p", 1.0);
+  s.min_p = g.number_or("min_p", 0.0);
+  s.repetition_penalty = g.number_or("repetition_penalty", 1.0);
+  if (o.temperature) s.temperature = *o.temperature;
+  if (o.top_k) s.top_k = *o.top_k;
+  if (o.top_p) s.top_p = *o.top_p;
+  if (o.min_p) s.min_p = *o.min_p;
+  if (o.repetition_penalty) s.repetition_penalty = *o.repetition_penalty;
+  s.seed = o.seed;
+  add_eos_ids(generation, generation_path.string(), options.eos_ids);
+  add_eos_ids(read_json_if_present(fs::path(o.model) / "config.json"), "config.json", options.eos_ids);
+  if (tokenizer.eos_id()) options.eos_ids.push_back(*tokenizer.eos_id());
+
+  const std::vector<int64_t> prompt = tokenizer.encode(o.prompt, {.add_special_tokens = true});
+  DEW_REQUIRE(!prompt.empty(), "generate: the prompt encodes to no tokens; expected some text");
+  // EOS ends the text without being printed; stop strings end it before them.
+  TextStream stream(tokenizer, o.stop, {.skip_special_tokens = true});
+  options.on_token = [&](int64_t, int64_t token) {
+    if (std::find(options.eos_ids.begin(), options.eos_ids.end(), token) != options.eos_ids.end())
+      return false;
+    std::cout << stream.push(token) << std::flush;
+    return !stream.stopped();
+  };
+  generate(model, {prompt}, options);
+  std::cout << stream.finish() << "\n" << std::flush;
+  return 0;
+}
+
+}  // namespace dew::cli
