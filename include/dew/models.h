@@ -61,9 +61,10 @@ struct RopeFrequencies {
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t sequence_length);
 
 // The keys and values of the tokens a model has seen, per layer: (B, S, Hkv, D) each, grown by every
-// forward given the cache. Every row of the batch holds the same number of tokens (no padding yet).
+// forward given the cache. With padded rows, `segments` holds the cached positions' segment ids.
 struct KvCache {
   std::vector<Tensor> keys, values;
+  Tensor segments;  // (B,S) i64, or undefined when no call was padded
   int64_t length() const { return keys.empty() ? 0 : keys[0].size(1); }
 };
 
@@ -88,7 +89,10 @@ class CausalLM {
   // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype. With a
   // cache, the tokens attend to the cached ones too, and their keys and values join the cache
   // (incremental decoding: prefill once, then one token at a time).
-  Tensor forward(const Tensor& ids, const Tensor& positions, KvCache* cache = nullptr) const;
+  // `segments` (B,T) i64, optional: 0 marks padding, which no other token attends to and which sees
+  // only padding (NOTE [padding], causal_lm.cc); a padded row's tokens get the logits they get alone.
+  Tensor forward(const Tensor& ids, const Tensor& positions, KvCache* cache = nullptr,
+                 const Tensor& segments = {}) const;
 
  private:
   ModelConfig config_;
@@ -113,8 +117,8 @@ int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& op
 
 // Continues prompts with the KV cache: a prefill, then one token per step for every row, sampled by
 // sample_token with the row's sequence id (so a prompt's tokens do not depend on its batch), until
-// every row has produced an end-of-sequence id (kept in its output) or max_new_tokens. The prompts of
-// one call must have one length (padded batches are not written yet).
+// every row has produced an end-of-sequence id (kept in its output) or max_new_tokens. Prompts of
+// different lengths are left-padded (NOTE [padding]): each row gets the tokens it gets alone.
 struct GenerationOptions {
   int64_t max_new_tokens = 32;
   SamplingOptions sampling;

@@ -164,11 +164,19 @@ std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor
 
 }  // namespace models
 
-Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* cache) const {
+// NOTE [padding]: rows of different lengths are left-padded to one length. Attention's segment ids
+// keep the two apart: real tokens are segment 1 and padding 0, and a query sees only keys of its own
+// segment, so a real token attends to exactly the keys it would see alone (positions come from the
+// caller and start at 0 at the row's first real token). The cache keeps the keys' segment ids.
+Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* cache,
+                         const Tensor& segments) const {
   DEW_REQUIRE(ids.dim() == 2 && ids.dtype() == DType::i64, "[model] ids is {}; expected (B,T) i64",
               ids.describe());
   DEW_REQUIRE(positions.shape() == ids.shape() && positions.dtype() == DType::i64,
               "[model] positions is {}; expected i64 of the ids' shape {}", positions.describe(),
+              shape_str(ids.shape()));
+  DEW_REQUIRE(!segments.defined() || (segments.shape() == ids.shape() && segments.dtype() == DType::i64),
+              "[model] segments is {}; expected i64 of the ids' shape {}", segments.describe(),
               shape_str(ids.shape()));
   DEW_REQUIRE(
       !cache || cache->keys.empty() ||
@@ -176,14 +184,28 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
       "[model] the cache holds {} layers of batch {}; expected {} layers of the ids' batch {}",
       cache ? cache->keys.size() : 0, cache && !cache->keys.empty() ? cache->keys[0].size(0) : 0,
       config_.num_hidden_layers, ids.size(0));
+  AttentionOptions mask;
+  mask.causal = true;
+  const bool cached_segments = cache && cache->segments.defined();
+  if (segments.defined() || cached_segments) {
+    const auto ones = [](int64_t B, int64_t n) { return Tensor::full({B, n}, 1, DType::i64); };
+    mask.q_segments = segments.defined() ? segments : ones(ids.size(0), ids.size(1));
+    mask.k_segments = mask.q_segments;
+    if (cache) {
+      if (!cache->keys.empty())
+        mask.k_segments = concat(
+            {cached_segments ? cache->segments : ones(ids.size(0), cache->length()), mask.q_segments}, 1);
+      cache->segments = mask.k_segments;
+    }
+  }
   if (is_gpt2(config_)) {
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
-    return models::gpt2_forward(config_, parameters_, ids, positions, cache);
+    return models::gpt2_forward(config_, parameters_, ids, positions, cache, mask);
   }
-  return models::llama_forward(config_, parameters_, ids, positions, cache);
+  return models::llama_forward(config_, parameters_, ids, positions, cache, mask);
 }
 
 }  // namespace dew

@@ -10,29 +10,35 @@ namespace dew {
 std::vector<std::vector<int64_t>> generate(const CausalLM& model,
                                            const std::vector<std::vector<int64_t>>& prompts,
                                            const GenerationOptions& o) {
-  DEW_REQUIRE(!prompts.empty() && !prompts[0].empty(),
-              "[generate] no prompt; expected at least one non-empty prompt");
-  const int64_t B = int64_t(prompts.size()), T = int64_t(prompts[0].size()), V = model.config().vocab_size;
-  for (const auto& p : prompts)
-    DEW_REQUIRE(int64_t(p.size()) == T,
-                "[generate] prompts of {} and {} tokens; expected one length per call "
-                "(padded batches are not written yet)",
-                T, p.size());
+  DEW_REQUIRE(!prompts.empty(), "[generate] no prompt; expected at least one non-empty prompt");
+  const int64_t B = int64_t(prompts.size()), V = model.config().vocab_size;
+  int64_t T = 0;
+  for (const auto& p : prompts) {
+    DEW_REQUIRE(!p.empty(), "[generate] an empty prompt; expected at least one token per prompt");
+    T = std::max(T, int64_t(p.size()));
+  }
   DEW_REQUIRE(o.sequence_ids.empty() || int64_t(o.sequence_ids.size()) == B,
               "[generate] {} sequence ids for {} prompts; expected one per prompt or none",
               o.sequence_ids.size(), B);
   NoGrad inference;
-  std::vector<double> ids, positions;
-  for (const auto& p : prompts)
+  // Shorter prompts are left-padded (NOTE [padding], causal_lm.cc): id 0, segment 0, position 0.
+  std::vector<double> ids, positions, segments;
+  bool padded = false;
+  for (const auto& p : prompts) {
+    const int64_t pad = T - int64_t(p.size());
+    padded = padded || pad > 0;
     for (int64_t t = 0; t < T; ++t) {
-      DEW_REQUIRE(p[size_t(t)] >= 0 && p[size_t(t)] < V,
-                  "[generate] prompt id {} is outside the vocabulary [0, {})", p[size_t(t)], V);
-      ids.push_back(double(p[size_t(t)]));
-      positions.push_back(double(t));
+      const int64_t id = t < pad ? 0 : p[size_t(t - pad)];
+      DEW_REQUIRE(id >= 0 && id < V, "[generate] prompt id {} is outside the vocabulary [0, {})", id, V);
+      ids.push_back(double(id));
+      positions.push_back(double(std::max<int64_t>(t - pad, 0)));
+      segments.push_back(t < pad ? 0 : 1);
     }
+  }
   KvCache cache;
   Tensor logits = model.forward(Tensor::from_values(ids, {B, T}, DType::i64),
-                                Tensor::from_values(positions, {B, T}, DType::i64), &cache);
+                                Tensor::from_values(positions, {B, T}, DType::i64), &cache,
+                                padded ? Tensor::from_values(segments, {B, T}, DType::i64) : Tensor());
   std::vector<std::vector<int64_t>> out(static_cast<size_t>(B)), history(prompts.begin(), prompts.end());
   std::vector<bool> done(static_cast<size_t>(B), false);
   for (int64_t step = 0; step < o.max_new_tokens; ++step) {
@@ -53,8 +59,10 @@ std::vector<std::vector<int64_t>> generate(const CausalLM& model,
     }
     if (std::all_of(done.begin(), done.end(), [](bool d) { return d; }) || step + 1 == o.max_new_tokens)
       break;
+    std::vector<double> next_positions;
+    for (const auto& p : prompts) next_positions.push_back(double(int64_t(p.size()) + step));
     logits = model.forward(Tensor::from_values(next, {B, 1}, DType::i64),
-                           Tensor::full({B, 1}, double(T + step), DType::i64), &cache);
+                           Tensor::from_values(next_positions, {B, 1}, DType::i64), &cache);
   }
   return out;
 }

@@ -404,9 +404,44 @@ TEST(Generate, SampledTokensDoNotDependOnTheBatchAndStopAtEos) {
   ASSERT_LE(stopped.size(), 3u);
   EXPECT_EQ(stopped.back(), together[0][2]);
   EXPECT_NE(testing::error_of([&] {
-              generate(model, {{1, 2}, {1}}, o);
-            }).find("one length per call"),
+              generate(model, {{1, 2}, {}}, o);
+            }).find("an empty prompt"),
             std::string::npos);
+}
+
+// Prompts of different lengths in one batch (left-padded, NOTE [padding]): each row samples the
+// tokens it samples alone, for every family (gpt2's learned positions and mistral's window included).
+TEST_P(Family, PaddedBatchGivesEachPromptItsTokensAlone) {
+  const CausalLM model = CausalLM::init(tiny(GetParam()), DType::f32, 31);
+  GenerationOptions o;
+  o.max_new_tokens = 6;
+  o.sampling.temperature = 0.9;
+  o.sampling.seed = 5;
+  const std::vector<std::vector<int64_t>> prompts = {
+      {4, 8, 15, 16, 23, 42, 7, 9}, {3}, {1, 2, 3, 4, 5}, {96, 0}};
+  o.sequence_ids = {20, 21, 22, 23};
+  const auto together = generate(model, prompts, o);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    GenerationOptions alone = o;
+    alone.sequence_ids = {o.sequence_ids[i]};
+    EXPECT_EQ(generate(model, {prompts[i]}, alone)[0], together[i]) << "prompt " << i;
+  }
+}
+
+// The logits of a padded row's tokens are those of the row alone — bit for bit on the portable
+// implementations, where the padding's keys are skipped and nothing else changes.
+TEST_P(Family, PaddingDoesNotChangeARowsLogits) {
+  PortableEverywhere portable;
+  const CausalLM model = CausalLM::init(tiny(GetParam()), DType::f32, 37);
+  const std::vector<double> ids = {0, 0, 0, 11, 12, 13, 14, 20, 21, 22, 23, 24, 25, 26};
+  const std::vector<double> positions = {0, 0, 0, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6};
+  const std::vector<double> segments = {0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  const Tensor padded = model.forward(Tensor::from_values(ids, {2, 7}, DType::i64),
+                                      Tensor::from_values(positions, {2, 7}, DType::i64), nullptr,
+                                      Tensor::from_values(segments, {2, 7}, DType::i64));
+  const Tensor alone = model.forward(Tensor::from_values({11, 12, 13, 14}, {1, 4}, DType::i64),
+                                     Tensor::from_values({0, 1, 2, 3}, {1, 4}, DType::i64));
+  EXPECT_EQ(padded.slice(0, 0, 1).slice(1, 3, 7).contiguous().to_f64_vector(), alone.to_f64_vector());
 }
 
 }  // namespace

@@ -38,12 +38,10 @@ ParameterShapes gpt2_parameter_shapes(const ModelConfig& c) {
 }
 
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                    KvCache* cache) {
+                    KvCache* cache, const AttentionOptions& causal) {
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
                 D = c.head_dim;
   auto w = [&](int64_t i, const std::string& rest) -> const Tensor& { return parameter(p, block(i, rest)); };
-  AttentionOptions causal;
-  causal.causal = true;
   Tensor x =
       add(embedding(parameter(p, "wte.weight"), ids), embedding(parameter(p, "wpe.weight"), positions));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {

@@ -59,7 +59,7 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 }
 
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                     KvCache* cache) {
+                     KvCache* cache, AttentionOptions attend) {
   const int64_t B = ids.size(0), T = ids.size(1), H = c.num_attention_heads, Hkv = c.num_key_value_heads,
                 D = c.head_dim;
   const Tensor& embed = parameter(p, "model.embed_tokens.weight");
@@ -75,8 +75,6 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     const Tensor factor = Tensor::full({}, freq.attention_factor, table_dtype);
     tables = {mul(tables.cos, factor), mul(tables.sin, factor)};
   }
-  AttentionOptions attend;
-  attend.causal = true;
   attend.window = c.sliding_window;
 
   Tensor x = embedding(embed, ids);  // (B,T,C)
