@@ -61,11 +61,14 @@ struct RopeFrequencies {
 RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t sequence_length);
 
 // The keys and values of the tokens a model has seen, per layer: (B, S, Hkv, D) each, grown by every
-// forward given the cache. With padded rows, `segments` holds the cached positions' segment ids.
+// forward given the cache. The keys and values live in per-layer buffers written in place (NOTE [kv
+// cache], causal_lm.cc), so a forward with a cache must not record gradients (run it under NoGrad).
+// With padded rows, `segments` holds the cached positions' segment ids.
 struct KvCache {
-  std::vector<Tensor> keys, values;
-  Tensor segments;  // (B,S) i64, or undefined when no call was padded
-  int64_t length() const { return keys.empty() ? 0 : keys[0].size(1); }
+  std::vector<Tensor> keys, values;  // per layer (B, capacity, Hkv, D); [0, length()) are cached
+  Tensor segments;                   // (B, length()) i64, or undefined when no call was padded
+  int64_t tokens = 0;
+  int64_t length() const { return tokens; }
 };
 
 // A causal language model: config and parameters by Hugging Face name. forward() records onto the

@@ -5,7 +5,9 @@
 #include <dew/runtime.h>
 #include <dew/safetensors.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -150,16 +152,48 @@ CausalLM CausalLM::to(DType dtype) const {
 
 namespace models {
 
+// Copies `count` positions of every row of `from` (B, *, Hkv, D), from its position 0, into `to` at
+// position `at`; both contiguous.
+void copy_rows(const Tensor& from, Tensor& to, int64_t at, int64_t count) {
+  const size_t position_bytes = size_t(from.size(2) * from.size(3)) * dtype_size(from.dtype());
+  const auto* source = static_cast<const unsigned char*>(from.raw_data());
+  auto* target = static_cast<unsigned char*>(to.raw_data());
+  for (int64_t b = 0; b < from.size(0); ++b)
+    std::memcpy(target + size_t(b * to.size(1) + at) * position_bytes,
+                source + size_t(b * from.size(1)) * position_bytes, size_t(count) * position_bytes);
+}
+
+// NOTE [kv cache]: each layer's keys and values go into a buffer with room to spare, written in place,
+// and attention reads the view of its filled part. Growing by concatenation instead copied the whole
+// cache, into fresh pages, at every token — most of a decode step's time at a few hundred tokens
+// (docs/perf.md). The buffer doubles when full. Written in place, it cannot be differentiated through.
 std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor& k, const Tensor& v) {
   if (!cache) return {k, v};
+  DEW_REQUIRE(!k.requires_grad() && !v.requires_grad(),
+              "[model] the KV cache is written in place and cannot be differentiated through; run forward "
+              "with a cache under NoGrad (generation does)");
   if (int64_t(cache->keys.size()) <= layer) {
-    cache->keys.push_back(k);
-    cache->values.push_back(v);
-  } else {
-    cache->keys[size_t(layer)] = concat({cache->keys[size_t(layer)], k}, 1);
-    cache->values[size_t(layer)] = concat({cache->values[size_t(layer)], v}, 1);
+    cache->keys.resize(size_t(layer) + 1);
+    cache->values.resize(size_t(layer) + 1);
   }
-  return {cache->keys[size_t(layer)], cache->values[size_t(layer)]};
+  const int64_t B = k.size(0), T = k.size(1), start = cache->tokens, filled = start + T;
+  const auto append = [&](Tensor& buffer, const Tensor& x) {
+    if (!buffer.defined() || buffer.size(1) < filled) {
+      const int64_t at_least = (filled + 127) / 128 * 128;
+      const int64_t capacity = std::max<int64_t>(at_least, buffer.defined() ? 2 * buffer.size(1) : 0);
+      Tensor grown = Tensor::empty({B, capacity, x.size(2), x.size(3)}, x.dtype());
+      if (buffer.defined()) copy_rows(buffer, grown, 0, start);
+      buffer = grown;
+    }
+    DEW_REQUIRE(buffer.dtype() == x.dtype() && buffer.size(0) == B,
+                "[model] the cache holds {} for batch {}; this call brings {}", buffer.describe(), buffer.size(0),
+                x.describe());
+    copy_rows(x.contiguous(), buffer, start, T);
+    buffer.bump_version();
+  };
+  append(cache->keys[size_t(layer)], k);
+  append(cache->values[size_t(layer)], v);
+  return {cache->keys[size_t(layer)].slice(1, 0, filled), cache->values[size_t(layer)].slice(1, 0, filled)};
 }
 
 }  // namespace models
@@ -203,9 +237,13 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
-    return models::gpt2_forward(config_, parameters_, ids, positions, cache, mask);
+    Tensor logits = models::gpt2_forward(config_, parameters_, ids, positions, cache, mask);
+    if (cache) cache->tokens += ids.size(1);
+    return logits;
   }
-  return models::llama_forward(config_, parameters_, ids, positions, cache, mask);
+  Tensor logits = models::llama_forward(config_, parameters_, ids, positions, cache, mask);
+  if (cache) cache->tokens += ids.size(1);
+  return logits;
 }
 
 }  // namespace dew
