@@ -3,6 +3,8 @@
 #include <dew/runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -15,6 +17,25 @@ namespace dew {
 namespace {
 
 thread_local bool inside_pool_body = false;
+
+// NOTE [spin before sleeping]: a decode step runs ~150 small parallel regions back to back; waking a
+// worker from a futex sleep for each cost about a fifth of the step (docs/perf.md). So a worker that
+// finishes polls for the next job, and the caller for its workers' completion, for a short while
+// before blocking on the condition variable — as OpenMP runtimes do. The condition variable still
+// carries every wake-up that a poll misses.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+template <class Ready>
+bool spin_until(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
 
 int default_threads() {
   if (const char* env = std::getenv("DEW_THREADS")) {
@@ -60,6 +81,7 @@ class Pool {
       error = std::current_exception();
     }
     inside_pool_body = false;
+    spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
     std::unique_lock lock(mutex_);
     done_.wait(lock, [&] { return pending_ == 0; });
     if (!error) error = error_;
@@ -74,6 +96,7 @@ class Pool {
     inside_pool_body = true;
     detail::Untracked kernels_only;  // workers run kernel bodies: their views never join a graph
     for (;;) {
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
       std::unique_lock lock(mutex_);
       wake_.wait(lock, [&] { return quit_ || generation_ != seen; });
       if (quit_) return;
@@ -108,8 +131,10 @@ class Pool {
   std::mutex call_mutex_, mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* job_ = nullptr;
-  int chunks_ = 0, pending_ = 0;
-  uint64_t generation_ = 0;
+  int chunks_ = 0;
+  // Written under mutex_; atomic so that the spins can read them without it.
+  std::atomic<int> pending_ = 0;
+  std::atomic<uint64_t> generation_ = 0;
   bool quit_ = false;
   std::exception_ptr error_;
 };

@@ -90,7 +90,15 @@ Report run_rule_gate(const std::string& op_name, const std::string& impl_name,
     report.refusal = "a floating output";
     return report;
   }
-  const std::string pin = op_name + ":" + impl_name, portable = portable_everywhere();
+  // The candidate takes every call of the rule it accepts, and only those: the implementations
+  // registered before it are excluded, so the selector tries it first and falls through where it
+  // refuses (a one-row GEMV's rule multiplies other shapes). A pin would refuse those calls.
+  std::string pin;
+  for (const auto& other : Op::registry().implementations()) {
+    if (other.name == impl_name) break;
+    pin += (pin.empty() ? "" : ",") + op_name + ":-" + other.name;
+  }
+  const std::string portable = portable_everywhere();
   // What the op's rules cover, found as check_op_derivatives finds it (narrow_after_refusal).
   size_t inputs = 0;
   for (Tensor* p : first.mutable_inputs()) inputs += is_floating(p->dtype());

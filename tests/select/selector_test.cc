@@ -36,12 +36,27 @@ TEST_F(Selector, MatmulTakesBlasForF32AndBf16AndPortableForF64) {
 TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
   ops::MatmulArgs args{ones({2, 2}, DType::f64), ones({2, 2}, DType::f64), {}};
   auto verdicts = ops::Matmul::registry().explain(args);
-  ASSERT_EQ(verdicts.size(), 2u);
-  EXPECT_EQ(verdicts[0].implementation, "cpu.onednn");
+  ASSERT_EQ(verdicts.size(), 4u);
+  EXPECT_EQ(verdicts[0].implementation, "cpu.avx512.gemv");
   EXPECT_FALSE(verdicts[0].eligible);
-  EXPECT_EQ(verdicts[0].requirement, "dtype in {f32, bf16, f16}");
-  EXPECT_EQ(verdicts[0].reason, "dtype is f64");
-  EXPECT_TRUE(verdicts[1].eligible);
+  EXPECT_EQ(verdicts[2].implementation, "cpu.onednn");
+  EXPECT_FALSE(verdicts[2].eligible);
+  EXPECT_EQ(verdicts[2].requirement, "dtype in {f32, bf16, f16}");
+  EXPECT_EQ(verdicts[2].reason, "dtype is f64");
+  EXPECT_TRUE(verdicts[3].eligible);
+}
+
+TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
+  MatmulOptions linear;
+  linear.transpose_b = true;
+  const std::string gemv = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512.gemv"
+                           : select::cpu_supports(select::Isa::avx2) ? "cpu.avx2.gemv"
+                                                                     : "cpu.onednn";
+  EXPECT_ROUTE("matmul", gemv, matmul(ones({1, 1, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", gemv, matmul(ones({1, 8}, DType::bf16), ones({3, 8}, DType::bf16), linear));
+  // Two rows, or weights not transposed: the library.
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({2, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({1, 8}, DType::f32), ones({8, 3}, DType::f32)));
 }
 
 TEST_F(Selector, PinAndExcludeThroughDewImpl) {
@@ -61,7 +76,8 @@ TEST_F(Selector, APinnedImplementationThatRefusesNamesTheRequirement) {
 TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
   set_impl_overrides("matmul:cpu.magic");
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
-  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.onednn, portable"),
+  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.avx512.gemv, cpu.avx2.gemv, "
+                   "cpu.onednn, portable"),
             std::string::npos)
       << e;
   EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);

@@ -2,7 +2,7 @@
 // per tier, NOTE [instruction-set regions]): per (batch, head, block of 128 queries), key blocks of 256
 // go through oneDNN's sgemm (S = Q K^T, then O += P V) with the online softmax between them; masks
 // cost only the blocks they cut. Each pool thread runs its GEMMs on one OpenMP thread, so oneDNN's
-// team does not oversubscribe the pool. f32 and bf16 (widened once).
+// team does not oversubscribe the pool. f32 and bf16 (queries widened once, keys and values per block).
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -42,8 +42,15 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
   const AttentionOptions& o = a.options;
   const AttentionGeometry g(a.q, a.k, o);
   const float scale = float(g.scale), cap = float(g.cap);
-  Scratch<float> q = widened<float, T>(a.q), k = widened<float, T>(a.k), v = widened<float, T>(a.v);
+  Scratch<float> q = widened<float, T>(a.q);
   Scratch<float> sinks = o.sinks.defined() ? widened<float, float>(o.sinks) : Scratch<float>();
+  // Keys and values: f32 read in place; bf16 widened one key block at a time into the thread's
+  // buffers. Widening the whole of K and V per call (a decode step's whole cache) cost more than the
+  // attention itself, in fresh memory at every step (docs/perf.md).
+  const Tensor k_tensor = a.k.contiguous(), v_tensor = a.v.contiguous();
+  const T* k = k_tensor.data<T>();
+  const T* v = v_tensor.data<T>();
+  constexpr bool widen_blocks = !std::is_same_v<T, float>;
   T* out = outs[0].data<T>();
   float* lse = outs[1].data<float>();
   const int64_t blocks = (g.T + kQueryBlock - 1) / kQueryBlock;
@@ -51,6 +58,7 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
     omp_set_num_threads(1);
     std::vector<float> s(size_t(kQueryBlock * kKeyBlock)), acc(size_t(kQueryBlock * g.D)), m(kQueryBlock),
         l(kQueryBlock);
+    std::vector<float> k_block(widen_blocks ? size_t(kKeyBlock * g.D) : 0), v_block(k_block.size());
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / (g.H * blocks), h = (w / blocks) % g.H, t0 = (w % blocks) * kQueryBlock;
       const int64_t t1 = std::min(g.T, t0 + kQueryBlock), rows = t1 - t0, hk = h / g.group;
@@ -62,10 +70,20 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
       const float* qb = q.data() + g.q_at(b, t0, h);
       for (int64_t j0 = j_lo; j0 < j_hi; j0 += kKeyBlock) {  // key blocks
         const int64_t cols = std::min(j_hi, j0 + kKeyBlock) - j0;
-        const float* kb = k.data() + g.k_at(b, j0, hk);
-        const float* vb = v.data() + g.k_at(b, j0, hk);
-        check_sgemm(dnnl_sgemm('N', 'T', rows, cols, g.D, scale, qb, g.H * g.D, kb, g.Hkv * g.D, 0.0f,
-                               s.data(), cols));
+        const float* kb;
+        const float* vb;
+        int64_t ld = g.Hkv * g.D;
+        if constexpr (widen_blocks) {
+          for (int64_t c = 0; c < cols; ++c) {
+            row_as<float>(k + g.k_at(b, j0 + c, hk), g.D, k_block.data() + c * g.D);
+            row_as<float>(v + g.k_at(b, j0 + c, hk), g.D, v_block.data() + c * g.D);
+          }
+          kb = k_block.data(), vb = v_block.data(), ld = g.D;
+        } else {
+          kb = k + g.k_at(b, j0, hk), vb = v + g.k_at(b, j0, hk);
+        }
+        check_sgemm(
+            dnnl_sgemm('N', 'T', rows, cols, g.D, scale, qb, g.H * g.D, kb, ld, 0.0f, s.data(), cols));
         for (int64_t r = 0; r < rows; ++r) {  // online softmax, row by row
           float* sr = s.data() + r * cols;
           const int64_t t = t0 + r;
@@ -91,8 +109,8 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
           l[size_t(r)] = l[size_t(r)] * correction + sum;
           m[size_t(r)] = new_m;
         }
-        check_sgemm(dnnl_sgemm('N', 'N', rows, g.D, cols, 1.0f, s.data(), cols, vb, g.Hkv * g.D, 1.0f,
-                               acc.data(), g.D));
+        check_sgemm(
+            dnnl_sgemm('N', 'N', rows, g.D, cols, 1.0f, s.data(), cols, vb, ld, 1.0f, acc.data(), g.D));
       }
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t t = t0 + r;

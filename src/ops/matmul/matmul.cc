@@ -99,6 +99,8 @@ std::vector<int64_t> Matmul::gemm_shape(const Args& a) {
 const select::Registry<MatmulArgs>& Matmul::registry() {
   static const select::Registry<MatmulArgs> r = [] {
     select::Registry<MatmulArgs> reg;
+    avx512::add_matmul_gemv_cpu(reg);  // one row: before the library (docs/perf.md)
+    avx2::add_matmul_gemv_cpu(reg);
     add_matmul_onednn(reg);
     add_matmul_portable(reg);
     return reg;
@@ -136,6 +138,27 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
       {"bias_relu_residual", {"ci"}, all, epilogue(Activation::relu, true)},
       {"bias_gelu_tanh", {"ci"}, all, epilogue(Activation::gelu_tanh, false)},
       {"bias_silu_residual", {"ci"}, all, epilogue(Activation::silu, true)},
+      {"one_row", {"ci", "edge"}, all, plain({1, 1, 67}, {29, 67}, false, true)},
+      {"one_row_bias_silu_residual",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{random_input({1, 40}, t, k), random_input({24, 40}, t, {k.seed, k.stream + 1}), {}};
+         args.options.transpose_b = true;
+         args.options.bias = random_input({24}, t, {k.seed, k.stream + 2});
+         args.options.activation = Activation::silu;
+         args.options.scale = 0.75;
+         args.options.residual = random_input({1, 24}, t, {k.seed, k.stream + 3});
+         return args;
+       }},
+      {"llama_decode_mlp_down",
+       {"bench"},
+       {DType::f32, DType::bf16},
+       plain({1, 2048}, {768, 2048}, false, true)},
+      {"llama_decode_lm_head",
+       {"bench"},
+       {DType::f32, DType::bf16},
+       plain({1, 768}, {32000, 768}, false, true)},
       {"gpt2_mlp_up", {"bench"}, {DType::f32, DType::bf16}, plain({4096, 768}, {768, 3072}, false, false)},
       {"llama8b_qkv", {"bench"}, {DType::f32, DType::bf16}, plain({512, 4096}, {6144, 4096}, false, true)},
   };

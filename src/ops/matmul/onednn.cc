@@ -72,7 +72,8 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
 
 // bf16 operands straight into oneDNN's matmul primitive (f32 accumulation and output), where oneDNN
 // has a native bf16 kernel for this CPU (AVX-512 BF16); false when it would fall back to its slow
-// reference code or has none, and the caller widens to f32 instead. The epilogue then runs as one pass over C.
+// reference code or has none, and the caller widens to f32 instead. The epilogue then runs as one pass over
+// C.
 bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
   using dnnl::memory;
   MatmulGeometry g = matmul_geometry(args);
