@@ -5,9 +5,14 @@
 #include <dew/autodiff.h>
 #include <dew/models.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <fmt/core.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "ceilings.h"
 
@@ -75,9 +80,36 @@ int run_decode_bench(const DecodeBenchOptions& o) {
         R"({}{{"dtype":"{}","parameters":{},"prefill_tokens_per_s":{:.1f},"decode_tokens_per_s":{:.2f},"weight_gb_per_s":{:.3f}}})",
         rows.empty() ? "" : ",", dtype_name(dt), params, prefill_rate, decode_rate, weight_rate);
   }
-  fmt::print(R"({{"bench":"decode","prompt":{},"new_tokens":{},"triad_gb_s":{:.2f},"rows":[{}]}})"
-             "\n",
-             o.prompt, o.new_tokens, triad, rows);
+  // PyTorch on the same checkpoint, when Debian's python3-torch is installed.
+  std::string torch_json = "null";
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) {
+    const std::string dir = (std::filesystem::temp_directory_path() / "dew_bench_decode_model").string();
+    base.save(dir);
+    const std::string command =
+        fmt::format("/usr/bin/python3 {}/tools/torch_reference/bench_decode.py {} {} {} {}", DEW_SOURCE_DIR,
+                    dir, o.prompt, o.new_tokens, num_threads());
+    if (FILE* pipe = popen(command.c_str(), "r")) {
+      std::string out;
+      char buffer[4096];
+      while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+      const nlohmann::json torch =
+          pclose(pipe) == 0 ? nlohmann::json::parse(out, nullptr, false) : nlohmann::json();
+      if (torch.is_object()) {
+        torch_json = torch.dump();
+        for (const auto& row : torch["rows"])
+          fmt::print("{:<6} {:>10} {:>12.0f} {:>12.1f}   (PyTorch {})\n", row["dtype"].get<std::string>(), "",
+                     row["prefill_tokens_per_s"].get<double>(), row["decode_tokens_per_s"].get<double>(),
+                     torch["torch"].get<std::string>());
+      }
+    }
+    std::filesystem::remove_all(dir);
+  } else {
+    fmt::print("(no PyTorch: apt-get install python3-torch for the comparison)\n");
+  }
+  fmt::print(
+      R"({{"bench":"decode","prompt":{},"new_tokens":{},"triad_gb_s":{:.2f},"rows":[{}],"pytorch":{}}})"
+      "\n",
+      o.prompt, o.new_tokens, triad, rows, torch_json);
   return 0;
 }
 
