@@ -109,8 +109,9 @@ struct RopeTables {
 };
 // cos and sin of position * inv_freq, computed in f64 and rounded once to dtype (f32, or f64).
 // inv_freq_i = theta^(-2i / rotary_dim) unless given ((rotary_dim / 2) f64, for scaled variants).
+// Rows before first_position are left 0: a decode step needs only the positions it rotates.
 RopeTables rope_tables(double theta, int64_t rotary_dim, int64_t max_positions, DType dtype = DType::f32,
-                       const Tensor& inv_freq = {});
+                       const Tensor& inv_freq = {}, int64_t first_position = 0);
 // x (B,T,H,D) rotated at positions (B,T) i64; the first rotary_dim dims rotate, the rest pass through.
 Tensor rope(const Tensor& x, const Tensor& positions, const RopeTables& tables,
             RopeLayout layout = RopeLayout::rotate_half);

@@ -36,14 +36,14 @@ TEST_F(Selector, MatmulTakesBlasForF32AndBf16AndPortableForF64) {
 TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
   ops::MatmulArgs args{ones({2, 2}, DType::f64), ones({2, 2}, DType::f64), {}};
   auto verdicts = ops::Matmul::registry().explain(args);
-  ASSERT_EQ(verdicts.size(), 4u);
-  EXPECT_EQ(verdicts[0].implementation, "cpu.avx512.gemv");
+  ASSERT_EQ(verdicts.size(), 5u);
+  EXPECT_EQ(verdicts[0].implementation, "cpu.avx512.gemv_dpbf16");
   EXPECT_FALSE(verdicts[0].eligible);
-  EXPECT_EQ(verdicts[2].implementation, "cpu.onednn");
-  EXPECT_FALSE(verdicts[2].eligible);
-  EXPECT_EQ(verdicts[2].requirement, "dtype in {f32, bf16, f16}");
-  EXPECT_EQ(verdicts[2].reason, "dtype is f64");
-  EXPECT_TRUE(verdicts[3].eligible);
+  EXPECT_EQ(verdicts[3].implementation, "cpu.onednn");
+  EXPECT_FALSE(verdicts[3].eligible);
+  EXPECT_EQ(verdicts[3].requirement, "dtype in {f32, bf16, f16}");
+  EXPECT_EQ(verdicts[3].reason, "dtype is f64");
+  EXPECT_TRUE(verdicts[4].eligible);
 }
 
 TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
@@ -53,7 +53,10 @@ TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
                            : select::cpu_supports(select::Isa::avx2) ? "cpu.avx2.gemv"
                                                                      : "cpu.onednn";
   EXPECT_ROUTE("matmul", gemv, matmul(ones({1, 1, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
-  EXPECT_ROUTE("matmul", gemv, matmul(ones({1, 8}, DType::bf16), ones({3, 8}, DType::bf16), linear));
+  const std::string bf16_gemv = select::cpu_supports(select::Isa::avx512) && cpu_features().avx512bf16
+                                    ? "cpu.avx512.gemv_dpbf16"
+                                    : gemv;
+  EXPECT_ROUTE("matmul", bf16_gemv, matmul(ones({1, 8}, DType::bf16), ones({3, 8}, DType::bf16), linear));
   // Two rows, or weights not transposed: the library.
   EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({2, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
   EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({1, 8}, DType::f32), ones({8, 3}, DType::f32)));
@@ -76,8 +79,8 @@ TEST_F(Selector, APinnedImplementationThatRefusesNamesTheRequirement) {
 TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
   set_impl_overrides("matmul:cpu.magic");
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
-  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.avx512.gemv, cpu.avx2.gemv, "
-                   "cpu.onednn, portable"),
+  EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: cpu.avx512.gemv_dpbf16, "
+                   "cpu.avx512.gemv, cpu.avx2.gemv, cpu.onednn, portable"),
             std::string::npos)
       << e;
   EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);

@@ -67,10 +67,11 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
   // The tables cover every position of the call; `dynamic` scaling depends on that length.
   std::vector<double> pos = positions.to_f64_vector();
   const int64_t length = pos.empty() ? 1 : int64_t(*std::max_element(pos.begin(), pos.end())) + 1;
+  const int64_t first = pos.empty() ? 0 : int64_t(*std::min_element(pos.begin(), pos.end()));
   const RopeFrequencies freq = rope_frequencies(c, length);
   RopeTables tables =
       rope_tables(c.rope.theta, freq.rotary_dim, length, table_dtype,
-                  Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64));
+                  Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64), first);
   if (freq.attention_factor != 1) {  // yarn: cos and sin scaled
     const Tensor factor = Tensor::full({}, freq.attention_factor, table_dtype);
     tables = {mul(tables.cos, factor), mul(tables.sin, factor)};

@@ -56,8 +56,9 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
   const int64_t blocks = (g.T + kQueryBlock - 1) / kQueryBlock;
   parallel_for(g.B * g.H * blocks, 1, [&](int64_t w0, int64_t w1) {
     omp_set_num_threads(1);
-    std::vector<float> s(size_t(kQueryBlock * kKeyBlock)), acc(size_t(kQueryBlock * g.D)), m(kQueryBlock),
-        l(kQueryBlock);
+    const int64_t most_rows = std::min(g.T, kQueryBlock);  // a decode step has one: no 128 KiB to clear
+    std::vector<float> s(size_t(most_rows * kKeyBlock)), acc(size_t(most_rows * g.D)),
+        m(static_cast<size_t>(most_rows)), l(static_cast<size_t>(most_rows));
     std::vector<float> k_block(widen_blocks ? size_t(kKeyBlock * g.D) : 0), v_block(k_block.size());
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / (g.H * blocks), h = (w / blocks) % g.H, t0 = (w % blocks) * kQueryBlock;

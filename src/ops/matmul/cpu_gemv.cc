@@ -2,6 +2,10 @@
 // — for each CPU tier (built once per tier, NOTE [instruction-set regions]): each output is the dot
 // product of x with one contiguous row of W, so W streams from memory once, split across threads by
 // rows. A general GEMM library pays packing and blocking meant for many rows (docs/perf.md).
+#include <immintrin.h>
+
+#include <dew/runtime.h>
+
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
@@ -13,15 +17,12 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
-template <class T>
-void gemv_rows(const MatmulArgs& args, Tensor& out) {
+// y[n] = epilogue(dot(n)) for every row n of W, split across threads by rows.
+template <class T, class Dot>
+void for_each_output(const MatmulArgs& args, Tensor& out, Dot dot) {
   using Acc = AccumulatorOf<T>;
   const MatmulOptions& o = args.options;
   const int64_t K = args.a.size(-1), N = args.b.size(-2);
-  const Tensor x_tensor = args.a.contiguous();
-  Scratch<Acc> x_values = widening_buffer<Acc, T>(K);
-  const Acc* x = row_as<Acc>(x_tensor.data<T>(), K, x_values.data());
-  const T* w = args.b.data<T>();
   const Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor();
   const Tensor residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
   const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
@@ -30,14 +31,57 @@ void gemv_rows(const MatmulArgs& args, Tensor& out) {
   // Rows in blocks of 16 KiB of weights or more per task: enough to hide the dispatch.
   const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, K * int64_t(sizeof(T))));
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n) {
-      const T* row = w + n * K;
-      const Acc dot = lane_sum<kLanes, Acc>(K, [&](int64_t k) { return x[k] * widen<Acc>(row[k]); });
-      y[n] = narrow<T>(matmul_epilogue<Acc>(o, dot, bias_p ? widen<Acc>(bias_p[n]) : Acc(0),
+    for (int64_t n = n0; n < n1; ++n)
+      y[n] = narrow<T>(matmul_epilogue<Acc>(o, dot(n), bias_p ? widen<Acc>(bias_p[n]) : Acc(0),
                                             residual_p ? widen<Acc>(residual_p[n]) : Acc(0)));
-    }
   });
 }
+
+template <class T>
+void gemv_rows(const MatmulArgs& args, Tensor& out) {
+  using Acc = AccumulatorOf<T>;
+  const int64_t K = args.a.size(-1);
+  const Tensor x_tensor = args.a.contiguous();
+  Scratch<Acc> x_values = widening_buffer<Acc, T>(K);
+  const Acc* x = row_as<Acc>(x_tensor.data<T>(), K, x_values.data());
+  const T* w = args.b.data<T>();
+  for_each_output<T>(args, out, [&](int64_t n) {
+    const T* row = w + n * K;
+    return lane_sum<kLanes, Acc>(K, [&](int64_t k) { return x[k] * widen<Acc>(row[k]); });
+  });
+}
+
+#if DEW_ISA_CONCAT(DEW_LANES_, DEW_KERNEL_NS) == 16
+// bf16 rows through AVX512-BF16's vdpbf16ps: 32 bf16 products per instruction, summed into 16 f32
+// lanes (each product exact, as in the widened path; inputs below 2^-126 count as zero). Widening
+// bf16 to f32 first made the GEMV compute-bound at about half the bandwidth f32 rows get (docs/perf.md).
+void gemv_rows_dpbf16(const MatmulArgs& args, Tensor& out) {
+  const int64_t K = args.a.size(-1);
+  const Tensor x_tensor = args.a.contiguous();
+  const bf16* x = x_tensor.data<bf16>();
+  const bf16* w = args.b.data<bf16>();
+  for_each_output<bf16>(args, out, [&](int64_t n) {
+    const bf16* row = w + n * K;
+    __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 64 <= K; k += 64) {
+      even =
+          _mm512_dpbf16_ps(even, (__m512bh)_mm512_loadu_si512(x + k), (__m512bh)_mm512_loadu_si512(row + k));
+      odd = _mm512_dpbf16_ps(odd, (__m512bh)_mm512_loadu_si512(x + k + 32),
+                             (__m512bh)_mm512_loadu_si512(row + k + 32));
+    }
+    for (; k + 32 <= K; k += 32)
+      even =
+          _mm512_dpbf16_ps(even, (__m512bh)_mm512_loadu_si512(x + k), (__m512bh)_mm512_loadu_si512(row + k));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, _mm512_add_ps(even, odd));
+    float dot = 0;
+    for (float lane : lanes) dot += lane;
+    for (; k < K; ++k) dot += widen<float>(x[k]) * widen<float>(row[k]);
+    return dot;
+  });
+}
+#endif
 
 }  // namespace
 }  // namespace dew::ops::DEW_KERNEL_NS
@@ -46,20 +90,34 @@ DEW_ISA_END
 // Registration runs on every CPU: outside the instruction-set region.
 namespace dew::ops::DEW_KERNEL_NS {
 
+// One row of a against the contiguous (N,K) rows of b, transposed: y = x W^T.
+select::Requirement<MatmulArgs> one_row_against_weight_rows() {
+  return select::requires_that<MatmulArgs>(
+      "one row of a against the contiguous (N,K) rows of b, transposed",
+      [](const MatmulArgs& a) {
+        return a.a.numel() == a.a.size(-1) && !a.options.transpose_a && a.options.transpose_b &&
+               a.b.dim() == 2 && a.b.is_contiguous();
+      },
+      [](const MatmulArgs& a) {
+        return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
+                           a.options.transpose_b ? "" : " (not transposed)");
+      });
+}
+
 void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r) {
+#if DEW_ISA_CONCAT(DEW_LANES_, DEW_KERNEL_NS) == 16
+  r.add(
+      {std::string(kCpuImplName) + ".gemv_dpbf16",
+       {select::on_cpu<MatmulArgs>(), cpu_has_tier<MatmulArgs>(), select::dtype_in<MatmulArgs>({DType::bf16}),
+        select::requires_that<MatmulArgs>(
+            "cpu_has(avx512bf16)", [](const MatmulArgs&) { return cpu_features().avx512bf16; },
+            [](const MatmulArgs&) { return std::string("this CPU lacks AVX512-BF16"); }),
+        one_row_against_weight_rows()},
+       [](const MatmulArgs& a, std::vector<Tensor>& outs) { gemv_rows_dpbf16(a, outs[0]); }});
+#endif
   add_cpu_f32_bf16<MatmulArgs>(
       r, [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) { gemv_rows<decltype(t)>(a, outs[0]); },
-      {select::requires_that<MatmulArgs>(
-          "one row of a against the contiguous (N,K) rows of b, transposed",
-          [](const MatmulArgs& a) {
-            return a.a.numel() == a.a.size(-1) && !a.options.transpose_a && a.options.transpose_b &&
-                   a.b.dim() == 2 && a.b.is_contiguous();
-          },
-          [](const MatmulArgs& a) {
-            return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
-                               a.options.transpose_b ? "" : " (not transposed)");
-          })},
-      "gemv");
+      {one_row_against_weight_rows()}, "gemv");
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS

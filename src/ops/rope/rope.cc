@@ -105,7 +105,7 @@ std::vector<Case<RopeArgs>> Rope::cases(std::string_view) {
 namespace dew {
 
 RopeTables rope_tables(double theta, int64_t rotary_dim, int64_t max_positions, DType dtype,
-                       const Tensor& inv_freq) {
+                       const Tensor& inv_freq, int64_t first_position) {
   DEW_REQUIRE(rotary_dim > 0 && rotary_dim % 2 == 0,
               "[rope_tables] rotary_dim {}; expected an even number > 0", rotary_dim);
   DEW_REQUIRE(max_positions > 0 && theta > 0,
@@ -122,8 +122,11 @@ RopeTables rope_tables(double theta, int64_t rotary_dim, int64_t max_positions, 
     for (int64_t i = 0; i < half; ++i)
       freq[size_t(i)] = std::pow(theta, -2.0 * double(i) / double(rotary_dim));
   }
+  DEW_REQUIRE(first_position >= 0 && first_position < max_positions,
+              "[rope_tables] first_position {}; expected 0 to max_positions - 1 ({})", first_position,
+              max_positions - 1);
   std::vector<double> c(size_t(max_positions * half)), s(c.size());
-  for (int64_t p = 0; p < max_positions; ++p)
+  for (int64_t p = first_position; p < max_positions; ++p)
     for (int64_t i = 0; i < half; ++i) {
       double angle = double(p) * freq[size_t(i)];
       c[size_t(p * half + i)] = std::cos(angle);
