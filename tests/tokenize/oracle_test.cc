@@ -5,6 +5,7 @@
 #include <dew/tokenizer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -83,6 +84,27 @@ TEST_P(TokenizerOracle, WholeBrownCorpusIdsEqualTokenizersJs) {
                     << "), tokenizers.js " << digest.dump();
       if (++failures == 5) break;
     }
+  }
+}
+
+// With special tokens: Llama 2's template and DeepSeek V3's add_bos_token put the BOS first (once, even
+// before a text that starts with it); Llama 3's and Qwen3's files add nothing.
+TEST_P(TokenizerOracle, SpecialTokensFollowTheFilesAndTokenizerConfig) {
+  const Tokenizer tokenizer = Tokenizer::load(directory_.string());
+  const auto plain = tokenizer.encode("Hello world");
+  const auto special = tokenizer.encode("Hello world", {.add_special_tokens = true});
+  if (GetParam() == "llama2" || GetParam() == "deepseek_v3") {
+    ASSERT_TRUE(tokenizer.bos_id().has_value());
+    ASSERT_EQ(special.size(), plain.size() + 1);
+    EXPECT_EQ(special[0], *tokenizer.bos_id());
+    // The decoded prompt keeps its BOS as text; encoded again, it still has exactly one. (Llama 2's
+    // decoder leaves a space after "<s>" that re-encodes as a "▁": transformers does the same.)
+    const std::string prompt = tokenizer.decode(special);
+    const auto again = tokenizer.encode(prompt, {.add_special_tokens = true});
+    EXPECT_EQ(std::count(again.begin(), again.end(), *tokenizer.bos_id()), 1) << prompt;
+    EXPECT_EQ(again[0], *tokenizer.bos_id());
+  } else {
+    EXPECT_EQ(special, plain);
   }
 }
 
