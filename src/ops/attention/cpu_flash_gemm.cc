@@ -83,8 +83,14 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
         } else {
           kb = k + g.k_at(b, j0, hk), vb = v + g.k_at(b, j0, hk);
         }
-        check_sgemm(
-            dnnl_sgemm('N', 'T', rows, cols, g.D, scale, qb, g.H * g.D, kb, ld, 0.0f, s.data(), cols));
+        if (rows == 1) {  // a decode step: dot products, not a GEMM call per head and key block
+          for (int64_t c = 0; c < cols; ++c)
+            s[size_t(c)] =
+                scale * lane_sum<kLanes, float>(g.D, [&](int64_t d) { return qb[d] * kb[c * ld + d]; });
+        } else {
+          check_sgemm(
+              dnnl_sgemm('N', 'T', rows, cols, g.D, scale, qb, g.H * g.D, kb, ld, 0.0f, s.data(), cols));
+        }
         for (int64_t r = 0; r < rows; ++r) {  // online softmax, row by row
           float* sr = s.data() + r * cols;
           const int64_t t = t0 + r;
@@ -110,8 +116,15 @@ void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
           l[size_t(r)] = l[size_t(r)] * correction + sum;
           m[size_t(r)] = new_m;
         }
-        check_sgemm(
-            dnnl_sgemm('N', 'N', rows, g.D, cols, 1.0f, s.data(), cols, vb, ld, 1.0f, acc.data(), g.D));
+        if (rows == 1) {
+          for (int64_t c = 0; c < cols; ++c) {
+            const float p = s[size_t(c)];
+            for (int64_t d = 0; d < g.D; ++d) acc[size_t(d)] += p * vb[c * ld + d];
+          }
+        } else {
+          check_sgemm(
+              dnnl_sgemm('N', 'N', rows, g.D, cols, 1.0f, s.data(), cols, vb, ld, 1.0f, acc.data(), g.D));
+        }
       }
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t t = t0 + r;
