@@ -82,7 +82,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
   }
   // PyTorch on the same checkpoint, when Debian's python3-torch is installed.
   std::string torch_json = "null";
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) {
+  if (o.pytorch && std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) {
     const std::string dir = (std::filesystem::temp_directory_path() / "dew_bench_decode_model").string();
     base.save(dir);
     const std::string command =
@@ -104,7 +104,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     }
     std::filesystem::remove_all(dir);
   } else {
-    fmt::print("(no PyTorch: apt-get install python3-torch for the comparison)\n");
+    if (o.pytorch) fmt::print("(no PyTorch: apt-get install python3-torch for the comparison)\n");
   }
   fmt::print(
       R"({{"bench":"decode","prompt":{},"new_tokens":{},"triad_gb_s":{:.2f},"rows":[{}],"pytorch":{}}})"

@@ -9,6 +9,7 @@ namespace dew::bench {
 
 struct DecodeBenchOptions {
   int64_t layers = 12, hidden = 768, prompt = 512, new_tokens = 32;
+  bool pytorch = true;  // also run PyTorch on the same checkpoint when Debian's python3-torch is there
 };
 int run_decode_bench(const DecodeBenchOptions& options);
 

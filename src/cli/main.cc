@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
       ->default_val(768);
   bench_decode_cmd->add_option("--prompt", bench_decode.prompt, "prompt tokens")->default_val(512);
   bench_decode_cmd->add_option("--new-tokens", bench_decode.new_tokens, "decoded tokens")->default_val(32);
+  bench_decode_cmd->add_flag("!--no-pytorch", bench_decode.pytorch,
+                             "skip PyTorch's run of the same checkpoint");
   dew::bench::TokenizeBenchOptions bench_tokenize;
   auto* bench_tokenize_cmd = bench_cmd->add_subcommand(
       "tokenize", "encode MB/s on one core against tokenizers.js on the same text in the same run");

@@ -164,7 +164,7 @@ TEST(Cli, ScoreIdsWritesEachTokensLogProbabilityGivenItsPrefix) {
 }
 
 TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
-  Result r = run("bench decode --layers 1 --hidden 192 --prompt 8 --new-tokens 2");
+  Result r = run("bench decode --layers 1 --hidden 192 --prompt 8 --new-tokens 2 --no-pytorch");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find(R"("bench":"decode","prompt":8,"new_tokens":2)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(R"("dtype":"bf16")"), std::string::npos) << r.out;
