@@ -143,7 +143,8 @@ class Sequence final : public Decoder {
 
 std::unique_ptr<Decoder> make_decoder(const nlohmann::json& spec, const std::string& source) {
   if (spec.is_null()) return nullptr;
-  const auto [type, here] = component_kind(spec, source, "decoder");
+  const ComponentKind kind = component_kind(spec, source, "decoder");  // (clang 14 cannot capture a binding)
+  const std::string &type = kind.type, &here = kind.where;
   const JsonFields f{spec, here};
   if (type == "ByteLevel") return std::make_unique<ByteLevel>();
   if (type == "Metaspace") {

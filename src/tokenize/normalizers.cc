@@ -119,7 +119,9 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
 
 std::unique_ptr<Normalizer> make_normalizer(const nlohmann::json& spec, const std::string& source) {
   if (spec.is_null()) return nullptr;
-  const auto [type, here] = component_kind(spec, source, "normalizer");
+  const ComponentKind kind =
+      component_kind(spec, source, "normalizer");  // (clang 14 cannot capture a binding)
+  const std::string &type = kind.type, &here = kind.where;
   const JsonFields f{spec, here};
   if (type == "NFC")
     return std::make_unique<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));

@@ -12,7 +12,9 @@ SpecialTokenTemplate make_special_token_template(
     const std::string& source) {
   SpecialTokenTemplate result;
   if (spec.is_null()) return result;
-  const auto [type, here] = component_kind(spec, source, "post_processor");
+  const ComponentKind kind =
+      component_kind(spec, source, "post_processor");  // (clang 14 cannot capture a binding)
+  const std::string &type = kind.type, &here = kind.where;
   if (type == "ByteLevel") return result;
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     // "cls": ["[CLS]", 101], "sep": ["[SEP]", 102]: [CLS] A [SEP].

@@ -239,7 +239,9 @@ Behavior parse_behavior(const std::string& name, const std::string& where) {
 
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const nlohmann::json& spec, const std::string& source) {
   if (spec.is_null()) return nullptr;
-  const auto [type, here] = component_kind(spec, source, "pre_tokenizer");
+  const ComponentKind kind =
+      component_kind(spec, source, "pre_tokenizer");  // (clang 14 cannot capture a binding)
+  const std::string &type = kind.type, &here = kind.where;
   const JsonFields f{spec, here};
   if (type == "Split") {
     const auto& pattern = json_member(spec, "pattern", nlohmann::json::value_t::object, here);
