@@ -99,7 +99,7 @@ class CausalLM {
 
  private:
   ModelConfig config_;
-  std::string config_text_;  // config.json as read, written back as is
+  std::string config_text_;  // config.json as read, written back but for its dtype (save())
   std::map<std::string, Tensor> parameters_;
 };
 

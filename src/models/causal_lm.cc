@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "io/files.h"
 #include "models/families.h"
 
@@ -137,8 +139,14 @@ void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes) cons
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, shape] : parameter_shapes(config_)) tensors.push_back({name, parameter(name)});
   save_safetensors_checkpoint(directory, tensors, max_shard_bytes);
+  // config.json as it was read, but for the dtype field, which says what the weights now hold
+  // (transformers reads torch_dtype, newer files dtype); a model loaded or cast to bf16 saves bf16.
+  nlohmann::ordered_json json = nlohmann::ordered_json::parse(config_text_);
+  const bool newer = json.contains("dtype") && !json.contains("torch_dtype");
+  json[newer ? "dtype" : "torch_dtype"] = config_.dtype;
+  const std::string text = json.dump(2) + "\n";
   AtomicFile config((std::filesystem::path(directory) / "config.json").string());
-  config.write(config_text_.data(), config_text_.size());
+  config.write(text.data(), text.size());
   config.commit();
 }
 
@@ -186,8 +194,8 @@ std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor
       buffer = grown;
     }
     DEW_REQUIRE(buffer.dtype() == x.dtype() && buffer.size(0) == B,
-                "[model] the cache holds {} for batch {}; this call brings {}", buffer.describe(), buffer.size(0),
-                x.describe());
+                "[model] the cache holds {} for batch {}; this call brings {}", buffer.describe(),
+                buffer.size(0), x.describe());
     copy_rows(x.contiguous(), buffer, start, T);
     buffer.bump_version();
   };

@@ -10,11 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "catalog.h"
 #include "derivative_check.h"
 #include "error_of.h"
 #include "gate.h"
+#include "io/files.h"
 
 namespace dew {
 namespace {
@@ -340,6 +342,20 @@ TEST(CausalLM, SaveThenLoadGivesByteIdenticalTensorsAndLogits) {
                   .dtype(),
               DType::f32);
   }
+}
+
+// A model cast (or loaded as) another dtype saves config.json saying what its weights hold, the rest
+// of the file as it was read; loaded back without a dtype, it is that dtype.
+TEST(CausalLM, SavedConfigSaysTheDtypeOfTheSavedWeights) {
+  const std::string dir = fresh_dir("dtype_source"), cast_dir = fresh_dir("dtype_cast");
+  CausalLM::init(tiny("qwen3"), DType::f32, 3).save(dir);
+  CausalLM::load(dir, DType::bf16).save(cast_dir);
+  const auto config = nlohmann::json::parse(read_text_file(cast_dir + "/config.json"));
+  EXPECT_EQ(config["torch_dtype"], "bfloat16");
+  EXPECT_EQ(config["head_dim"], 24);  // the other fields are kept
+  EXPECT_EQ(CausalLM::load(cast_dir).parameter("model.norm.weight").dtype(), DType::bf16);
+  CausalLM::load(cast_dir).to(DType::f32).save(dir);
+  EXPECT_EQ(nlohmann::json::parse(read_text_file(dir + "/config.json"))["torch_dtype"], "float32");
 }
 
 TEST(CausalLM, ACheckpointThatDoesNotMatchItsConfigIsRefusedWhole) {
