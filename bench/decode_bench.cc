@@ -9,12 +9,12 @@
 #include <fmt/core.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "ceilings.h"
+#include "command.h"
 
 namespace dew::bench {
 namespace {
@@ -88,19 +88,15 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     const std::string command =
         fmt::format("/usr/bin/python3 {}/tools/torch_reference/bench_decode.py {} {} {} {}", DEW_SOURCE_DIR,
                     dir, o.prompt, o.new_tokens, num_threads());
-    if (FILE* pipe = popen(command.c_str(), "r")) {
-      std::string out;
-      char buffer[4096];
-      while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-      const nlohmann::json torch =
-          pclose(pipe) == 0 ? nlohmann::json::parse(out, nullptr, false) : nlohmann::json();
-      if (torch.is_object()) {
-        torch_json = torch.dump();
-        for (const auto& row : torch["rows"])
-          fmt::print("{:<6} {:>10} {:>12.0f} {:>12.1f}   (PyTorch {})\n", row["dtype"].get<std::string>(), "",
-                     row["prefill_tokens_per_s"].get<double>(), row["decode_tokens_per_s"].get<double>(),
-                     torch["torch"].get<std::string>());
-      }
+    const testing::CommandResult python = testing::run_command(command);
+    const nlohmann::json torch =
+        python.exit_code == 0 ? nlohmann::json::parse(python.out, nullptr, false) : nlohmann::json();
+    if (torch.is_object()) {
+      torch_json = torch.dump();
+      for (const auto& row : torch["rows"])
+        fmt::print("{:<6} {:>10} {:>12.0f} {:>12.1f}   (PyTorch {})\n", row["dtype"].get<std::string>(), "",
+                   row["prefill_tokens_per_s"].get<double>(), row["decode_tokens_per_s"].get<double>(),
+                   torch["torch"].get<std::string>());
     }
     std::filesystem::remove_all(dir);
   } else {

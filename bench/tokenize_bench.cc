@@ -5,12 +5,12 @@
 #include <dew/tokenizer.h>
 
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "command.h"
 #include "io/files.h"
 
 namespace dew::bench {
@@ -65,13 +65,9 @@ nlohmann::json tokenizers_js(const std::string& tokenizer, const std::string& te
   if (!fs::exists(kOracle / "node_modules" / "@huggingface" / "tokenizers")) return nullptr;
   const std::string command = "node " + (kOracle / "encode.mjs").string() + " " + tokenizer + " --bench " +
                               text_file + " 2>/dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return nullptr;
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-  if (pclose(pipe) != 0) return nullptr;
-  return nlohmann::json::parse(out, nullptr, false);
+  const testing::CommandResult node = testing::run_command(command);
+  if (node.exit_code != 0) return nullptr;
+  return nlohmann::json::parse(node.out, nullptr, false);
 }
 
 }  // namespace

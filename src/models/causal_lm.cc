@@ -240,17 +240,14 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
       cache->segments = mask.k_segments;
     }
   }
-  if (is_gpt2(config_)) {
+  if (is_gpt2(config_))
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
-    Tensor logits = models::gpt2_forward(config_, parameters_, ids, positions, cache, mask);
-    if (cache) cache->tokens += ids.size(1);
-    return logits;
-  }
-  Tensor logits = models::llama_forward(config_, parameters_, ids, positions, cache, mask);
-  if (cache) cache->tokens += ids.size(1);
+  Tensor logits = is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, cache, mask)
+                                   : models::llama_forward(config_, parameters_, ids, positions, cache, mask);
+  if (cache) cache->tokens += ids.size(1);  // every layer wrote at the same offset (with_cache)
   return logits;
 }
 

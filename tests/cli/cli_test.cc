@@ -5,51 +5,41 @@
 #include <dew/tokenizer.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
+#include "command.h"
+
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = dew::testing::CommandResult;
 
 Result run(const std::string& args) {
-  std::string cmd = std::string(DEW_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int status = pclose(p);
-  return {WEXITSTATUS(status), out};
+  return dew::testing::run_command(std::string(DEW_BINARY) + " " + args + " 2>&1");
 }
 
 TEST(Cli, CheckClosesWithPassedAndFailedCounts) {
   Result r = run("check --op cast --dtype f32");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find(" passed, 0 failed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cast"), std::string::npos);
 }
 
 TEST(Cli, UnknownOpIsAUserErrorAndBadUsageIsTwo) {
   Result r = run("check --op nosuchop");
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("--op nosuchop is not an operation; expected one of: matmul"), std::string::npos)
       << r.out;
-  EXPECT_EQ(run("frobnicate").code, 2);
-  EXPECT_EQ(run("check --dtype").code, 2);
+  EXPECT_EQ(run("frobnicate").exit_code, 2);
+  EXPECT_EQ(run("check --dtype").exit_code, 2);
 }
 
 TEST(Cli, OpsPrintsTheSupportMatrix) {
   Result r = run("ops");
-  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("cpu.onednn"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("dtype in {f32, bf16, f16}"), std::string::npos) << r.out;
 }
@@ -58,7 +48,7 @@ TEST(Cli, OpsPrintsTheSupportMatrix) {
 // `build/dew ops --markdown > docs/ops.md`).
 TEST(Cli, DocsOpsMdMatchesTheRegistry) {
   Result r = run("ops --markdown");
-  ASSERT_EQ(r.code, 0);
+  ASSERT_EQ(r.exit_code, 0);
   FILE* f = fopen(DEW_SOURCE_DIR "/docs/ops.md", "r");
   ASSERT_NE(f, nullptr);
   std::string doc;
@@ -76,13 +66,13 @@ TEST(Cli, InspectListsACheckpointsTensorsAndRefusesABrokenFile) {
                                     {"lm_head.weight", dew::Tensor::full({32, 64}, 0.5, dew::DType::bf16)}},
                                    1000);
   Result r = run("inspect " + dir);
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("lm_head.weight"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("BF16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[32,64]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("total: 2 tensors in 2 files, 2112 elements, 4352 bytes"), std::string::npos) << r.out;
   Result lines = run("inspect --jsonl " + dir + "/model-00002-of-00002.safetensors");
-  EXPECT_EQ(lines.code, 0) << lines.out;
+  EXPECT_EQ(lines.exit_code, 0) << lines.out;
   EXPECT_NE(lines.out.find(R"("bytes":4096,"dtype":"BF16")"), std::string::npos) << lines.out;
   EXPECT_NE(lines.out.find(R"("name":"lm_head.weight")"), std::string::npos) << lines.out;
 
@@ -92,16 +82,16 @@ TEST(Cli, InspectListsACheckpointsTensorsAndRefusesABrokenFile) {
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() - 10);
   Result broken = run("inspect " + cut);
-  EXPECT_EQ(broken.code, 1) << broken.out;
+  EXPECT_EQ(broken.exit_code, 1) << broken.out;
   EXPECT_NE(broken.out.find("cut.safetensors: the tensors cover 256 bytes of data but the file holds 246"),
             std::string::npos)
       << broken.out;
-  EXPECT_EQ(run("inspect").code, 2);
+  EXPECT_EQ(run("inspect").exit_code, 2);
 }
 
 TEST(Cli, BenchMemoryReportsThePeakAgainstLlmcsCount) {
   Result r = run("bench memory --layers 1 --batch 1 --tokens 16");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("llm.c: activations (acts)"), std::string::npos) << r.out;
   // llm.c's count for L 1, B 1, T 16: 4 bytes x (18 BTC + 4 BT + 2 B NH T^2 + 2 BTC + 3 BT + 2 BTV) floats.
   const long long BT = 16, BTC = 16 * 768, V = 50257;
@@ -123,7 +113,7 @@ TEST(Cli, ScoreIdsWritesEachTokensLogProbabilityGivenItsPrefix) {
   std::ofstream(dir + "/in.jsonl")
       << "{\"ids\": [3, 14, 15, 9, 2]}\n{\"ids\": [3, 14, 15, 9, 26]}\n{\"ids\": [7]}\n";
   Result r = run("score --model " + dir + " --ids < " + dir + "/in.jsonl");
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   std::vector<std::vector<double>> lines;
   size_t start = 0;
   for (size_t end; (end = r.out.find('\n', start)) != std::string::npos; start = end + 1) {
@@ -154,18 +144,18 @@ TEST(Cli, ScoreIdsWritesEachTokensLogProbabilityGivenItsPrefix) {
 
   std::ofstream(dir + "/bad.jsonl") << "{\"ids\": [3, 50]}\n";
   Result bad = run("score --model " + dir + " --ids < " + dir + "/bad.jsonl");
-  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("stdin line 1: id 50 is not a token id; expected an integer in [0, 50)"),
             std::string::npos)
       << bad.out;
   Result no_tokenizer = run("score --model " + dir + " < " + dir + "/in.jsonl");
-  EXPECT_EQ(no_tokenizer.code, 1);
+  EXPECT_EQ(no_tokenizer.exit_code, 1);
   EXPECT_NE(no_tokenizer.out.find("tokenizer.json: no such file"), std::string::npos) << no_tokenizer.out;
 }
 
 TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
   Result r = run("bench decode --layers 1 --hidden 192 --prompt 8 --new-tokens 2 --no-pytorch");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find(R"("bench":"decode","prompt":8,"new_tokens":2)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(R"("dtype":"bf16")"), std::string::npos) << r.out;
 }
@@ -182,7 +172,7 @@ TEST(Cli, TokenizeEncodesJsonlStringsAndDecodesIdArrays) {
                                {"Sequence": {"id": "A", "type_id": 0}}], "special_tokens": {}}})";
   std::ofstream(dir + "/in.jsonl") << "\"hi hi\"\n\n\"ih\"\n";
   Result r = run("tokenize --tokenizer " + dir + " < " + dir + "/in.jsonl");
-  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, "[3,2,3]\n[1,0]\n");
   Result special = run("tokenize --special --tokenizer " + dir + "/tokenizer.json < " + dir + "/in.jsonl");
   EXPECT_EQ(special.out, "[4,3,2,3]\n[4,1,0]\n");
@@ -194,14 +184,14 @@ TEST(Cli, TokenizeEncodesJsonlStringsAndDecodesIdArrays) {
 
   std::ofstream(dir + "/bad.jsonl") << "\"hi\"\n[1, 2]\n";
   Result bad = run("tokenize --tokenizer " + dir + " < " + dir + "/bad.jsonl");
-  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("stdin line 2: expected a JSON string"), std::string::npos) << bad.out;
   std::ofstream(dir + "/bad_ids.jsonl") << "[99]\n";
   Result bad_id = run("tokenize --decode --tokenizer " + dir + " < " + dir + "/bad_ids.jsonl");
-  EXPECT_EQ(bad_id.code, 1);
+  EXPECT_EQ(bad_id.exit_code, 1);
   EXPECT_NE(bad_id.out.find("id 99 is not in the vocabulary"), std::string::npos) << bad_id.out;
-  EXPECT_EQ(run("tokenize --tokenizer /nonexistent").code, 1);
-  EXPECT_EQ(run("tokenize").code, 2);
+  EXPECT_EQ(run("tokenize --tokenizer /nonexistent").exit_code, 1);
+  EXPECT_EQ(run("tokenize").exit_code, 2);
 }
 
 TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
@@ -214,18 +204,18 @@ TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
   }
   Result r = run("tokenizer train " + dir + "/text.txt --vocab-size 280 --special '<|endoftext|>' --output " +
                  dir + "/tok");
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("280 tokens"), std::string::npos) << r.out;
   std::ofstream(dir + "/in.jsonl") << "\" the quick brown fox\"\n";
   Result ids = run("tokenize --tokenizer " + dir + "/tok < " + dir + "/in.jsonl");
-  EXPECT_EQ(ids.code, 0) << ids.out;
+  EXPECT_EQ(ids.exit_code, 0) << ids.out;
   EXPECT_LT(std::count(ids.out.begin(), ids.out.end(), ','), 9)
       << ids.out;  // merged: under half the 20 bytes
   Result small = run("tokenizer train " + dir + "/text.txt --vocab-size 10 --output " + dir + "/small");
-  EXPECT_EQ(small.code, 1);
+  EXPECT_EQ(small.exit_code, 1);
   EXPECT_NE(small.out.find("vocab_size 10 is too small"), std::string::npos) << small.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/small/tokenizer.json"));
-  EXPECT_EQ(run("tokenizer train " + dir + "/missing.txt --output " + dir + "/x").code, 1);
+  EXPECT_EQ(run("tokenizer train " + dir + "/missing.txt --output " + dir + "/x").exit_code, 1);
 }
 
 // A random Llama with a byte-level tokenizer of its vocabulary (one token per byte, ids = byte values)
@@ -272,7 +262,7 @@ TEST(Cli, ScoreTextHasLmEvalsLoglikelihoodSemantics) {
                                    << "{\"context\": \"the cat\", \"continuation\": \"" << worst << "\"}\n"
                                    << "{\"context\": \"\", \"continuation\": \"hi\"}\n";
   Result r = run("score --model " + dir + " < " + dir + "/in.jsonl");
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   std::istringstream lines(r.out);
   std::vector<nlohmann::json> out;
   for (std::string line; std::getline(lines, line);) out.push_back(nlohmann::json::parse(line));
@@ -297,7 +287,7 @@ TEST(Cli, ScoreTextHasLmEvalsLoglikelihoodSemantics) {
 
   std::ofstream(dir + "/bad.jsonl") << "{\"context\": \"a\", \"continuation\": \"\"}\n";
   Result bad = run("score --model " + dir + " < " + dir + "/bad.jsonl");
-  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("stdin line 1: the continuation adds no tokens"), std::string::npos) << bad.out;
 }
 
@@ -315,7 +305,7 @@ TEST(Cli, GenerateStreamsTheGreedyContinuationAndStopsAtAStopString) {
     if (id != 256) shown.push_back(id);
   const std::string expected = tokenizer.decode(shown, {.skip_special_tokens = true});
   Result r = run("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 12");
-  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, expected + "\n");
   // A stop string from the middle of that text (a printable character, safe in a shell argument):
   // the output ends just before its first occurrence.

@@ -69,15 +69,16 @@ TEST(TokenizerSplit, InvertKeepsTheMatchesAsPieces) {
 }
 
 TEST(TokenizerSplit, OnigurumaWhiteSpaceIsUnicodeWhiteSpaceProperty) {
-  // \s matches U+0085 and U+3000 but not U+180E (PCRE2's own \s would), as in Oniguruma.
-  const Tokenizer t =
-      make({{"model", bpe_model("x", {})},
-            {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "\\s"}}}, {"behavior", "Removed"}}},
-            {"added_tokens", json::array()}});
-  const std::string text = "x\u0085x\u3000x\u180ex";
-  // Code points missing from the vocabulary are dropped (no unk token), so only the x's remain;
-  // U+180E is not whitespace and stays glued to its neighbours, which also drops it.
-  EXPECT_EQ(t.encode(text).size(), 4u);
+  // \s matches U+0085 and U+3000 but not U+180E (PCRE2's own \s would), as in Oniguruma. The pieces
+  // show through a merge "x x": code points outside the vocabulary are dropped (no unk token), so
+  // "x<U+180E>x" stays one piece and merges, while the x's split at real white space do not.
+  const Tokenizer t = make(
+      {{"model", bpe_model("x", {"x x"})},
+       {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "\\s"}}}, {"behavior", "Removed"}}}});
+  const int64_t x = t.token_to_id("x").value(), xx = t.token_to_id("xx").value();
+  EXPECT_THAT(t.encode("x\u0085x\u3000x\u180ex"), ElementsAre(x, x, xx));
+  EXPECT_THAT(t.encode("x\u180ex"), ElementsAre(xx));
+  EXPECT_THAT(t.encode("x x\tx"), ElementsAre(x, x, x));
 }
 
 TEST(TokenizerModel, MergesAcrossMetaspaceWhenTheVocabularyHasSuch) {

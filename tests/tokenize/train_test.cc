@@ -4,12 +4,12 @@
 #include <dew/tokenizer.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "command.h"
 
 namespace dew {
 namespace {
@@ -79,7 +79,7 @@ TEST(TokenizerTrain, TokenizersJsReadsTheFileToTheSameIds) {
   BpeTrainOptions options;
   options.vocab_size = 400;
   options.special_tokens = {"<|endoftext|>", "<|pad|>"};
-  const fs::path dir = fs::path(testing::TempDir()) / "dew_trained_tokenizer";
+  const fs::path dir = fs::path(::testing::TempDir()) / "dew_trained_tokenizer";
   fs::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << train(options);
   const std::vector<std::string> texts = {
@@ -91,14 +91,10 @@ TEST(TokenizerTrain, TokenizersJsReadsTheFileToTheSameIds) {
   }
   const std::string command = "node " + (oracle / "encode.mjs").string() + " " + dir.string() + " < " +
                               (dir / "texts.jsonl").string();
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  ASSERT_EQ(pclose(pipe), 0) << out;
+  const testing::CommandResult node = testing::run_command(command);
+  ASSERT_EQ(node.exit_code, 0) << node.out;
   const Tokenizer t = Tokenizer::load(dir.string());
-  std::istringstream lines(out);
+  std::istringstream lines(node.out);
   std::string line;
   for (const std::string& text : texts) {
     ASSERT_TRUE(std::getline(lines, line));

@@ -91,20 +91,19 @@ def inverse_frequencies(c, head_dim, longest, dtype):
     return inv_freq.to(dtype), scale
 
 
-def llama_family(c, w, ids, positions, dtype):
+def llama_family(c, w, ids, positions, dtype, cache=None):
+    """Logits of ids (B,T) at positions (B,T). With `cache` (a list, one (k, v) per layer, filled by
+    earlier calls), the keys and values grow by concatenation, as transformers' DynamicCache."""
     H, KV = c["num_attention_heads"], c["num_key_value_heads"]
     D = c.get("head_dim", c["hidden_size"] // H)
     B, T = ids.shape
-    eps = c["rms_norm_eps"]
-    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, dtype)
-    angles = positions.to(dtype)[..., None] * inv_freq  # (B,T,D/2)
-    cos = torch.cat((angles, angles), -1).cos()[:, None] * scale  # (B,1,T,D)
-    sin = torch.cat((angles, angles), -1).sin()[:, None] * scale
+    eps = c.get("rms_norm_eps", 1e-6)  # LlamaConfig's default
+    table = torch.float64 if dtype == torch.float64 else torch.float32  # rope tables never in bf16
+    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, table)
+    angles = positions.to(table)[..., None] * inv_freq  # (B,T,D/2)
+    cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)  # (B,1,T,D)
+    sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
     window = c.get("sliding_window") if c["model_type"] == "mistral" else None
-    i = torch.arange(T)
-    allowed = i[None, :] <= i[:, None]
-    if window:
-        allowed &= i[:, None] - i[None, :] < window
     linear = lambda x, name: x @ w[name + ".weight"].T + (w[name + ".bias"] if name + ".bias" in w else 0)
 
     h = w["model.embed_tokens.weight"][ids]
@@ -119,6 +118,18 @@ def llama_family(c, w, ids, positions, dtype):
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if cache is not None:
+            if len(cache) > layer:
+                k = torch.cat((cache[layer][0], k), dim=2)
+                v = torch.cat((cache[layer][1], v), dim=2)
+                cache[layer] = (k, v)
+            else:
+                cache.append((k, v))
+        S = k.shape[2]
+        i, j = torch.arange(T)[:, None] + (S - T), torch.arange(S)[None, :]  # queries after the cached keys
+        allowed = j <= i
+        if window:
+            allowed &= i - j < window
         k = k.repeat_interleave(H // KV, dim=1)
         v = v.repeat_interleave(H // KV, dim=1)
         scores = (q @ k.transpose(-1, -2)) / math.sqrt(D)
