@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace dew {
@@ -25,10 +26,28 @@ struct DecodeOptions {
   std::optional<bool> clean_up_tokenization_spaces;
 };
 
+// How a conversation becomes a prompt through the tokenizer's chat template (transformers'
+// apply_chat_template).
+struct ChatOptions {
+  // End with the opening of the assistant's turn, so that generation continues as the assistant.
+  bool add_generation_prompt = false;
+  std::string tools_json;      // a JSON array of tool schemas, the template's `tools`; empty: none
+  std::string variables_json;  // a JSON object of further template variables ({"enable_thinking": false})
+  // tokenizer_config.json may list several named templates; empty picks "default".
+  std::string template_name;
+};
+
+struct ChatPrompt {
+  std::string text;  // encode it without add_special_tokens: the template writes them
+  // Byte ranges [begin, end) of `text` that the template marks as the assistant's ({% generation %}).
+  std::vector<std::pair<size_t, size_t>> assistant_spans;
+};
+
 class Tokenizer {
  public:
   // `path` is a tokenizer.json or a directory holding one; tokenizer_config.json is read from the same
-  // directory when present. Errors name the file and the component.
+  // directory when present, and chat_template.jinja (which takes the place of tokenizer_config's
+  // chat_template, as in transformers). Errors name the file and the component.
   static Tokenizer load(const std::string& path);
   // From the two files' text (`config_json` may be empty); `source` names them in errors.
   static Tokenizer from_json(std::string_view tokenizer_json, std::string_view config_json,
@@ -55,6 +74,14 @@ class Tokenizer {
   const std::vector<int64_t>& special_prefix() const;
   std::optional<int64_t> bos_id() const;  // tokenizer_config's bos_token / eos_token
   std::optional<int64_t> eos_id() const;
+
+  bool has_chat_template() const;
+  // `messages_json` is a JSON array of messages ({"role": "user", "content": "..."}, and whatever else
+  // the template reads: tool_calls, reasoning_content, ...), rendered by the chat template as
+  // transformers renders it (Jinja2 with trim_blocks and lstrip_blocks; bos_token, eos_token and the
+  // other special tokens of tokenizer_config.json defined). A template that refuses the conversation
+  // (raise_exception) or uses Jinja that Dew does not implement is an error naming it and the line.
+  ChatPrompt apply_chat_template(std::string_view messages_json, const ChatOptions& options = {}) const;
 
  private:
   struct State;

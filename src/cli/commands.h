@@ -30,12 +30,17 @@ struct GenerateOptions {
   std::optional<double> temperature, top_p, min_p, repetition_penalty;
   std::optional<int64_t> top_k;
   std::vector<std::string> stop;
+  bool chat = false;   // the prompt is a user message, through the chat template
+  std::string system;  // with --chat: a system message first
+  std::vector<std::string>
+      chat_vars;  // with --chat: KEY=VALUE template variables (VALUE as JSON if it parses)
 };
 int run_generate(const GenerateOptions& options);
 
 struct TokenizeOptions {
   std::string tokenizer;
   bool special = false, decode = false, skip_special = false;
+  bool chat = false;  // lines are conversations {"messages": [...], ...} rendered by the chat template
 };
 int run_tokenize(const TokenizeOptions& options);
 

@@ -1,7 +1,8 @@
 // `dew generate --model DIR --prompt TEXT [...]`: continues a prompt with the model and tokenizer of a
 // Hugging Face directory, streaming the text to stdout as it is decided. Sampling defaults come from
 // generation_config.json as transformers reads it (do_sample false: greedy), flags override them;
-// generation stops at an EOS id, a stop string or --max-new-tokens.
+// generation stops at an EOS id, a stop string or --max-new-tokens. With --chat the prompt is a user
+// message rendered by the tokenizer's chat template.
 #include <dew/error.h>
 #include <dew/models.h>
 #include <dew/tokenizer.h>
@@ -34,6 +35,27 @@ void add_eos_ids(const nlohmann::json& json, const std::string& source, std::vec
   }
 }
 
+// --chat: the prompt as a user message (after --system's), rendered by the tokenizer's chat template
+// with the assistant's turn opened. The template writes BOS and the other special tokens itself.
+std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptions& o) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
+  messages.push_back({{"role", "user"}, {"content", o.prompt}});
+  nlohmann::ordered_json variables = nlohmann::ordered_json::object();
+  for (const std::string& assignment : o.chat_vars) {
+    const size_t equals = assignment.find('=');
+    DEW_REQUIRE(equals != std::string::npos && equals > 0,
+                "generate: --chat-var {}: expected KEY=VALUE (enable_thinking=false)", assignment);
+    const std::string value = assignment.substr(equals + 1);
+    nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(value, nullptr, false);
+    variables[assignment.substr(0, equals)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
+  }
+  ChatOptions options;
+  options.add_generation_prompt = true;
+  options.variables_json = variables.dump();
+  return tokenizer.encode(tokenizer.apply_chat_template(messages.dump(), options).text);
+}
+
 }  // namespace
 
 int run_generate(const GenerateOptions& o) {
@@ -63,7 +85,10 @@ int run_generate(const GenerateOptions& o) {
   add_eos_ids(read_json_if_present(fs::path(o.model) / "config.json"), "config.json", options.eos_ids);
   if (tokenizer.eos_id()) options.eos_ids.push_back(*tokenizer.eos_id());
 
-  const std::vector<int64_t> prompt = tokenizer.encode(o.prompt, {.add_special_tokens = true});
+  DEW_REQUIRE(o.chat || (o.system.empty() && o.chat_vars.empty()),
+              "generate: --system and --chat-var shape a chat prompt; add --chat");
+  const std::vector<int64_t> prompt =
+      o.chat ? chat_prompt(tokenizer, o) : tokenizer.encode(o.prompt, {.add_special_tokens = true});
   DEW_REQUIRE(!prompt.empty(), "generate: the prompt encodes to no tokens; expected some text");
   // EOS ends the text without being printed; stop strings end it before them.
   TextStream stream(tokenizer, o.stop, {.skip_special_tokens = true});

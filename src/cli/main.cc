@@ -58,15 +58,27 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--repetition-penalty", gen.repetition_penalty, "divide seen tokens' logits (>1)");
   generate_cmd->add_option("--stop", gen.stop, "stop before this text (repeatable)");
   generate_cmd->add_option("--dtype", gen.dtype, "cast the weights (f64, f32, bf16); default: the config's");
+  generate_cmd->add_flag("--chat", gen.chat, "send the prompt as a user message through the chat template");
+  generate_cmd->add_option("--system", gen.system, "with --chat: a system message before the prompt");
+  generate_cmd->add_option("--chat-var", gen.chat_vars,
+                           "with --chat: a template variable KEY=VALUE, VALUE as JSON if it parses "
+                           "(enable_thinking=false); repeatable");
   dew::cli::TokenizeOptions tokenize;
   auto* tokenize_cmd = app.add_subcommand(
       "tokenize", "JSONL strings in, one JSON array of token ids per line out (--decode: the other way)");
   tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer, "a tokenizer.json, or a directory holding one")
       ->required();
-  tokenize_cmd->add_flag("--special", tokenize.special,
-                         "add the special tokens of the post-processor (BOS, ...)");
-  tokenize_cmd->add_flag("--decode", tokenize.decode, "read arrays of ids, write strings");
+  auto* special_flag = tokenize_cmd->add_flag("--special", tokenize.special,
+                                              "add the special tokens of the post-processor (BOS, ...)");
+  auto* decode_flag =
+      tokenize_cmd->add_flag("--decode", tokenize.decode, "read arrays of ids, write strings");
   tokenize_cmd->add_flag("--skip-special", tokenize.skip_special, "with --decode: leave special tokens out");
+  tokenize_cmd
+      ->add_flag("--chat", tokenize.chat,
+                 "read conversations {\"messages\": [...], \"tools\", \"add_generation_prompt\", ...} "
+                 "and write the ids of their chat-template prompts (the template writes the special tokens)")
+      ->excludes(special_flag)
+      ->excludes(decode_flag);
   auto* tokenizer_cmd = app.add_subcommand("tokenizer", "tokenizer tools");
   tokenizer_cmd->require_subcommand(1);
   dew::cli::TokenizerTrainOptions tokenizer_train;

@@ -1,5 +1,6 @@
-// `dew tokenize --tokenizer PATH [--special] [--decode] [--skip-special]`: JSONL strings on stdin,
-// one JSON array of ids per line on stdout; with --decode, arrays of ids in and strings out.
+// `dew tokenize --tokenizer PATH [--special] [--decode] [--skip-special] [--chat]`: JSONL strings on stdin,
+// one JSON array of ids per line on stdout; with --decode, arrays of ids in and strings out; with
+// --chat, conversations in, the ids of their chat-template prompts out.
 #include <dew/error.h>
 #include <dew/tokenizer.h>
 
@@ -11,12 +12,43 @@
 
 namespace dew::cli {
 
+namespace {
+
+// --chat: {"messages": [...], "tools": [...], "add_generation_prompt": bool, other keys: template
+// variables} → the ids of the rendered prompt (the template writes the special tokens).
+std::vector<int64_t> chat_ids(const Tokenizer& tokenizer, const std::string& line, const std::string& where) {
+  const nlohmann::ordered_json record = parse_ordered_json(line, where);
+  DEW_REQUIRE(record.is_object() && record.contains("messages"),
+              "{}: expected a conversation {{\"messages\": [...], ...}}", where);
+  ChatOptions options;
+  nlohmann::ordered_json variables = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : record.items()) {
+    if (key == "messages") continue;
+    if (key == "tools")
+      options.tools_json = value.is_null() ? "" : value.dump();
+    else if (key == "add_generation_prompt") {
+      DEW_REQUIRE(value.is_boolean(), "{}: add_generation_prompt is {}; expected true or false", where,
+                  value.dump());
+      options.add_generation_prompt = value.get<bool>();
+    } else
+      variables[key] = value;
+  }
+  options.variables_json = variables.dump();
+  return tokenizer.encode(tokenizer.apply_chat_template(record["messages"].dump(), options).text);
+}
+
+}  // namespace
+
 int run_tokenize(const TokenizeOptions& o) {
   const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
   std::string line;
   for (int64_t number = 1; std::getline(std::cin, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const std::string where = fmt::format("stdin line {}", number);
+    if (o.chat) {
+      std::cout << nlohmann::json(chat_ids(tokenizer, line, where)).dump() << "\n";
+      continue;
+    }
     const nlohmann::json record = parse_json(line, where);
     if (!o.decode) {
       DEW_REQUIRE(record.is_string(), "{}: expected a JSON string (the text to encode), got {}", where,

@@ -73,28 +73,41 @@ size_t invalid_utf8_at(std::string_view text) {
   return std::string_view::npos;
 }
 
-nlohmann::json parse_json(std::string_view text, const std::string& source) {
+namespace {
+
+template <class Json>
+Json parse_strict(std::string_view text, const std::string& source) {
   if (size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
     fail("{}: byte {} is not valid UTF-8 (0x{:02X}); expected UTF-8 text", source, bad,
          static_cast<unsigned char>(text[bad]));
   // One set of keys per open object: a key seen twice in the same object is refused.
   std::vector<std::unordered_set<std::string>> open_objects;
-  auto callback = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  auto callback = [&](int depth, nlohmann::json::parse_event_t event, Json& parsed) {
     using E = nlohmann::json::parse_event_t;
     if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
       fail("{}: JSON nested deeper than {} levels; expected a flatter document", source, kMaxJsonDepth);
     if (event == E::object_start) open_objects.emplace_back();
     if (event == E::object_end) open_objects.pop_back();
-    if (event == E::key && !open_objects.back().insert(parsed.get<std::string>()).second)
+    if (event == E::key && !open_objects.back().insert(parsed.template get<std::string>()).second)
       fail("{}: the key \"{}\" appears twice in one object; expected each key once", source,
-           parsed.get<std::string>());
+           parsed.template get<std::string>());
     return true;
   };
   try {
-    return nlohmann::json::parse(text.begin(), text.end(), callback);
+    return Json::parse(text.begin(), text.end(), callback);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not valid JSON ({})", source, e.what());
   }
+}
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, const std::string& source) {
+  return parse_strict<nlohmann::json>(text, source);
+}
+
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source) {
+  return parse_strict<nlohmann::ordered_json>(text, source);
 }
 
 const nlohmann::json& json_member(const nlohmann::json& object, const std::string& key,

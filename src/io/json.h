@@ -24,6 +24,10 @@ size_t invalid_utf8_at(std::string_view text);
 // header", "config.json").
 nlohmann::json parse_json(std::string_view text, const std::string& source);
 
+// The same, keeping each object's keys in the order the text gives them (nlohmann::json sorts them):
+// for values that are written out again, as a chat template's tool schemas are.
+nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& source);
+
 // The member `key` of object `object` with the JSON type `kind` expects; throws naming source, key,
 // what was found and what would be right.
 const nlohmann::json& json_member(const nlohmann::json& object, const std::string& key,

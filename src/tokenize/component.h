@@ -1,10 +1,11 @@
 // What every tokenizer.json component reader shares: reading a spec's "type" (with the name errors
-// use for it) and the steps of a "Sequence".
+// use for it) and the steps of a "Sequence"; and how tokenizer_config.json names a token.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,16 @@ struct ComponentKind {
   std::string type;
   std::string where;  // "[tokenizer] FILE decoder Strip": the prefix of this component's errors
 };
+
+// tokenizer_config.json names a token as a string or as {"content": ...} (an AddedToken).
+inline std::optional<std::string> config_token(const nlohmann::json& config, const std::string& key) {
+  if (!config.contains(key)) return std::nullopt;
+  const auto& value = config[key];
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content") && value["content"].is_string())
+    return value["content"].get<std::string>();
+  return std::nullopt;
+}
 
 // `kind` is "normalizer", "pre_tokenizer", "decoder", ...; the spec must be an object with a "type".
 inline ComponentKind component_kind(const nlohmann::json& spec, const std::string& source, const char* kind) {

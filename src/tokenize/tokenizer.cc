@@ -11,6 +11,8 @@
 #include "io/json.h"
 #include "tokenize/added_tokens.h"
 #include "tokenize/bpe.h"
+#include "tokenize/chat_template.h"
+#include "tokenize/component.h"
 #include "tokenize/decoders.h"
 #include "tokenize/normalizers.h"
 #include "tokenize/post_processor.h"
@@ -34,6 +36,7 @@ struct Tokenizer::State {
   TokenIds added_ids;               // added token content → id
   std::optional<int64_t> bos, eos;
   bool clean_up_spaces = false;
+  ChatTemplates chat;
 
   std::optional<int64_t> id_of(std::string_view token) const {
     if (auto it = added_ids.find(token); it != added_ids.end()) return it->second;
@@ -43,16 +46,6 @@ struct Tokenizer::State {
 };
 
 namespace {
-
-// tokenizer_config.json names a token as a string or as {"content": ...} (an AddedToken).
-std::optional<std::string> config_token(const nlohmann::json& config, const std::string& key) {
-  if (!config.contains(key)) return std::nullopt;
-  const auto& value = config[key];
-  if (value.is_string()) return value.get<std::string>();
-  if (value.is_object() && value.contains("content") && value["content"].is_string())
-    return value["content"].get<std::string>();
-  return std::nullopt;
-}
 
 // transformers' " ." → "." ... (clean_up_tokenization_spaces).
 std::string clean_up_tokenization(std::string text) {
@@ -85,8 +78,12 @@ Tokenizer Tokenizer::load(const std::string& path) {
               "holding one",
               file.string());
   const fs::path config = file.parent_path() / "tokenizer_config.json";
-  return from_json(read_text_file(file.string()),
-                   fs::is_regular_file(config) ? read_text_file(config.string()) : "", file.string());
+  Tokenizer tokenizer =
+      from_json(read_text_file(file.string()),
+                fs::is_regular_file(config) ? read_text_file(config.string()) : "", file.string());
+  if (const fs::path jinja = file.parent_path() / "chat_template.jinja"; fs::is_regular_file(jinja))
+    tokenizer.state_->chat.replace_with_file(read_text_file(jinja.string()), jinja.string());
+  return tokenizer;
 }
 
 Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view config_json,
@@ -166,6 +163,7 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
       s->special_template = t;
     }
     s->clean_up_spaces = c.flag_or("clean_up_tokenization_spaces", false);
+    s->chat = ChatTemplates(config, source);
   } catch (const nlohmann::json::exception& e) {
     fail("[tokenizer] {}: a field has the wrong type ({})", source, e.what());
   }
@@ -261,6 +259,14 @@ std::optional<int64_t> Tokenizer::bos_id() const {
 }
 std::optional<int64_t> Tokenizer::eos_id() const {
   return state_->eos;
+}
+
+bool Tokenizer::has_chat_template() const {
+  return !state_->chat.empty();
+}
+
+ChatPrompt Tokenizer::apply_chat_template(std::string_view messages_json, const ChatOptions& options) const {
+  return state_->chat.render(messages_json, options);
 }
 
 }  // namespace dew

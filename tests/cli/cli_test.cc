@@ -324,3 +324,42 @@ TEST(Cli, GenerateStreamsTheGreedyContinuationAndStopsAtAStopString) {
   EXPECT_EQ(run(sample + " --seed 3").out, run(sample + " --seed 3").out);
   EXPECT_NE(run(sample + " --seed 3").out, run(sample + " --seed 4").out);
 }
+
+// --chat: the prompt goes through tokenizer_config.json's chat template (system message, template
+// variables, the assistant's turn opened) before generation; tokenize --chat shows the same ids.
+TEST(Cli, GenerateAndTokenizeWithChatUseTheChatTemplate) {
+  const std::string dir = model_with_tokenizer("dew_cli_generate_chat");
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|endoftext|>", "chat_template":
+      "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}{% if thinking is defined %}T={{ thinking }}{% endif %}"})";
+  const dew::CausalLM model = dew::CausalLM::load(dir);
+  const dew::Tokenizer tokenizer = dew::Tokenizer::load(dir);
+  const std::vector<int64_t> prompt = tokenizer.encode("<system>Be brief<user>Hi<assistant>T=False");
+  dew::GenerationOptions options;
+  options.max_new_tokens = 8;
+  options.sampling.temperature = 0;
+  options.eos_ids = {256};
+  const auto generated = dew::generate(model, {prompt}, options);
+  std::vector<int64_t> shown;
+  for (int64_t id : generated[0])
+    if (id != 256) shown.push_back(id);
+  Result r = run("generate --model " + dir +
+                 " --chat --system 'Be brief' --prompt Hi --chat-var thinking=false --max-new-tokens 8");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, tokenizer.decode(shown, {.skip_special_tokens = true}) + "\n");
+
+  std::ofstream(dir + "/chats.jsonl")
+      << R"({"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true, "thinking": 1})"
+      << "\n";
+  Result ids = run("tokenize --chat --tokenizer " + dir + " < " + dir + "/chats.jsonl");
+  ASSERT_EQ(ids.exit_code, 0) << ids.out;
+  EXPECT_EQ(ids.out, nlohmann::json(tokenizer.encode("<user>Hi<assistant>T=1")).dump() + "\n");
+
+  Result system_alone = run("generate --model " + dir + " --system 'Be brief' --prompt Hi");
+  EXPECT_EQ(system_alone.exit_code, 1);
+  EXPECT_NE(system_alone.out.find("add --chat"), std::string::npos) << system_alone.out;
+  std::ofstream(dir + "/not_chat.jsonl") << "\"just text\"\n";
+  Result not_chat = run("tokenize --chat --tokenizer " + dir + " < " + dir + "/not_chat.jsonl");
+  EXPECT_EQ(not_chat.exit_code, 1);
+  EXPECT_NE(not_chat.out.find("stdin line 1: expected a conversation"), std::string::npos) << not_chat.out;
+  EXPECT_EQ(run("tokenize --chat --decode --tokenizer " + dir).exit_code, 2);
+}
