@@ -77,11 +77,16 @@ int jvp_level() {
   return jvp_levels[jvp_levels.size() - 1 - hidden_levels];
 }
 
-OuterJvpLevels::OuterJvpLevels() {
-  ++hidden_levels;
+OuterJvpLevels::OuterJvpLevels(size_t count) : count_(count) {
+  hidden_levels += count;
 }
 OuterJvpLevels::~OuterJvpLevels() {
-  --hidden_levels;
+  hidden_levels -= count_;
+}
+
+size_t visible_jvp_levels() {
+  if (untracked_depth > 0 || jvp_levels.size() <= hidden_levels) return 0;
+  return jvp_levels.size() - hidden_levels;
 }
 
 Untracked::Untracked() {
@@ -100,10 +105,8 @@ void pop_jvp_level(int level) {
               "[jvp] levels closed out of order");
   jvp_levels.pop_back();
   for (const std::weak_ptr<AutogradMeta>& holder : tangent_holders.back())
-    if (std::shared_ptr<AutogradMeta> m = holder.lock(); m && m->tangent_level == level) {
-      m->tangent = Tensor();
-      m->tangent_level = 0;
-    }
+    if (std::shared_ptr<AutogradMeta> m = holder.lock())
+      std::erase_if(m->tangents, [level](const auto& entry) { return entry.first == level; });
   tangent_holders.pop_back();
 }
 
@@ -118,17 +121,22 @@ const AutogradMeta* autograd_meta_if_any(const Tensor& t) {
 
 Tensor tangent_of(const Tensor& t) {
   const AutogradMeta* m = autograd_meta_if_any(t);
+  if (!m || m->tangents.empty()) return Tensor();
   const int level = jvp_level();
-  return m && level != 0 && m->tangent_level == level ? m->tangent : Tensor();
+  for (const auto& [at, tangent] : m->tangents)
+    if (at == level && level != 0) return tangent;
+  return Tensor();
 }
 
 void set_tangent(Tensor& t, const Tensor& tangent) {
+  const int level = jvp_level();
+  if (level == 0) return;
   AutogradMeta& m = autograd_meta(t);
-  m.tangent = tangent;
-  m.tangent_level = tangent.defined() ? jvp_level() : 0;
-  if (m.tangent_level == 0) return;
+  std::erase_if(m.tangents, [level](const auto& entry) { return entry.first == level; });
+  if (!tangent.defined()) return;
+  m.tangents.emplace_back(level, tangent);
   for (size_t i = 0; i < jvp_levels.size(); ++i)
-    if (jvp_levels[i] == m.tangent_level) tangent_holders[i].push_back(TensorAutograd::of(t));
+    if (jvp_levels[i] == level) tangent_holders[i].push_back(TensorAutograd::of(t));
 }
 
 bool needs_grad(const Tensor& t) {
@@ -152,7 +160,6 @@ void attach(Tensor& t, const std::shared_ptr<GradNode>& node, int output) {
 
 void record_view(const Tensor& base, Tensor& view, ViewSpec spec,
                  const std::function<Tensor(const Tensor&)>& view_of) {
-  const Tensor base_tangent = tangent_of(base);
   if (grad_mode() && needs_grad(base)) {
     auto node = std::make_shared<GradNode>();
     static constexpr const char* kNames[] = {"slice",  "select",    "permute", "reshape",
@@ -162,7 +169,11 @@ void record_view(const Tensor& base, Tensor& view, ViewSpec spec,
     node->view = std::make_unique<ViewSpec>(std::move(spec));
     attach(view, node, 0);
   }
-  if (base_tangent.defined()) {
+  // The view of the base's tangent at each level (NOTE [nested jvp levels]).
+  for (size_t depth = 0, levels = visible_jvp_levels(); depth < levels; ++depth) {
+    OuterJvpLevels inside(depth);  // the level `depth` levels out is now the innermost visible one
+    const Tensor base_tangent = tangent_of(base);
+    if (!base_tangent.defined()) continue;
     Tensor tangent;
     {
       OuterJvpLevels rule_scope;

@@ -83,8 +83,8 @@ struct AutogradMeta {
   Tensor grad;                     // leaves: the accumulated gradient
   std::shared_ptr<GradNode> node;  // the recorded op that produced this tensor
   int output = 0;                  // which of node's outputs
-  Tensor tangent;                  // forward mode: the tangent at tangent_level
-  int tangent_level = 0;           // 0: none
+  // Forward mode: the tangent at each open jvp level that gave one (NOTE [nested jvp levels]).
+  std::vector<std::pair<int, Tensor>> tangents;
 };
 
 // Tensor's autograd field, for the functions below.
@@ -114,15 +114,28 @@ class Untracked {
   NoGrad no_grad_;
 };
 
-// While one lives, the innermost jvp level is hidden: the scope a jvp rule computes a tangent in, so
-// that its own ops see only the outer levels' tangents (else each would differentiate itself again).
+// NOTE [nested jvp levels]: a jvp inside a jvp opens a second level; a tensor holds one tangent per
+// level, and an op computes its outputs' tangents level by level, innermost first, each with its rule
+// run where that level and the ones inside it are hidden: the rule's ops then carry the outer levels'
+// tangents of the tangent (the mixed second derivatives), and an outer level's tangent of a value
+// computed inside an inner jvp is never lost.
+
+// While one lives, the `count` innermost visible jvp levels are hidden: the scope a jvp rule computes
+// a tangent in, so that its own ops see only the outer levels' tangents (else each would
+// differentiate itself again).
 class OuterJvpLevels {
  public:
-  OuterJvpLevels();
+  explicit OuterJvpLevels(size_t count = 1);
   ~OuterJvpLevels();
   OuterJvpLevels(const OuterJvpLevels&) = delete;
   OuterJvpLevels& operator=(const OuterJvpLevels&) = delete;
+
+ private:
+  size_t count_;
 };
+
+// How many jvp levels are open and not hidden on this thread.
+size_t visible_jvp_levels();
 
 // A tensor's metadata, created on first use (shared by every copy of the tensor).
 AutogradMeta& autograd_meta(Tensor& t);

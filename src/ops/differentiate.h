@@ -43,6 +43,16 @@ using detail::SavedTensor;
 // Refuses an op without differentiation rules on inputs that need a derivative (never a silent zero).
 void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs);
 
+// Whether any input carries a tangent at a visible jvp level outside the innermost.
+inline bool has_outer_tangents(const std::vector<const Tensor*>& inputs, size_t levels) {
+  for (size_t depth = 1; depth < levels; ++depth) {
+    detail::OuterJvpLevels inside(depth);
+    for (const Tensor* in : inputs)
+      if (detail::tangent_of(*in).defined()) return true;
+  }
+  return false;
+}
+
 // Records outs onto the tape and gives them tangents, as the inputs of args ask (see top).
 template <class Op>
 void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
@@ -55,7 +65,9 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
     tangents[i] = detail::tangent_of(*inputs[i]);
     any_tangent = any_tangent || tangents[i].defined();
   }
-  if (!any_grad && !any_tangent) return;
+  const size_t levels = detail::visible_jvp_levels();
+  const bool outer_tangents = levels > 1 && has_outer_tangents(inputs, levels);
+  if (!any_grad && !any_tangent && !outer_tangents) return;
   const std::string_view name = Op::name(args);
   const Differentiation how = Op::differentiation(name);
   if (how == Differentiation::non_differentiable) return;
@@ -77,6 +89,23 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
     node->vjp = Op::vjp(args);
     for (size_t i = 0; i < outs.size(); ++i)
       if (is_floating(outs[i].dtype())) detail::attach(outs[i], node, int(i));
+  }
+  // NOTE [nested jvp levels]: the outer levels' tangents of the outputs first, each level's rule run
+  // with that level and those inside it hidden; then the innermost level's.
+  for (size_t depth = levels; depth-- > 1;) {
+    detail::OuterJvpLevels inside(depth);  // the level `depth` levels out is the innermost visible one
+    std::vector<Tensor> at_level(inputs.size());
+    bool any = false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      any = (at_level[i] = detail::tangent_of(*inputs[i])).defined() || any;
+    if (!any) continue;
+    std::vector<Tensor> out_tangents;
+    {
+      detail::OuterJvpLevels rule_scope;
+      out_tangents = Op::jvp(args, outs, at_level);
+    }
+    for (size_t i = 0; i < outs.size() && i < out_tangents.size(); ++i)
+      if (out_tangents[i].defined()) detail::set_tangent(outs[i], out_tangents[i]);
   }
   if (any_tangent) {
     const int level = detail::jvp_level();

@@ -14,4 +14,11 @@ inline void check_derivatives(const std::string& what, const Fn& f, const std::v
     ADD_FAILURE() << failure;
 }
 
+// The same with only the inputs marked differentiable moved (the others stay constants).
+inline void check_derivatives(const std::string& what, const Fn& f, const std::vector<Tensor>& inputs,
+                              const std::vector<bool>& differentiable) {
+  for (const std::string& failure : derivative_failures(what, f, inputs, differentiable))
+    ADD_FAILURE() << failure;
+}
+
 }  // namespace dew::testing

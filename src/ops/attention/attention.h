@@ -52,7 +52,8 @@ struct AttentionBackward {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
-  // Its own rules (second derivatives through the fused backward) are not written yet.
+  // No rules of its own: attention's rules take the dense path when their derivative will be
+  // differentiated (NOTE [attention's higher derivatives], dense.h), so this op never is.
   static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
 };
 
@@ -80,7 +81,7 @@ struct AttentionJvp {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
-  // Its vjp (reverse over forward through attention) is not written yet.
+  // No rules of its own, as attention_backward (reverse over forward goes through the dense path).
   static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
 };
 

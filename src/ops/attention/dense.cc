@@ -1,0 +1,161 @@
+// Attention over materialized scores, with ops: NOTE [attention's higher derivatives] in dense.h.
+#include "ops/attention/dense.h"
+
+#include <cmath>
+
+#include "core/autograd.h"
+#include "ops/attention/attention.h"
+#include "ops/rules_common.h"
+
+namespace dew::ops {
+
+namespace {
+
+DType compute_dtype(const Tensor& q) {
+  return q.dtype() == DType::f64 ? DType::f64 : DType::f32;
+}
+
+Tensor as_dtype(const Tensor& x, DType dtype) {
+  return x.dtype() == dtype ? x : cast(x, dtype);
+}
+
+// (B,T,H,D) → (B,H,T,D) in `dtype`; KV tensors (B,S,Hkv,D) get each head repeated `group` times first.
+Tensor heads_first(const Tensor& x, int64_t group, DType dtype) {
+  Tensor y = as_dtype(x, dtype);
+  if (group > 1) {
+    const int64_t heads = x.shape()[2] * group;
+    std::vector<double> index(static_cast<size_t>(heads));
+    for (int64_t h = 0; h < heads; ++h) index[size_t(h)] = double(h / group);
+    y = index_select(y, 2, Tensor::from_values(index, {heads}, DType::i64));
+  }
+  return permute_copy(y, {0, 2, 1, 3});
+}
+
+// (B,H,T,D) → (B,T,H,D); for KV gradients the `group` query heads of each KV head are summed.
+Tensor heads_last(const Tensor& x, int64_t group, DType dtype) {
+  Tensor y = permute_copy(x, {0, 2, 1, 3});
+  if (group > 1) {
+    const Shape& s = y.shape();
+    y = sum(y.reshape({s[0], s[1], s[2] / group, group, s[3]}), {3});
+  }
+  return as_dtype(y, dtype);
+}
+
+Tensor keys_tangent(const DenseAttention& a, const Tensor& tq, const Tensor& tk, DType dtype) {
+  Tensor t;
+  if (tq.defined()) t = matmul(heads_first(tq, 1, dtype), a.kh, {.transpose_b = true, .scale = a.scale});
+  if (tk.defined())
+    t = add_defined(t,
+                    matmul(a.qh, heads_first(tk, a.group, dtype), {.transpose_b = true, .scale = a.scale}));
+  if (t.defined() && a.capped.defined()) t = mul(t, sub(scalar_like(1, t), square(a.capped)));
+  return t;
+}
+
+}  // namespace
+
+bool differentiated(std::initializer_list<const Tensor*> tensors) {
+  for (const Tensor* t : tensors)
+    if (t && t->defined() &&
+        ((detail::grad_mode() && detail::needs_grad(*t)) || detail::tangent_of(*t).defined()))
+      return true;
+  return false;
+}
+
+DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  const AttentionGeometry g(q, k, o);
+  const DType dtype = compute_dtype(q);
+  DenseAttention a;
+  a.group = g.group;
+  a.scale = g.scale;
+  a.cap = g.cap;
+  a.qh = heads_first(q, 1, dtype);
+  a.kh = heads_first(k, g.group, dtype);
+  a.vh = heads_first(v, g.group, dtype);
+  Tensor s = matmul(a.qh, a.kh, {.transpose_b = true, .scale = g.scale});  // (B,H,T,S)
+  if (g.cap > 0) {
+    a.capped = tanh(div(s, scalar_like(g.cap, s)));
+    s = mul(a.capped, scalar_like(g.cap, s));
+  }
+
+  // Which keys each query sees, from the same mask every implementation uses. A row that sees
+  // nothing (and has no sink) takes all its keys here, so that its softmax stays finite; its
+  // probabilities and lse are then replaced by 0 and -inf.
+  const bool sinks = o.sinks.defined();
+  const Tensor q_segments = o.q_segments.defined() ? o.q_segments.contiguous() : Tensor();
+  const Tensor k_segments = o.k_segments.defined() ? o.k_segments.contiguous() : Tensor();
+  std::vector<double> visible(size_t(g.B * g.T * g.S)), alive(size_t(g.B * g.T));
+  for (int64_t b = 0; b < g.B; ++b) {
+    const AttentionMask mask = attention_mask(o, g.T, g.S, b, q_segments, k_segments);
+    for (int64_t t = 0; t < g.T; ++t) {
+      bool any = sinks;
+      for (int64_t j = 0; j < g.S; ++j) any = any || mask.visible(t, j);
+      alive[size_t(b * g.T + t)] = any;
+      for (int64_t j = 0; j < g.S; ++j) visible[size_t((b * g.T + t) * g.S + j)] = !any || mask.visible(t, j);
+    }
+  }
+  a.alive = Tensor::from_values(alive, {g.B, 1, g.T, 1}, DType::boolean);
+  s = where(Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean), s, scalar_like(-INFINITY, s));
+
+  Tensor lse;
+  Tensor sink_column;
+  if (sinks) {  // the sink joins the denominator as one more column with no value
+    sink_column =
+        add(Tensor::zeros({g.B, g.H, g.T, 1}, dtype), as_dtype(o.sinks, dtype).reshape({1, g.H, 1, 1}));
+    lse = logsumexp(concat({s, sink_column}, 3), {3}, true);
+    a.sink_probs = exp(sub(sink_column, lse));
+  } else {
+    lse = logsumexp(s, {3}, true);
+  }
+  a.probs = where(a.alive, exp(sub(s, lse)), scalar_like(0, s));
+  a.lse = where(a.alive, lse, scalar_like(-INFINITY, lse));
+  a.out = matmul(a.probs, a.vh);
+  return a;
+}
+
+std::vector<Tensor> dense_attention_jvp(const DenseAttention& a, const Tensor& tq, const Tensor& tk,
+                                        const Tensor& tv, const Tensor& t_sinks, DType out_dtype,
+                                        DType lse_dtype) {
+  const DType dtype = a.probs.dtype();
+  const Shape& p = a.probs.shape();
+  // With ds the tangent of the scores: mu = sum_j p_j ds_j (+ p_sink t_sink) is lse's tangent, and
+  // out's is sum_j p_j (ds_j - mu) v_j + sum_j p_j tv_j.
+  const Tensor ds = keys_tangent(a, tq, tk, dtype);
+  Tensor mu = ds.defined() ? sum(mul(a.probs, ds), {3}, true) : Tensor();
+  if (t_sinks.defined() && a.sink_probs.defined())
+    mu = add_defined(mu, mul(a.sink_probs, as_dtype(t_sinks, dtype).reshape({1, p[1], 1, 1})));
+  if (!mu.defined()) mu = Tensor::zeros({p[0], p[1], p[2], 1}, dtype);
+  Tensor t_out;
+  if (ds.defined())
+    t_out = matmul(mul(a.probs, sub(ds, mu)), a.vh);
+  else if (a.sink_probs.defined())
+    t_out = mul(neg(mu), a.out);
+  if (tv.defined()) t_out = add_defined(t_out, matmul(a.probs, heads_first(tv, a.group, dtype)));
+  if (!t_out.defined()) t_out = Tensor::zeros(a.out.shape(), dtype);
+  const Tensor t_lse = where(a.alive, mu, scalar_like(0, mu));
+  return {heads_last(t_out, 1, out_dtype), as_dtype(t_lse.reshape({p[0], p[1], p[2]}), lse_dtype)};
+}
+
+std::vector<Tensor> dense_attention_vjp(const DenseAttention& a, const Tensor& d_out, const Tensor& d_lse,
+                                        const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& sinks) {
+  const DType dtype = a.probs.dtype();
+  const Shape& p = a.probs.shape();
+  // dS = P (dP - Dr) with dP = dO V^T and Dr = rowsum(dO o) - d_lse (lse's gradient reaches every
+  // score through dlse/ds = p); dq = scale dS K, dk = scale dS^T Q, dv = P^T dO.
+  Tensor d_oh = d_out.defined() ? heads_first(d_out, 1, dtype) : Tensor::zeros(a.out.shape(), dtype);
+  Tensor row = sum(mul(d_oh, a.out), {3}, true);
+  if (d_lse.defined())
+    row =
+        sub(row, where(a.alive, as_dtype(d_lse, dtype).reshape({p[0], p[1], p[2], 1}), scalar_like(0, row)));
+  Tensor ds = mul(a.probs, sub(matmul(d_oh, a.vh, {.transpose_b = true}), row));
+  if (a.capped.defined()) ds = mul(ds, sub(scalar_like(1, ds), square(a.capped)));
+  std::vector<Tensor> grads = {
+      heads_last(matmul(ds, a.kh, {.scale = a.scale}), 1, q.dtype()),
+      heads_last(matmul(ds, a.qh, {.transpose_a = true, .scale = a.scale}), a.group, k.dtype()),
+      heads_last(matmul(a.probs, d_oh, {.transpose_a = true}), a.group, v.dtype())};
+  if (a.sink_probs.defined())  // dlse/dsink = p_sink, so dsink = -sum p_sink Dr
+    grads.push_back(as_dtype(neg(sum(mul(a.sink_probs, row), {0, 2, 3})), sinks.dtype()));
+  return grads;
+}
+
+}  // namespace dew::ops
