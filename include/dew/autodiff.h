@@ -43,6 +43,13 @@ void backward(const Tensor& loss, const BackwardOptions& options = {});
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
               const BackwardOptions& options = {});
 
+// The gradients of the outputs (with their cotangents) with respect to `inputs`, returned instead of
+// accumulated into leaves' grad() (torch.autograd.grad): inputs may be leaves or computed tensors that
+// require a gradient; one no output depends on gets an undefined tensor. Only the part of the graph
+// between the outputs and the inputs runs (and, without retain_graph or create_graph, is freed).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& cotangents, const BackwardOptions& options = {});
+
 struct JvpResult {
   std::vector<Tensor> outputs, tangents;
 };

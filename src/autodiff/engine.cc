@@ -76,13 +76,70 @@ void backward(const Tensor& loss, const BackwardOptions& options) {
   backward({loss}, {Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device())}, options);
 }
 
-void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
-              const BackwardOptions& options) {
+namespace {
+
+// The inputs grad() differentiates with respect to: where their gradients collect instead of in
+// leaves' .grad. The walk runs only the nodes through which a gradient reaches one of them (nothing
+// else of the graph — an enclosing computation's — is run or freed).
+struct Targets {
+  std::vector<GradEdge> edges;
+  std::vector<Tensor> grads;
+  std::unordered_set<const GradNode*> runs;  // nodes whose vjp leads to a target
+
+  bool is_leaf_target(const GradEdge& edge, size_t& index) const {
+    const std::shared_ptr<detail::AutogradMeta> leaf = edge.leaf.lock();
+    for (size_t i = 0; i < edges.size(); ++i)
+      if (!edges[i].node && leaf && edges[i].leaf.lock() == leaf) return index = i, true;
+    return false;
+  }
+  bool produces_target(const GradNode* node) const {
+    for (const GradEdge& t : edges)
+      if (t.node.get() == node) return true;
+    return false;
+  }
+  // Marks, over `order` (consumers before producers), the nodes from which a target is reachable
+  // through their inputs; returns the nodes to visit: those and the producers of targets.
+  std::vector<std::shared_ptr<GradNode>> plan(const std::vector<std::shared_ptr<GradNode>>& order) {
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {  // producers before consumers
+      const GradNode* node = it->get();
+      for (const GradEdge& edge : node->inputs) {
+        size_t index;
+        if ((edge.node && (runs.count(edge.node.get()) || produces_target(edge.node.get()))) ||
+            (!edge.node && is_leaf_target(edge, index))) {
+          runs.insert(node);
+          break;
+        }
+      }
+    }
+    std::vector<std::shared_ptr<GradNode>> visit;
+    for (const auto& node : order)
+      if (runs.count(node.get()) || produces_target(node.get())) visit.push_back(node);
+    return visit;
+  }
+};
+
+// backward's walk; with `targets`, gradients collect there instead of in leaves.
+void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
+                  const BackwardOptions& options, Targets* targets) {
   DEW_REQUIRE(outputs.size() == cotangents.size(),
               "[backward] {} outputs and {} cotangents; expected one each", outputs.size(),
               cotangents.size());
   std::unordered_map<GradNode*, std::vector<Tensor>> grads;  // gradients arriving at each node's outputs
   std::vector<std::shared_ptr<GradNode>> roots;
+  const auto deliver = [&](const GradEdge& edge, const Tensor& g) {
+    if (!edge.node) {
+      size_t index;
+      if (!targets) {
+        if (auto leaf = edge.leaf.lock()) accumulate_leaf(leaf->grad, g);
+      } else if (targets->is_leaf_target(edge, index)) {
+        accumulate(targets->grads[index], g);
+      }
+      return;
+    }
+    auto& slot = grads[edge.node.get()];
+    slot.resize(size_t(edge.node->outputs));
+    accumulate(slot[size_t(edge.output)], g);
+  };
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     const Tensor& cot = cotangents[i];
@@ -95,25 +152,27 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
                 "[backward] cotangent {} is {}; expected {} like its output", i,
                 cot.defined() ? cot.describe() : "undefined", out.describe());
     const GradEdge edge = detail::edge_of(out);
-    if (!edge.node) {
-      if (auto leaf = edge.leaf.lock()) accumulate_leaf(leaf->grad, cot);
-      continue;
-    }
-    auto& slot = grads[edge.node.get()];
-    slot.resize(size_t(edge.node->outputs));
-    accumulate(slot[size_t(edge.output)], cot);
-    roots.push_back(edge.node);
+    deliver(edge, cot);
+    if (edge.node) roots.push_back(edge.node);
   }
-
   std::optional<NoGrad> no_grad;
   if (!options.create_graph) no_grad.emplace();
   // A recorded backward reads the forward's nodes again when it is differentiated: keep them (PyTorch).
   const bool retain = options.retain_graph || options.create_graph;
-  for (const std::shared_ptr<GradNode>& node : nodes_in_order(roots)) {
+  std::vector<std::shared_ptr<GradNode>> order = nodes_in_order(roots);
+  if (targets) order = targets->plan(order);
+  for (const std::shared_ptr<GradNode>& node : order) {
     auto found = grads.find(node.get());
     if (found == grads.end()) continue;  // no gradient reached it
     std::vector<Tensor> d_outputs = std::move(found->second);
     grads.erase(found);
+    if (targets) {  // every consumer has run: the gradients of this node's target outputs are whole
+      for (size_t t = 0; t < targets->edges.size(); ++t)
+        if (targets->edges[t].node == node && size_t(targets->edges[t].output) < d_outputs.size() &&
+            d_outputs[size_t(targets->edges[t].output)].defined())
+          accumulate(targets->grads[t], d_outputs[size_t(targets->edges[t].output)]);
+      if (!targets->runs.count(node.get())) continue;
+    }
     DEW_REQUIRE(!node->released,
                 "[backward] the graph through {} was already run and freed; pass retain_graph = true to the "
                 "first backward to run it twice",
@@ -123,17 +182,8 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
                                               : node->vjp(d_outputs, saved_outputs(node));
     DEW_REQUIRE(d_inputs.size() == node->inputs.size(), "[{}] its vjp gave {} gradients for {} inputs",
                 node->op, d_inputs.size(), node->inputs.size());
-    for (size_t i = 0; i < d_inputs.size(); ++i) {
-      const GradEdge& edge = node->inputs[i];
-      if (!edge.live() || !d_inputs[i].defined()) continue;
-      if (!edge.node) {
-        if (auto leaf = edge.leaf.lock()) accumulate_leaf(leaf->grad, d_inputs[i]);
-      } else {
-        auto& slot = grads[edge.node.get()];
-        slot.resize(size_t(edge.node->outputs));
-        accumulate(slot[size_t(edge.output)], d_inputs[i]);
-      }
-    }
+    for (size_t i = 0; i < d_inputs.size(); ++i)
+      if (node->inputs[i].live() && d_inputs[i].defined()) deliver(node->inputs[i], d_inputs[i]);
     if (!retain) {  // each saved tensor freed as soon as its rule has run
       node->vjp = nullptr;
       node->saved_outputs.clear();
@@ -141,6 +191,29 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
       node->released = true;
     }
   }
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
+              const BackwardOptions& options) {
+  run_backward(outputs, cotangents, options, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& cotangents, const BackwardOptions& options) {
+  Targets targets;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    DEW_REQUIRE(
+        inputs[i].defined() && detail::needs_grad(inputs[i]),
+        "[grad] input {} ({}) does not require a gradient; expected a tensor the outputs were computed "
+        "from while recording",
+        i, inputs[i].defined() ? inputs[i].describe() : "undefined");
+    targets.edges.push_back(detail::edge_of(inputs[i]));
+  }
+  targets.grads.resize(inputs.size());
+  run_backward(outputs, cotangents, options, &targets);
+  return std::move(targets.grads);
 }
 
 JvpResult jvp(const TensorFn& f, const std::vector<Tensor>& primals, const std::vector<Tensor>& tangents) {

@@ -23,7 +23,6 @@ enum class Differentiation : uint8_t {
   rules,               // vjp and jvp rules
   non_differentiable,  // the derivative is zero or undefined (comparisons, argmax, integer outputs)
   composite,           // differentiated through the ops it is made of
-  no_rules_yet,        // refused when an input needs a derivative (never a silent zero)
 };
 
 // d_inputs (one per Args::inputs(), undefined where none) from d_outputs and the outputs the rule
@@ -71,7 +70,6 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
   const std::string_view name = Op::name(args);
   const Differentiation how = Op::differentiation(name);
   if (how == Differentiation::non_differentiable) return;
-  if (how == Differentiation::no_rules_yet) return refuse_derivative_without_rules(name, inputs);
   DEW_REQUIRE(how == Differentiation::rules,
               "[{}] is composite but ran as one op on a tensor that needs a derivative", name);
   std::shared_ptr<detail::GradNode> node;

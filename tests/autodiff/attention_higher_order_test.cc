@@ -176,3 +176,48 @@ TEST(AttentionHigherOrder, HessianVectorProductsMatchDifferencesOfTheGradient) {
 
 }  // namespace
 }  // namespace dew
+
+namespace dew {
+namespace {
+
+// attention_backward and attention_jvp are composites: called on tensors that need a derivative, they
+// compute through the dense pieces' ops, treating out and lse as inputs of their own. Their
+// derivatives against central differences of the fused kernels (which run under NoGrad).
+TEST(AttentionHigherOrder, TheFirstDerivativeOpsDifferentiateAsTheirKernelsDiffer) {
+  for (const Variant& variant : variants()) {
+    const Ts x = primals(variant, 70);
+    const AttentionResult forward = run(x, variant);
+    const Tensor dout = draw(variant.q, 75);
+    const bool sinks = variant.options.sinks.defined();
+    auto options_from = [&](const Ts& in, size_t at) {
+      AttentionOptions o = variant.options;
+      if (sinks) o.sinks = in[at];
+      return o;
+    };
+    Ts backward_inputs = {dout, x[0], x[1], x[2], forward.out, forward.lse};
+    if (sinks) backward_inputs.push_back(x[3]);
+    check_derivatives(
+        variant.name + ": attention_backward's dq, dk, dv",
+        [&](const Ts& in) {
+          const AttentionGradients g =
+              attention_backward(in[0], in[1], in[2], in[3], {in[4], in[5]}, options_from(in, 6));
+          Tensor all = concat({g.dq.reshape({-1}), g.dk.reshape({-1}), g.dv.reshape({-1})}, 0);
+          return sinks ? concat({all, g.dsinks}, 0) : all;
+        },
+        backward_inputs);
+    const Ts t = primals(variant, 80);
+    Ts jvp_inputs = {x[0], x[1], x[2], t[0], t[1], t[2], forward.out, forward.lse};
+    if (sinks) jvp_inputs.push_back(x[3]), jvp_inputs.push_back(t[3]);
+    check_derivatives(
+        variant.name + ": attention_jvp's tangents",
+        [&](const Ts& in) {
+          const AttentionTangents r = attention_jvp(in[0], in[1], in[2], in[3], in[4], in[5], {in[6], in[7]},
+                                                    options_from(in, 8), sinks ? in[9] : Tensor());
+          return concat({r.out.reshape({-1}), finite_rows(in[7], r.lse).reshape({-1})}, 0);
+        },
+        jvp_inputs);
+  }
+}
+
+}  // namespace
+}  // namespace dew

@@ -81,17 +81,6 @@ TEST(Backward, WritingIntoASavedTensorIsRefusedNamingTheOp) {
   EXPECT_NE(e.find("modified in place"), std::string::npos) << e;
 }
 
-TEST(Backward, MissingRulesAreRefusedRatherThanTakenAsZero) {
-  // attention's own derivatives are differentiable (the dense path); its fused first-derivative ops,
-  // called directly on tensors that need a derivative, have no rules of their own yet.
-  Tensor x = draw({1, 4, 1, 8}, 4).requires_grad_();
-  const AttentionResult forward = attention(x.detach(), x.detach(), x.detach());
-  const std::string e = error_of([&] { attention_backward(x, x, x, x, forward); });
-  EXPECT_NE(e.find("[attention_backward] has no differentiation rules yet"), std::string::npos) << e;
-  const std::string j = error_of([&] { attention_jvp(x, x, x, x, x, x, forward); });
-  EXPECT_NE(j.find("[attention_jvp] has no differentiation rules yet"), std::string::npos) << j;
-}
-
 TEST(Backward, CreateGraphGivesSecondDerivatives) {
   // f = sum(x^3): f' = 3x^2, f'' along ones = 6x
   Tensor x = Tensor::from_values({0.5, -1.5, 2.0}, {3}, DType::f64).requires_grad_();
@@ -212,6 +201,47 @@ TEST(Compose, HessianVectorProductsMatchDifferencesOfTheGradient) {
                                                    (testing::abs_dot(u, gradient_at(x0)) + 1) / h;
     EXPECT_LE(std::fabs(hvp - dh2), bound) << name << ": <u, Hv> = " << hvp << ", differences " << dh2;
   }
+}
+
+}  // namespace
+}  // namespace dew
+
+namespace dew {
+namespace {
+
+// grad(): gradients returned, leaves' grad() untouched, computed inputs allowed (the path through one
+// input to another counted), and the graph beyond the inputs neither run nor freed.
+TEST(Grad, ReturnsGradientsWithRespectToAnyInputsAndLeavesTheRestAlone) {
+  Tensor x = Tensor::from_values({0.5, -1.5, 2.0}, {3}, DType::f64).requires_grad_();
+  Tensor y = mul(x, x);          // computed input: dL/dy = 3 y^2 ... below
+  Tensor loss = sum(mul(y, y));  // L = sum(x^4)
+  const std::vector<Tensor> g =
+      grad({loss}, {y, x}, {Tensor::full({}, 1.0, DType::f64)}, {.retain_graph = true});
+  EXPECT_EQ(values(g[0]), (std::vector<double>{0.5, 4.5, 8.0}));     // 2 y
+  EXPECT_EQ(values(g[1]), (std::vector<double>{0.5, -13.5, 32.0}));  // 4 x^3, through y
+  EXPECT_FALSE(x.grad().defined());
+  // Stopping at y runs nothing behind it: x's part of the graph can still run, once.
+  const std::vector<Tensor> only_y = grad({loss}, {y}, {Tensor::full({}, 1.0, DType::f64)});
+  EXPECT_EQ(values(only_y[0]), (std::vector<double>{0.5, 4.5, 8.0}));
+  backward(sum(y));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{1.0, -3.0, 4.0}));
+  // An input nothing depends on gets nothing; a tensor that needs no gradient is refused.
+  Tensor z = Tensor::from_values({1.0}, {1}, DType::f64).requires_grad_();
+  EXPECT_FALSE(grad({sum(mul(x, x))}, {z}, {Tensor::full({}, 1.0, DType::f64)})[0].defined());
+  const std::string e = error_of(
+      [&] { grad({sum(mul(x, x))}, {Tensor::zeros({1}, DType::f64)}, {Tensor::full({}, 1.0, DType::f64)}); });
+  EXPECT_NE(e.find("[grad] input 0"), std::string::npos) << e;
+}
+
+// With create_graph the gradient is itself differentiable: d/dx sum(grad) for L = sum(x^3) is 6x.
+TEST(Grad, CreateGraphGivesADifferentiableGradient) {
+  Tensor x = Tensor::from_values({0.5, -1.5, 2.0}, {3}, DType::f64).requires_grad_();
+  const Tensor g =
+      grad({sum(mul(square(x), x))}, {x}, {Tensor::full({}, 1.0, DType::f64)}, {.create_graph = true})[0];
+  EXPECT_EQ(values(g), (std::vector<double>{0.75, 6.75, 12.0}));
+  const Tensor h = grad({sum(g)}, {x}, {Tensor::full({}, 1.0, DType::f64)})[0];
+  EXPECT_EQ(values(h), (std::vector<double>{3.0, -9.0, 12.0}));
+  EXPECT_FALSE(x.grad().defined());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // attention and attention_backward: validation, output rules, registries, cases and the public
 // functions. The float64 references are in reference.cc.
 #include "ops/attention/attention.h"
+#include "ops/attention/dense.h"
 
 #include <cmath>
 
@@ -347,16 +348,28 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v,
 
 AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionResult& forward, const AttentionOptions& options) {
-  auto outs = ops::run_op<ops::AttentionBackward>(
-      ops::AttentionBackwardArgs{dout, q, k, v, forward.out, forward.lse, options});
+  const ops::AttentionBackwardArgs args{dout, q, k, v, forward.out, forward.lse, options};
+  // A composite op (NOTE [attention's higher derivatives]): on inputs that need a derivative it is
+  // computed by the dense pieces' ops, which carry it; else by the fused kernel.
+  const std::vector<Tensor> outs =
+      ops::differentiated(args.inputs())
+          ? (ops::AttentionBackward::infer(args),
+             ops::dense_attention_vjp(ops::dense_attention_at(q, k, v, options, forward.out, forward.lse),
+                                      dout, Tensor(), q, k, v, options.sinks))
+          : ops::run_op<ops::AttentionBackward>(args);
   return {outs[0], outs[1], outs[2], outs.size() > 3 ? outs[3] : Tensor()};
 }
 
 AttentionTangents attention_jvp(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& tq,
                                 const Tensor& tk, const Tensor& tv, const AttentionResult& forward,
                                 const AttentionOptions& options, const Tensor& t_sinks) {
-  auto outs = ops::run_op<ops::AttentionJvp>(
-      ops::AttentionJvpArgs{q, k, v, tq, tk, tv, forward.out, forward.lse, options, t_sinks});
+  const ops::AttentionJvpArgs args{q, k, v, tq, tk, tv, forward.out, forward.lse, options, t_sinks};
+  const std::vector<Tensor> outs =  // composite, as attention_backward
+      ops::differentiated(args.inputs())
+          ? (ops::AttentionJvp::infer(args),
+             ops::dense_attention_jvp(ops::dense_attention_at(q, k, v, options, forward.out, forward.lse), tq,
+                                      tk, tv, t_sinks, q.dtype(), forward.lse.dtype()))
+          : ops::run_op<ops::AttentionJvp>(args);
   return {outs[0], outs[1]};
 }
 

@@ -52,9 +52,10 @@ struct AttentionBackward {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
-  // No rules of its own: attention's rules take the dense path when their derivative will be
-  // differentiated (NOTE [attention's higher derivatives], dense.h), so this op never is.
-  static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
+  // Composite: on inputs that need a derivative, attention_backward() computes with the dense pieces
+  // around the given out and lse (dense.h), whose ops carry the derivatives; the fused kernel runs only
+  // where none is needed.
+  static Differentiation differentiation(std::string_view) { return Differentiation::composite; }
 };
 
 // NOTE [attention tangent]: with p_j = exp(s_j - lse), the tangent of s_j is
@@ -81,8 +82,8 @@ struct AttentionJvp {
   static std::vector<Truth> reference(const Args& args64);
   static const select::Registry<Args>& registry();
   static std::vector<Case<Args>> cases(std::string_view op);
-  // No rules of its own, as attention_backward (reverse over forward goes through the dense path).
-  static Differentiation differentiation(std::string_view) { return Differentiation::no_rules_yet; }
+  // Composite, as attention_backward.
+  static Differentiation differentiation(std::string_view) { return Differentiation::composite; }
 };
 
 // Sizes and score constants of a call, shared by the kernels and the reference; offsets of the

@@ -1,6 +1,7 @@
 // Attention over materialized scores, with ops: NOTE [attention's higher derivatives] in dense.h.
 #include "ops/attention/dense.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/autograd.h"
@@ -53,7 +54,7 @@ Tensor keys_tangent(const DenseAttention& a, const Tensor& tq, const Tensor& tk,
 
 }  // namespace
 
-bool differentiated(std::initializer_list<const Tensor*> tensors) {
+bool differentiated(const std::vector<const Tensor*>& tensors) {
   for (const Tensor* t : tensors)
     if (t && t->defined() &&
         ((detail::grad_mode() && detail::needs_grad(*t)) || detail::tangent_of(*t).defined()))
@@ -61,54 +62,97 @@ bool differentiated(std::initializer_list<const Tensor*> tensors) {
   return false;
 }
 
-DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+namespace {
+
+// The heads, the scores (B,H,T,S) after the softcap, and the mask of which keys each query sees
+// (B,1,T,S); `alive` gets whether each row sees a key or a sink. With `dead_rows_see_all`, a row that
+// sees nothing is given all its keys (so that a softmax over it stays finite).
+Tensor scores(DenseAttention& a, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o,
+              bool dead_rows_see_all, Tensor& visible_keys, std::vector<double>& alive) {
   const AttentionGeometry g(q, k, o);
   const DType dtype = compute_dtype(q);
-  DenseAttention a;
   a.group = g.group;
   a.scale = g.scale;
   a.cap = g.cap;
   a.qh = heads_first(q, 1, dtype);
   a.kh = heads_first(k, g.group, dtype);
   a.vh = heads_first(v, g.group, dtype);
-  Tensor s = matmul(a.qh, a.kh, {.transpose_b = true, .scale = g.scale});  // (B,H,T,S)
+  Tensor s = matmul(a.qh, a.kh, {.transpose_b = true, .scale = g.scale});
   if (g.cap > 0) {
     a.capped = tanh(div(s, scalar_like(g.cap, s)));
     s = mul(a.capped, scalar_like(g.cap, s));
   }
-
-  // Which keys each query sees, from the same mask every implementation uses. A row that sees
-  // nothing (and has no sink) takes all its keys here, so that its softmax stays finite; its
-  // probabilities and lse are then replaced by 0 and -inf.
-  const bool sinks = o.sinks.defined();
   const Tensor q_segments = o.q_segments.defined() ? o.q_segments.contiguous() : Tensor();
   const Tensor k_segments = o.k_segments.defined() ? o.k_segments.contiguous() : Tensor();
-  std::vector<double> visible(size_t(g.B * g.T * g.S)), alive(size_t(g.B * g.T));
+  std::vector<double> visible(size_t(g.B * g.T * g.S));
+  alive.assign(size_t(g.B * g.T), 0.0);
   for (int64_t b = 0; b < g.B; ++b) {
     const AttentionMask mask = attention_mask(o, g.T, g.S, b, q_segments, k_segments);
     for (int64_t t = 0; t < g.T; ++t) {
-      bool any = sinks;
-      for (int64_t j = 0; j < g.S; ++j) any = any || mask.visible(t, j);
+      bool any = o.sinks.defined();
+      for (int64_t j = 0; j < g.S; ++j) {
+        const bool seen = mask.visible(t, j);
+        visible[size_t((b * g.T + t) * g.S + j)] = seen;
+        any = any || seen;
+      }
       alive[size_t(b * g.T + t)] = any;
-      for (int64_t j = 0; j < g.S; ++j) visible[size_t((b * g.T + t) * g.S + j)] = !any || mask.visible(t, j);
+      if (!any && dead_rows_see_all)
+        std::fill_n(visible.begin() + std::ptrdiff_t((b * g.T + t) * g.S), g.S, 1.0);
     }
   }
-  a.alive = Tensor::from_values(alive, {g.B, 1, g.T, 1}, DType::boolean);
-  s = where(Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean), s, scalar_like(-INFINITY, s));
+  visible_keys = Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean);
+  return s;
+}
 
+// The sinks as one more score column (B,H,T,1), joining the denominator with no value.
+Tensor sink_column(const Tensor& sinks, const Shape& p, DType dtype) {
+  return add(Tensor::zeros({p[0], p[1], p[2], 1}, dtype), as_dtype(sinks, dtype).reshape({1, p[1], 1, 1}));
+}
+
+}  // namespace
+
+DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  DenseAttention a;
+  Tensor visible;
+  std::vector<double> alive;
+  Tensor s = scores(a, q, k, v, o, true, visible, alive);
+  const Shape p = s.shape();
+  const DType dtype = s.dtype();
+  // A row that sees nothing (and has no sink) takes all its keys here, so that its softmax stays
+  // finite; its probabilities and lse are then replaced by 0 and -inf.
+  a.alive = Tensor::from_values(alive, {p[0], 1, p[2], 1}, DType::boolean);
+  s = where(visible, s, scalar_like(-INFINITY, s));
   Tensor lse;
-  Tensor sink_column;
-  if (sinks) {  // the sink joins the denominator as one more column with no value
-    sink_column =
-        add(Tensor::zeros({g.B, g.H, g.T, 1}, dtype), as_dtype(o.sinks, dtype).reshape({1, g.H, 1, 1}));
-    lse = logsumexp(concat({s, sink_column}, 3), {3}, true);
-    a.sink_probs = exp(sub(sink_column, lse));
+  if (o.sinks.defined()) {
+    const Tensor column = sink_column(o.sinks, p, dtype);
+    lse = logsumexp(concat({s, column}, 3), {3}, true);
+    a.sink_probs = exp(sub(column, lse));
   } else {
     lse = logsumexp(s, {3}, true);
   }
   a.probs = where(a.alive, exp(sub(s, lse)), scalar_like(0, s));
   a.lse = where(a.alive, lse, scalar_like(-INFINITY, lse));
   a.out = matmul(a.probs, a.vh);
+  return a;
+}
+
+DenseAttention dense_attention_at(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionOptions& o, const Tensor& out, const Tensor& lse) {
+  DenseAttention a;
+  Tensor visible;
+  std::vector<double> unused;
+  Tensor s = scores(a, q, k, v, o, false, visible, unused);
+  const Shape p = s.shape();
+  const DType dtype = s.dtype();
+  const Tensor given = as_dtype(lse, dtype).reshape({p[0], p[1], p[2], 1});
+  a.alive = gt(given, scalar_like(-INFINITY, given));
+  const Tensor safe = where(a.alive, given, scalar_like(0, given));  // no exp(s + inf) on dead rows
+  s = where(visible, s, scalar_like(-INFINITY, s));
+  a.probs = where(a.alive, exp(sub(s, safe)), scalar_like(0, s));
+  if (o.sinks.defined())
+    a.sink_probs = where(a.alive, exp(sub(sink_column(o.sinks, p, dtype), safe)), scalar_like(0, safe));
+  a.lse = given;
+  a.out = heads_first(out, 1, dtype);
   return a;
 }
 
@@ -124,13 +168,9 @@ std::vector<Tensor> dense_attention_jvp(const DenseAttention& a, const Tensor& t
   if (t_sinks.defined() && a.sink_probs.defined())
     mu = add_defined(mu, mul(a.sink_probs, as_dtype(t_sinks, dtype).reshape({1, p[1], 1, 1})));
   if (!mu.defined()) mu = Tensor::zeros({p[0], p[1], p[2], 1}, dtype);
-  Tensor t_out;
-  if (ds.defined())
-    t_out = matmul(mul(a.probs, sub(ds, mu)), a.vh);
-  else if (a.sink_probs.defined())
-    t_out = mul(neg(mu), a.out);
-  if (tv.defined()) t_out = add_defined(t_out, matmul(a.probs, heads_first(tv, a.group, dtype)));
-  if (!t_out.defined()) t_out = Tensor::zeros(a.out.shape(), dtype);
+  Tensor t_out = neg(mul(mu, a.out));
+  if (ds.defined()) t_out = add(t_out, matmul(mul(a.probs, ds), a.vh));
+  if (tv.defined()) t_out = add(t_out, matmul(a.probs, heads_first(tv, a.group, dtype)));
   const Tensor t_lse = where(a.alive, mu, scalar_like(0, mu));
   return {heads_last(t_out, 1, out_dtype), as_dtype(t_lse.reshape({p[0], p[1], p[2]}), lse_dtype)};
 }

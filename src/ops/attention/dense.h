@@ -9,7 +9,7 @@
 
 #include <dew/ops.h>
 
-#include <initializer_list>
+#include <vector>
 
 namespace dew::ops {
 
@@ -20,12 +20,17 @@ struct DenseAttention {
   Tensor capped;      // tanh(raw / cap) (B,H,T,S) under softcap, else undefined
   Tensor probs;       // (B,H,T,S) exp(s - lse): zero for masked keys and for rows that see nothing
   Tensor sink_probs;  // (B,H,T,1) exp(sink - lse), when there are sinks
-  Tensor alive;       // (B,1,T,1) bool: the row sees a key or a sink (else its lse is -inf)
+  Tensor alive;       // (B,1,T,1) or (B,H,T,1) bool: the row sees a key or a sink (else its lse is -inf)
   Tensor lse;         // (B,H,T,1)
   Tensor out;         // (B,H,T,D)
 };
 
 DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o);
+// The same pieces around a given out and lse (attention_backward's and attention_jvp's inputs, taken as
+// independent of q, k, v as those ops' references take them): probabilities from the given lse, rows
+// whose lse is -inf dead.
+DenseAttention dense_attention_at(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionOptions& o, const Tensor& out, const Tensor& lse);
 
 // The tangents of attention's out (q's dtype) and lse, from the tangents of q, k, v and the sinks
 // (undefined: zero).
@@ -41,6 +46,6 @@ std::vector<Tensor> dense_attention_vjp(const DenseAttention& a, const Tensor& d
 
 // Whether ops on any of these tensors would be differentiated: recorded onto the tape (grad mode on
 // and a gradient could flow) or given a tangent (an enclosing jvp).
-bool differentiated(std::initializer_list<const Tensor*> tensors);
+bool differentiated(const std::vector<const Tensor*>& tensors);
 
 }  // namespace dew::ops
