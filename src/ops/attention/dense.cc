@@ -64,11 +64,11 @@ bool differentiated(const std::vector<const Tensor*>& tensors) {
 
 namespace {
 
-// The heads, the scores (B,H,T,S) after the softcap, and the mask of which keys each query sees
-// (B,1,T,S); `alive` gets whether each row sees a key or a sink. With `dead_rows_see_all`, a row that
-// sees nothing is given all its keys (so that a softmax over it stays finite).
+// The heads, and the scores (B,H,T,S) after the softcap, -inf on keys the query does not see; `alive`
+// gets whether each row sees a key or a sink. With `dead_rows_see_all`, a row that sees nothing keeps
+// all its keys (so that a softmax over it stays finite).
 Tensor scores(DenseAttention& a, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o,
-              bool dead_rows_see_all, Tensor& visible_keys, std::vector<double>& alive) {
+              bool dead_rows_see_all, std::vector<double>& alive) {
   const AttentionGeometry g(q, k, o);
   const DType dtype = compute_dtype(q);
   a.group = g.group;
@@ -100,8 +100,8 @@ Tensor scores(DenseAttention& a, const Tensor& q, const Tensor& k, const Tensor&
         std::fill_n(visible.begin() + std::ptrdiff_t((b * g.T + t) * g.S), g.S, 1.0);
     }
   }
-  visible_keys = Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean);
-  return s;
+  return where(Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean), s,
+               scalar_like(-INFINITY, s));
 }
 
 // The sinks as one more score column (B,H,T,1), joining the denominator with no value.
@@ -113,15 +113,13 @@ Tensor sink_column(const Tensor& sinks, const Shape& p, DType dtype) {
 
 DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
   DenseAttention a;
-  Tensor visible;
   std::vector<double> alive;
-  Tensor s = scores(a, q, k, v, o, true, visible, alive);
+  const Tensor s = scores(a, q, k, v, o, true, alive);
   const Shape p = s.shape();
   const DType dtype = s.dtype();
-  // A row that sees nothing (and has no sink) takes all its keys here, so that its softmax stays
-  // finite; its probabilities and lse are then replaced by 0 and -inf.
+  // A row that sees nothing (and has no sink) kept all its keys in scores(), so that its softmax stays
+  // finite; its probabilities and lse are replaced by 0 and -inf here.
   a.alive = Tensor::from_values(alive, {p[0], 1, p[2], 1}, DType::boolean);
-  s = where(visible, s, scalar_like(-INFINITY, s));
   Tensor lse;
   if (o.sinks.defined()) {
     const Tensor column = sink_column(o.sinks, p, dtype);
@@ -139,15 +137,13 @@ DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v
 DenseAttention dense_attention_at(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const AttentionOptions& o, const Tensor& out, const Tensor& lse) {
   DenseAttention a;
-  Tensor visible;
   std::vector<double> unused;
-  Tensor s = scores(a, q, k, v, o, false, visible, unused);
+  const Tensor s = scores(a, q, k, v, o, false, unused);
   const Shape p = s.shape();
   const DType dtype = s.dtype();
   const Tensor given = as_dtype(lse, dtype).reshape({p[0], p[1], p[2], 1});
   a.alive = gt(given, scalar_like(-INFINITY, given));
   const Tensor safe = where(a.alive, given, scalar_like(0, given));  // no exp(s + inf) on dead rows
-  s = where(visible, s, scalar_like(-INFINITY, s));
   a.probs = where(a.alive, exp(sub(s, safe)), scalar_like(0, s));
   if (o.sinks.defined())
     a.sink_probs = where(a.alive, exp(sub(sink_column(o.sinks, p, dtype), safe)), scalar_like(0, safe));
