@@ -259,12 +259,16 @@ std::vector<NamedAttentionCase> attention_case_table() {
   window_cap.softcap = 5;
   AttentionOptions scaled;
   scaled.scale = 0.3;
+  AttentionOptions decode_window = window_cap;
+  decode_window.window = 40;
   return {{"causal_gqa", {"ci"}, {2, 40, 40, 4, 2, 16}, causal, false, false},
           {"cross_bidirectional", {"ci"}, {2, 48, 33, 4, 2, 16}, scaled, false, false},
           {"window_softcap", {"ci", "edge"}, {1, 50, 50, 2, 2, 8}, window_cap, false, false},
           {"packed_segments", {"ci", "edge"}, {2, 48, 48, 2, 1, 8}, causal, true, false},
           {"sinks", {"ci"}, {1, 24, 24, 3, 1, 8}, causal, false, true},
           {"decode_one_token", {"ci", "edge"}, {2, 1, 300, 16, 1, 16}, causal, false, false},
+          // a decode step with every score hook: window, softcap, packed segments, sinks, 3 heads per KV head
+          {"decode_every_hook", {"ci", "edge"}, {2, 1, 70, 6, 2, 8}, decode_window, true, true},
           {"gpt2_layer", {"bench"}, {4, 1024, 1024, 12, 12, 64}, causal, false, false},
           {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false}};
 }
@@ -293,7 +297,7 @@ std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_vi
   for (const auto& c : attention_case_table()) {
     // One query row per head makes each gradient row hang on a handful of rounding events, too few for
     // the gate's ratios to measure anything; training never takes a backward of decode.
-    if (c.name == "decode_one_token") continue;
+    if (c.name.rfind("decode", 0) == 0) continue;
     const std::vector<DType> dtypes = case_dtypes(c);
     out.push_back({c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
                      AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);

@@ -37,112 +37,189 @@ void mask_segments(const AttentionMask& mask, int64_t t, int64_t j0, int64_t c_l
     if (mask.k_segments[j0 + j] != segment) row[j] = value;
 }
 
+// Key block j0 (cols keys) of KV head hk: f32 read in place; bf16 widened into the thread's buffers.
+// Widening the whole of K and V per call (a decode step's whole cache) cost more than the attention
+// itself, in fresh memory at every step (docs/perf.md).
+struct KeyBlock {
+  const float *k, *v;
+  int64_t ld;
+};
 template <class T>
-void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
-  const AttentionOptions& o = a.options;
-  const AttentionGeometry g(a.q, a.k, o);
-  const float scale = float(g.scale), cap = float(g.cap);
-  Scratch<float> q = widened<float, T>(a.q);
-  Scratch<float> sinks = o.sinks.defined() ? widened<float, float>(o.sinks) : Scratch<float>();
-  // Keys and values: f32 read in place; bf16 widened one key block at a time into the thread's
-  // buffers. Widening the whole of K and V per call (a decode step's whole cache) cost more than the
-  // attention itself, in fresh memory at every step (docs/perf.md).
-  const Tensor k_tensor = a.k.contiguous(), v_tensor = a.v.contiguous();
-  const T* k = k_tensor.data<T>();
-  const T* v = v_tensor.data<T>();
-  constexpr bool widen_blocks = !std::is_same_v<T, float>;
-  T* out = outs[0].data<T>();
-  float* lse = outs[1].data<float>();
+KeyBlock key_block(const T* k, const T* v, const AttentionGeometry& g, int64_t b, int64_t hk, int64_t j0,
+                   int64_t cols, std::vector<float>& k_block, std::vector<float>& v_block) {
+  if constexpr (std::is_same_v<T, float>) {
+    return {k + g.k_at(b, j0, hk), v + g.k_at(b, j0, hk), g.Hkv * g.D};
+  } else {
+    for (int64_t c = 0; c < cols; ++c) {
+      row_as<float>(k + g.k_at(b, j0 + c, hk), g.D, k_block.data() + c * g.D);
+      row_as<float>(v + g.k_at(b, j0 + c, hk), g.D, v_block.data() + c * g.D);
+    }
+    return {k_block.data(), v_block.data(), g.D};
+  }
+}
+
+// The online softmax of query t over key block j0: its scores `sr` (cols) become probabilities
+// relative to the running max m, and the running sum l and the accumulator row are rescaled.
+void online_softmax(float* sr, int64_t cols, const AttentionMask& mask, int64_t t, int64_t j0, float cap,
+                    float& m, float& l, float* acc_row, int64_t D) {
+  const auto seen = visible_columns(mask, t, j0, cols);  // not a structured binding: a lambda uses it
+  const int64_t c_lo = seen.first, c_hi = seen.second;
+  if (cap > 0)
+    for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
+  mask_segments(mask, t, j0, c_lo, c_hi, sr, -INFINITY);
+  const float tile_max = row_max<kLanes, float>(sr + c_lo, c_hi - c_lo);
+  const float new_m = std::max(m, tile_max);
+  if (new_m == -INFINITY) {
+    std::fill(sr, sr + cols, 0.0f);
+    return;
+  }
+  const float correction = exp_f32(m - new_m);
+  std::fill(sr, sr + c_lo, 0.0f);
+  std::fill(sr + c_hi, sr + cols, 0.0f);
+  for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = exp_f32_within_2ulp(sr[j] - new_m);
+  const float sum = lane_sum<kLanes, float>(c_hi - c_lo, [&](int64_t j) { return sr[c_lo + j]; });
+  for (int64_t d = 0; d < D; ++d) acc_row[d] *= correction;
+  l = l * correction + sum;
+  m = new_m;
+}
+
+// A finished row: the sink (when there is one) joins the denominator with no value; out = acc / l and
+// lse = m + log l (-inf for a row that saw nothing; its out is 0).
+template <class T>
+void finish_row(float* acc_row, float m, float l, const Scratch<float>& sinks, int64_t h, int64_t D,
+                T* out_row, float& lse) {
+  if (!sinks.empty()) {
+    const float new_m = std::max(m, sinks[size_t(h)]);
+    const float correction = exp_f32(m - new_m);
+    for (int64_t d = 0; d < D; ++d) acc_row[d] *= correction;
+    l = l * correction + exp_f32(sinks[size_t(h)] - new_m);
+    m = new_m;
+  }
+  const float inv = l > 0 ? 1.0f / l : 0.0f;
+  for (int64_t d = 0; d < D; ++d) out_row[d] = narrow<T>(acc_row[d] * inv);
+  lse = l > 0 ? m + std::log(l) : -INFINITY;
+}
+
+// What a forward call reads and writes, in the layout the kernels want: queries (and sinks) widened
+// to f32 once, keys and values as stored (contiguous), the outputs.
+template <class T>
+struct ForwardCall {
+  const AttentionOptions& o;
+  AttentionGeometry g;
+  float scale, cap;
+  Scratch<float> q, sinks;
+  Tensor k_tensor, v_tensor;
+  const T *k, *v;
+  T* out;
+  float* lse;
+  ForwardCall(const AttentionArgs& a, std::vector<Tensor>& outs)
+      : o(a.options),
+        g(a.q, a.k, a.options),
+        scale(float(g.scale)),
+        cap(float(g.cap)),
+        q(widened<float, T>(a.q)),
+        sinks(a.options.sinks.defined() ? widened<float, float>(a.options.sinks) : Scratch<float>()),
+        k_tensor(a.k.contiguous()),
+        v_tensor(a.v.contiguous()),
+        k(k_tensor.data<T>()),
+        v(v_tensor.data<T>()),
+        out(outs[0].data<T>()),
+        lse(outs[1].data<float>()) {}
+};
+
+// A decode step (one query per row): per (batch, KV head), the `group` query heads that share it go
+// over its keys together, so each key block is read — and, for bf16, widened — once for all of them
+// instead of once per query head; scores are dot products, values axpys (no GEMM call per head and
+// key block).
+template <class T>
+void attention_decode_step(const ForwardCall<T>& c) {
+  const AttentionGeometry& g = c.g;
+  const int64_t G = g.group;
+  parallel_for(g.B * g.Hkv, 1, [&](int64_t w0, int64_t w1) {
+    std::vector<float> s(size_t(G * kKeyBlock)), acc(size_t(G * g.D)), m(static_cast<size_t>(G)),
+        l(static_cast<size_t>(G));
+    std::vector<float> k_block(std::is_same_v<T, float> ? 0 : size_t(kKeyBlock * g.D)),
+        v_block(k_block.size());
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t b = w / g.Hkv, hk = w % g.Hkv;
+      const AttentionMask mask = attention_mask(c.o, g.T, g.S, b, c.o.q_segments, c.o.k_segments);
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      std::fill(m.begin(), m.end(), -INFINITY);
+      std::fill(l.begin(), l.end(), 0.0f);
+      const auto [j_lo, j_hi] = mask.key_range(0);
+      for (int64_t j0 = j_lo; j0 < j_hi; j0 += kKeyBlock) {  // key blocks
+        const int64_t cols = std::min(j_hi, j0 + kKeyBlock) - j0;
+        const KeyBlock kv = key_block(c.k, c.v, g, b, hk, j0, cols, k_block, v_block);
+        for (int64_t r = 0; r < G; ++r) {  // the query heads of this KV head
+          const float* qr = c.q.data() + g.q_at(b, 0, hk * G + r);
+          float* sr = s.data() + r * cols;
+          for (int64_t j = 0; j < cols; ++j)
+            sr[j] = c.scale *
+                    lane_sum<kLanes, float>(g.D, [&](int64_t d) { return qr[d] * kv.k[j * kv.ld + d]; });
+          online_softmax(sr, cols, mask, 0, j0, c.cap, m[size_t(r)], l[size_t(r)], acc.data() + r * g.D, g.D);
+        }
+        for (int64_t j = 0; j < cols; ++j)  // each value row once, into every head's accumulator
+          for (int64_t r = 0; r < G; ++r) {
+            const float p = s[size_t(r * cols + j)];
+            float* ar = acc.data() + r * g.D;
+            for (int64_t d = 0; d < g.D; ++d) ar[d] += p * kv.v[j * kv.ld + d];
+          }
+      }
+      for (int64_t r = 0; r < G; ++r) {
+        const int64_t h = hk * G + r;
+        finish_row(acc.data() + r * g.D, m[size_t(r)], l[size_t(r)], c.sinks, h, g.D, c.out + g.q_at(b, 0, h),
+                   c.lse[b * g.H + h]);
+      }
+    }
+  });
+}
+
+// Blocks of up to 128 queries per (batch, head): S = Q K^T and O += P V through oneDNN's sgemm.
+template <class T>
+void attention_query_blocks(const ForwardCall<T>& c) {
+  const AttentionGeometry& g = c.g;
   const int64_t blocks = (g.T + kQueryBlock - 1) / kQueryBlock;
   parallel_for(g.B * g.H * blocks, 1, [&](int64_t w0, int64_t w1) {
     omp_set_num_threads(1);
-    const int64_t most_rows = std::min(g.T, kQueryBlock);  // a decode step has one: no 128 KiB to clear
+    const int64_t most_rows = std::min(g.T, kQueryBlock);
     std::vector<float> s(size_t(most_rows * kKeyBlock)), acc(size_t(most_rows * g.D)),
         m(static_cast<size_t>(most_rows)), l(static_cast<size_t>(most_rows));
-    std::vector<float> k_block(widen_blocks ? size_t(kKeyBlock * g.D) : 0), v_block(k_block.size());
+    std::vector<float> k_block(std::is_same_v<T, float> ? 0 : size_t(kKeyBlock * g.D)),
+        v_block(k_block.size());
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / (g.H * blocks), h = (w / blocks) % g.H, t0 = (w % blocks) * kQueryBlock;
       const int64_t t1 = std::min(g.T, t0 + kQueryBlock), rows = t1 - t0, hk = h / g.group;
-      AttentionMask mask = attention_mask(o, g.T, g.S, b, o.q_segments, o.k_segments);
+      const AttentionMask mask = attention_mask(c.o, g.T, g.S, b, c.o.q_segments, c.o.k_segments);
       std::fill(acc.begin(), acc.end(), 0.0f);
       std::fill(m.begin(), m.end(), -INFINITY);
       std::fill(l.begin(), l.end(), 0.0f);
       const int64_t j_lo = mask.key_range(t0).first, j_hi = mask.key_range(t1 - 1).second;
-      const float* qb = q.data() + g.q_at(b, t0, h);
+      const float* qb = c.q.data() + g.q_at(b, t0, h);
       for (int64_t j0 = j_lo; j0 < j_hi; j0 += kKeyBlock) {  // key blocks
         const int64_t cols = std::min(j_hi, j0 + kKeyBlock) - j0;
-        const float* kb;
-        const float* vb;
-        int64_t ld = g.Hkv * g.D;
-        if constexpr (widen_blocks) {
-          for (int64_t c = 0; c < cols; ++c) {
-            row_as<float>(k + g.k_at(b, j0 + c, hk), g.D, k_block.data() + c * g.D);
-            row_as<float>(v + g.k_at(b, j0 + c, hk), g.D, v_block.data() + c * g.D);
-          }
-          kb = k_block.data(), vb = v_block.data(), ld = g.D;
-        } else {
-          kb = k + g.k_at(b, j0, hk), vb = v + g.k_at(b, j0, hk);
-        }
-        if (rows == 1) {  // a decode step: dot products, not a GEMM call per head and key block
-          for (int64_t c = 0; c < cols; ++c)
-            s[size_t(c)] =
-                scale * lane_sum<kLanes, float>(g.D, [&](int64_t d) { return qb[d] * kb[c * ld + d]; });
-        } else {
-          check_sgemm(
-              dnnl_sgemm('N', 'T', rows, cols, g.D, scale, qb, g.H * g.D, kb, ld, 0.0f, s.data(), cols));
-        }
-        for (int64_t r = 0; r < rows; ++r) {  // online softmax, row by row
-          float* sr = s.data() + r * cols;
-          const int64_t t = t0 + r;
-          const auto seen = visible_columns(mask, t, j0, cols);  // not a structured binding: a lambda uses it
-          const int64_t c_lo = seen.first, c_hi = seen.second;
-          if (cap > 0)
-            for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
-          mask_segments(mask, t, j0, c_lo, c_hi, sr, -INFINITY);
-          const float tile_max = row_max<kLanes, float>(sr + c_lo, c_hi - c_lo);
-          const float new_m = std::max(m[size_t(r)], tile_max);
-          if (new_m == -INFINITY) {
-            std::fill(sr, sr + cols, 0.0f);
-            continue;
-          }
-          const float correction = exp_f32(m[size_t(r)] - new_m);
-          std::fill(sr, sr + c_lo, 0.0f);
-          std::fill(sr + c_hi, sr + cols, 0.0f);
-          for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = exp_f32_within_2ulp(sr[j] - new_m);
-          const float sum = lane_sum<kLanes, float>(
-              c_hi - c_lo, [&](int64_t j) { return sr[c_lo + j]; });  // eight lanes: a sum that vectorizes
-          float* ar = acc.data() + r * g.D;
-          for (int64_t d = 0; d < g.D; ++d) ar[d] *= correction;
-          l[size_t(r)] = l[size_t(r)] * correction + sum;
-          m[size_t(r)] = new_m;
-        }
-        if (rows == 1) {
-          for (int64_t c = 0; c < cols; ++c) {
-            const float p = s[size_t(c)];
-            for (int64_t d = 0; d < g.D; ++d) acc[size_t(d)] += p * vb[c * ld + d];
-          }
-        } else {
-          check_sgemm(
-              dnnl_sgemm('N', 'N', rows, g.D, cols, 1.0f, s.data(), cols, vb, ld, 1.0f, acc.data(), g.D));
-        }
+        const KeyBlock kv = key_block(c.k, c.v, g, b, hk, j0, cols, k_block, v_block);
+        check_sgemm(
+            dnnl_sgemm('N', 'T', rows, cols, g.D, c.scale, qb, g.H * g.D, kv.k, kv.ld, 0.0f, s.data(), cols));
+        for (int64_t r = 0; r < rows; ++r)  // online softmax, row by row
+          online_softmax(s.data() + r * cols, cols, mask, t0 + r, j0, c.cap, m[size_t(r)], l[size_t(r)],
+                         acc.data() + r * g.D, g.D);
+        check_sgemm(
+            dnnl_sgemm('N', 'N', rows, g.D, cols, 1.0f, s.data(), cols, kv.v, kv.ld, 1.0f, acc.data(), g.D));
       }
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t t = t0 + r;
-        float* ar = acc.data() + r * g.D;
-        if (!sinks.empty()) {  // the sink joins the denominator with no value
-          const float new_m = std::max(m[size_t(r)], sinks[size_t(h)]);
-          const float correction = exp_f32(m[size_t(r)] - new_m);
-          for (int64_t d = 0; d < g.D; ++d) ar[d] *= correction;
-          l[size_t(r)] = l[size_t(r)] * correction + exp_f32(sinks[size_t(h)] - new_m);
-          m[size_t(r)] = new_m;
-        }
-        const float inv = l[size_t(r)] > 0 ? 1.0f / l[size_t(r)] : 0.0f;
-        T* ot = out + g.q_at(b, t, h);
-        for (int64_t d = 0; d < g.D; ++d) ot[d] = narrow<T>(ar[d] * inv);
-        lse[(b * g.H + h) * g.T + t] = l[size_t(r)] > 0 ? m[size_t(r)] + std::log(l[size_t(r)]) : -INFINITY;
-      }
+      for (int64_t r = 0; r < rows; ++r)
+        finish_row(acc.data() + r * g.D, m[size_t(r)], l[size_t(r)], c.sinks, h, g.D,
+                   c.out + g.q_at(b, t0 + r, h), c.lse[(b * g.H + h) * g.T + t0 + r]);
     }
   });
+}
+
+template <class T>
+void attention_flash_gemm(const AttentionArgs& a, std::vector<Tensor>& outs) {
+  const ForwardCall<T> call(a, outs);
+  if (call.g.T == 1)
+    attention_decode_step(call);
+  else
+    attention_query_blocks(call);
 }
 
 template <class T>
