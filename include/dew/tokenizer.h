@@ -31,6 +31,9 @@ struct DecodeOptions {
 struct ChatOptions {
   // End with the opening of the assistant's turn, so that generation continues as the assistant.
   bool add_generation_prompt = false;
+  // End inside the final message instead, so that generation continues it (a reply begun for the
+  // model); the text stops right after that message's content, as transformers cuts it.
+  bool continue_final_message = false;
   std::string tools_json;      // a JSON array of tool schemas, the template's `tools`; empty: none
   std::string variables_json;  // a JSON object of further template variables ({"enable_thinking": false})
   // tokenizer_config.json may list several named templates; empty picks "default".

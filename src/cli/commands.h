@@ -30,8 +30,9 @@ struct GenerateOptions {
   std::optional<double> temperature, top_p, min_p, repetition_penalty;
   std::optional<int64_t> top_k;
   std::vector<std::string> stop;
-  bool chat = false;   // the prompt is a user message, through the chat template
-  std::string system;  // with --chat: a system message first
+  bool chat = false;            // the prompt is a user message, through the chat template
+  std::string system;           // with --chat: a system message first
+  std::string assistant_start;  // with --chat: the beginning of the reply, which the model continues
   std::vector<std::string>
       chat_vars;  // with --chat: KEY=VALUE template variables (VALUE as JSON if it parses)
 };

@@ -41,6 +41,7 @@ std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptio
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   messages.push_back({{"role", "user"}, {"content", o.prompt}});
+  if (!o.assistant_start.empty()) messages.push_back({{"role", "assistant"}, {"content", o.assistant_start}});
   nlohmann::ordered_json variables = nlohmann::ordered_json::object();
   for (const std::string& assignment : o.chat_vars) {
     const size_t equals = assignment.find('=');
@@ -51,7 +52,8 @@ std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptio
     variables[assignment.substr(0, equals)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
   }
   ChatOptions options;
-  options.add_generation_prompt = true;
+  options.add_generation_prompt = o.assistant_start.empty();
+  options.continue_final_message = !o.assistant_start.empty();
   options.variables_json = variables.dump();
   return tokenizer.encode(tokenizer.apply_chat_template(messages.dump(), options).text);
 }
@@ -85,8 +87,8 @@ int run_generate(const GenerateOptions& o) {
   add_eos_ids(read_json_if_present(fs::path(o.model) / "config.json"), "config.json", options.eos_ids);
   if (tokenizer.eos_id()) options.eos_ids.push_back(*tokenizer.eos_id());
 
-  DEW_REQUIRE(o.chat || (o.system.empty() && o.chat_vars.empty()),
-              "generate: --system and --chat-var shape a chat prompt; add --chat");
+  DEW_REQUIRE(o.chat || (o.system.empty() && o.chat_vars.empty() && o.assistant_start.empty()),
+              "generate: --system, --assistant-start and --chat-var shape a chat prompt; add --chat");
   const std::vector<int64_t> prompt =
       o.chat ? chat_prompt(tokenizer, o) : tokenizer.encode(o.prompt, {.add_special_tokens = true});
   DEW_REQUIRE(!prompt.empty(), "generate: the prompt encodes to no tokens; expected some text");

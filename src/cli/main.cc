@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--dtype", gen.dtype, "cast the weights (f64, f32, bf16); default: the config's");
   generate_cmd->add_flag("--chat", gen.chat, "send the prompt as a user message through the chat template");
   generate_cmd->add_option("--system", gen.system, "with --chat: a system message before the prompt");
+  generate_cmd->add_option("--assistant-start", gen.assistant_start,
+                           "with --chat: the beginning of the reply, which the model continues");
   generate_cmd->add_option("--chat-var", gen.chat_vars,
                            "with --chat: a template variable KEY=VALUE, VALUE as JSON if it parses "
                            "(enable_thinking=false); repeatable");

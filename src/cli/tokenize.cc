@@ -14,7 +14,8 @@ namespace dew::cli {
 
 namespace {
 
-// --chat: {"messages": [...], "tools": [...], "add_generation_prompt": bool, other keys: template
+// --chat: {"messages": [...], "tools": [...], "add_generation_prompt": bool, "continue_final_message":
+// bool, other keys: template
 // variables} → the ids of the rendered prompt (the template writes the special tokens).
 std::vector<int64_t> chat_ids(const Tokenizer& tokenizer, const std::string& line, const std::string& where) {
   const nlohmann::ordered_json record = parse_ordered_json(line, where);
@@ -26,10 +27,10 @@ std::vector<int64_t> chat_ids(const Tokenizer& tokenizer, const std::string& lin
     if (key == "messages") continue;
     if (key == "tools")
       options.tools_json = value.is_null() ? "" : value.dump();
-    else if (key == "add_generation_prompt") {
-      DEW_REQUIRE(value.is_boolean(), "{}: add_generation_prompt is {}; expected true or false", where,
-                  value.dump());
-      options.add_generation_prompt = value.get<bool>();
+    else if (key == "add_generation_prompt" || key == "continue_final_message") {
+      DEW_REQUIRE(value.is_boolean(), "{}: {} is {}; expected true or false", where, key, value.dump());
+      (key == "add_generation_prompt" ? options.add_generation_prompt : options.continue_final_message) =
+          value.get<bool>();
     } else
       variables[key] = value;
   }

@@ -5,8 +5,10 @@
 #include "dew/error.h"
 #include "io/json.h"
 #include "tokenize/component.h"
+#include "tokenize/jinja/builtins.h"
 #include "tokenize/jinja/parser.h"
 #include "tokenize/jinja/render.h"
+#include "tokenize/jinja/text.h"
 
 namespace dew::tokenize {
 
@@ -62,6 +64,39 @@ jinja::ValueDict special_tokens_map(const nlohmann::json& config) {
   return tokens;
 }
 
+// transformers' continue_final_message: the rendered text cut right after the last occurrence of the
+// final message's text (its last text block, for a list of blocks), trailing white space the template
+// trimmed left out.
+void cut_after_final_message(ChatPrompt& prompt, const jinja::Value& messages) {
+  DEW_REQUIRE(!messages.as_list().empty(),
+              "[chat_template] continue_final_message: there is no message to continue");
+  jinja::Value final = jinja::item_of(messages.as_list().back(), jinja::Value("content"));
+  if (final.is_list()) {
+    const jinja::ValueList blocks = final.as_list();
+    final = jinja::Value(jinja::Undefined{"text"});
+    for (auto block = blocks.rbegin(); block != blocks.rend(); ++block)
+      if (block->is_dict() && block->as_dict().find("text")) {
+        final = *block->as_dict().find("text");
+        break;
+      }
+  }
+  DEW_REQUIRE(final.is_string(),
+              "[chat_template] continue_final_message: the final message has no text to continue");
+  const std::string& text = final.as_string();
+  const std::string stripped = jinja::strip_text(text, std::nullopt, true, true);
+  const std::string left_stripped = jinja::strip_text(text, std::nullopt, true, false);
+  const size_t at = prompt.text.rfind(stripped);
+  DEW_REQUIRE(
+      at != std::string::npos,
+      "[chat_template] continue_final_message: the final message does not appear in the rendered chat (the "
+      "template changes or drops it); check that the template and the message fit together");
+  const size_t end = prompt.text.compare(at, left_stripped.size(), text) == 0 ? at + left_stripped.size()
+                                                                              : at + stripped.size();
+  prompt.text.resize(end);
+  for (auto& [begin, span_end] : prompt.assistant_spans)
+    span_end = std::min(span_end, end), begin = std::min(begin, end);
+}
+
 }  // namespace
 
 ChatTemplates::ChatTemplates(const nlohmann::json& config, const std::string& source)
@@ -106,6 +141,10 @@ const std::pair<std::string, std::string>& ChatTemplates::choose(const std::stri
 }
 
 ChatPrompt ChatTemplates::render(std::string_view messages_json, const ChatOptions& options) const {
+  DEW_REQUIRE(
+      !(options.add_generation_prompt && options.continue_final_message),
+      "[chat_template] add_generation_prompt opens a new assistant turn and continue_final_message continues "
+      "the last message; ask for one of them");
   const auto& [name, template_text] = choose(options.template_name);
   const std::string where = source_ + (templates_.size() > 1 ? " (template '" + name + "')" : "");
   const jinja::Value messages =
@@ -141,7 +180,9 @@ ChatPrompt ChatTemplates::render(std::string_view messages_json, const ChatOptio
 
   const jinja::Template parsed = jinja::parse_template(template_text, where);
   jinja::RenderResult rendered = jinja::render_template(parsed, variables);
-  return ChatPrompt{std::move(rendered.text), std::move(rendered.generation_spans)};
+  ChatPrompt prompt{std::move(rendered.text), std::move(rendered.generation_spans)};
+  if (options.continue_final_message) cut_after_final_message(prompt, messages);
+  return prompt;
 }
 
 }  // namespace dew::tokenize

@@ -354,6 +354,17 @@ TEST(Cli, GenerateAndTokenizeWithChatUseTheChatTemplate) {
   ASSERT_EQ(ids.exit_code, 0) << ids.out;
   EXPECT_EQ(ids.out, nlohmann::json(tokenizer.encode("<user>Hi<assistant>T=1")).dump() + "\n");
 
+  // --assistant-start: the reply begun for the model, continued (continue_final_message).
+  const std::vector<int64_t> started = tokenizer.encode("<user>Hi<assistant>Well");
+  const auto continued = dew::generate(model, {started}, options);
+  std::vector<int64_t> continued_shown;
+  for (int64_t id : continued[0])
+    if (id != 256) continued_shown.push_back(id);
+  Result r2 =
+      run("generate --model " + dir + " --chat --prompt Hi --assistant-start Well --max-new-tokens 8");
+  ASSERT_EQ(r2.exit_code, 0) << r2.out;
+  EXPECT_EQ(r2.out, tokenizer.decode(continued_shown, {.skip_special_tokens = true}) + "\n");
+
   Result system_alone = run("generate --model " + dir + " --system 'Be brief' --prompt Hi");
   EXPECT_EQ(system_alone.exit_code, 1);
   EXPECT_NE(system_alone.out.find("add --chat"), std::string::npos) << system_alone.out;

@@ -252,3 +252,46 @@ TEST(ChatTemplate, BadInputIsRefusedWithWhatWouldBeRight) {
 
 }  // namespace
 }  // namespace dew
+
+namespace dew {
+namespace {
+
+// transformers' continue_final_message: the prompt stops right after the final message's text, so the
+// model continues it; trailing white space the template trimmed stays out; a list of content blocks
+// continues its last text block.
+TEST(ChatTemplate, ContinueFinalMessageEndsInsideTheLastMessage) {
+  const Tokenizer chatml = tokenizer_with(
+      {{"chat_template",
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.content is string %}{{ m.content | trim }}"
+        "{% else %}{{ m.content[-1].text }}{% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"}});
+  ChatOptions options;
+  options.continue_final_message = true;
+  EXPECT_EQ(chatml
+                .apply_chat_template(R"([{"role": "user", "content": "2+2?"},
+                                         {"role": "assistant", "content": "The answer is"}])",
+                                     options)
+                .text,
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\nThe answer is");
+  EXPECT_EQ(chatml.apply_chat_template(R"([{"role": "assistant", "content": "Sure,  "}])", options).text,
+            "<|im_start|>assistant\nSure,");
+  EXPECT_EQ(
+      chatml
+          .apply_chat_template(
+              R"([{"role": "assistant", "content": [{"type": "image"}, {"type": "text", "text": "It shows"}]}])",
+              options)
+          .text,
+      "<|im_start|>assistant\nIt shows");
+
+  const Tokenizer dropping =
+      tokenizer_with({{"chat_template", "{% for m in messages %}[{{ m.role }}]{% endfor %}"}});
+  EXPECT_THAT(
+      [&] { dropping.apply_chat_template(R"([{"role": "assistant", "content": "Hello"}])", options); },
+      testing::ThrowsMessage<Error>(HasSubstr("the final message does not appear in the rendered chat")));
+  options.add_generation_prompt = true;
+  EXPECT_THAT([&] { chatml.apply_chat_template(R"([{"role": "assistant", "content": "x"}])", options); },
+              testing::ThrowsMessage<Error>(HasSubstr("ask for one of them")));
+}
+
+}  // namespace
+}  // namespace dew
