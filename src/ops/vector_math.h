@@ -184,7 +184,7 @@ template <class F, size_t N>
 // NOTE [bf16 results in float]: a bf16 result rounds at 2^-9 relative. Float arithmetic a few ulps off
 // (1e-6) moves that rounding only where the value lies within 1e-6 of a bf16 midpoint, and then to the
 // other neighbour (still faithful), so bf16 results use float-internal functions: twice the lanes of
-// double per vector and no conversions. exp_f32_for_bf16 above, tanh and log here.
+// double per vector and no conversions. exp_f32_for_bf16 above, tanh, log and the erf-GELU here.
 
 // 1/3, 2/15, 17/315, ... with signs: tanh(a) = a + a^3 p(a^2) for |a| < 0.55 (error below 4e-7).
 inline constexpr std::array<float, 6> kTanhTaylor = {-1.0f / 3,    2.0f / 15,         -17.0f / 315,
@@ -242,6 +242,50 @@ struct ErfAndGaussian {
   const double x = xf;
   const ErfAndGaussian e = erf_and_gaussian_f64(x * 0.70710678118654752440);  // gaussian = exp(-x^2/2)
   return float(0.5 * (1.0 + e.erf) + x * 0.39894228040143267794 * e.gaussian);
+}
+
+// erfcx on [0, 4] as a Chebyshev series in u = z / 2 - 1 (tools/fit_erfcx.py; truncation below 2.8e-9),
+// summed by Clenshaw's recurrence: well conditioned in float, where the monomials of kErfcxFit cancel to
+// 1e-2 (NOTE [bf16 results in float]).
+inline constexpr std::array<float, 17> kErfcxChebyshev = {
+    0.388984738054f,    -0.361621320411f,   0.153819605849f,     -0.0608900867816f,  0.0226874030012f,
+    -0.00802178454227f, 0.00270819536832f,  -0.000877210160221f, 0.000273668132108f, -8.24945090763e-5f,
+    2.40915375968e-5f,  -6.83168035587e-6f, 1.88478668299e-6f,   -5.06765291401e-7f, 1.32987369904e-7f,
+    -3.41073355951e-8f, 8.55918204923e-9f};
+
+template <size_t... I>  // unrolled, as horner is, so that loops over elements vectorize
+[[gnu::always_inline]] inline float erfcx_clenshaw(float u, std::index_sequence<I...>) {
+  constexpr size_t N = kErfcxChebyshev.size();
+  const float two_u = u + u;
+  float b1 = 0.0f, b2 = 0.0f;
+  ((b2 = std::exchange(b1, std::fma(two_u, b1, kErfcxChebyshev[N - 1 - I] - b2))), ...);  // k = N-1 .. 1
+  return std::fma(u, b1, kErfcxChebyshev[0] - b2);
+}
+[[gnu::always_inline]] inline float erfcx_f32(float a) {  // a in [0, 4]
+  return erfcx_clenshaw(a * 0.5f - 1.0f, std::make_index_sequence<kErfcxChebyshev.size() - 1>{});
+}
+
+// 1 + erf(z) and exp(-z^2) in float, for bf16 results: g erfcx(-z) below 0 (no cancellation: the GELU's
+// negative tail keeps its relative accuracy down to where it underflows), 2 - g erfcx(z) above. Past
+// |z| = 4, erfcx's asymptotic series 1/(sqrt(pi) a) (1 - 1/(2a^2) + 3/(4a^4) - 15/(8a^6)), within 1e-4.
+struct OnePlusErf {
+  float value, gaussian;
+};
+[[gnu::always_inline]] inline OnePlusErf one_plus_erf_f32_for_bf16(float z) {
+  const float a = std::fabs(z), near = a < 4.0f ? a : 4.0f, r = 1.0f / (a < 4.0f ? 4.0f : a), w = r * r;
+  const float asymptotic = 0.56418958354775628695f * r * (1.0f + w * (-0.5f + w * (0.75f + w * -1.875f)));
+  const float gaussian = exp_f32_for_bf16(-(z * z));
+  const float tail = gaussian * (a < 4.0f ? erfcx_f32(near) : asymptotic);  // 0.564... = 1/sqrt(pi)
+  return {z < 0.0f ? tail : 2.0f - tail, gaussian};
+}
+
+// GELU (erf form) and its derivative for bf16 results, in float.
+[[gnu::always_inline]] inline float gelu_erf_f32_for_bf16(float x) {
+  return 0.5f * x * one_plus_erf_f32_for_bf16(x * 0.70710678118654752440f).value;
+}
+[[gnu::always_inline]] inline float gelu_erf_derivative_f32_for_bf16(float x) {
+  const OnePlusErf e = one_plus_erf_f32_for_bf16(x * 0.70710678118654752440f);
+  return 0.5f * e.value + x * 0.39894228040143267794f * e.gaussian;
 }
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).

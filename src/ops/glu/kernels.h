@@ -18,8 +18,8 @@ template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
     return x / (Acc(1) + exp_for<T>(-x));
-  } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return gelu_erf_f32(x);
+  } else if constexpr (Fast && A == Activation::gelu_erf) {  // NOTE [bf16 results in float]
+    return std::is_same_v<T, bf16> ? gelu_erf_f32_for_bf16(x) : gelu_erf_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
     return x / (Acc(1) + exp_for<T>(Acc(-2) * y));
@@ -34,7 +34,7 @@ template <Activation A, bool Fast, class T, class Acc>
     const Acc s = Acc(1) / (Acc(1) + exp_for<T>(-x));
     return s * (Acc(1) + x * (Acc(1) - s));
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return gelu_erf_derivative_f32(x);
+    return std::is_same_v<T, bf16> ? gelu_erf_derivative_f32_for_bf16(x) : gelu_erf_derivative_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
     const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);

@@ -27,7 +27,7 @@ template <UnaryFn F, bool Fast, class T, class Acc>
   else if constexpr (Fast && F == UnaryFn::log)
     return std::is_same_v<T, bf16> ? log_f32_for_bf16(x) : log_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu)
-    return gelu_erf_f32(x);
+    return std::is_same_v<T, bf16> ? gelu_erf_f32_for_bf16(x) : gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return x / (Acc(1) + exp_for<T>(Acc(-1.5957691216057307118) * (x + Acc(0.044715) * x * x * x)));
   else
