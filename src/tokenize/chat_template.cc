@@ -120,6 +120,8 @@ ChatTemplates::ChatTemplates(const nlohmann::json& config, const std::string& so
 }
 
 void ChatTemplates::replace_with_file(std::string source_text, const std::string& file) {
+  if (const size_t bad = invalid_utf8_at(source_text); bad != std::string::npos)
+    fail("[chat_template] {}: byte {} is not valid UTF-8; expected a UTF-8 template", file, bad);
   templates_.assign(1, {"default", std::move(source_text)});
   source_ = file;
 }

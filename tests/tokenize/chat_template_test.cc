@@ -211,6 +211,9 @@ TEST(ChatTemplate, ChatTemplateJinjaBesideTheConfigTakesItsPlace) {
   EXPECT_EQ(Tokenizer::load(dir.string()).apply_chat_template("[]").text, "from the config");
   std::ofstream(dir / "chat_template.jinja") << "from the file {{ eos_token }}\n";
   EXPECT_EQ(Tokenizer::load(dir.string()).apply_chat_template("[]").text, "from the file </s>");
+  std::ofstream(dir / "chat_template.jinja") << "{{ '\xE2\x82' }}";  // a character cut short
+  EXPECT_THAT([&] { Tokenizer::load(dir.string()); },
+              testing::ThrowsMessage<Error>(HasSubstr("chat_template.jinja: byte 4 is not valid UTF-8")));
   fs::remove_all(dir);
 }
 
@@ -291,6 +294,40 @@ TEST(ChatTemplate, ContinueFinalMessageEndsInsideTheLastMessage) {
   options.add_generation_prompt = true;
   EXPECT_THAT([&] { chatml.apply_chat_template(R"([{"role": "assistant", "content": "x"}])", options); },
               testing::ThrowsMessage<Error>(HasSubstr("ask for one of them")));
+}
+
+}  // namespace
+}  // namespace dew
+
+namespace dew {
+namespace {
+
+// Bad templates are refused, never crash: every prefix of every fixture template (cut mid-tag,
+// mid-string, mid-expression), and each with one byte changed, renders or throws dew::Error.
+TEST(ChatTemplate, TruncatedAndCorruptedTemplatesAreRefusedNotCrashedOn) {
+  const Fixture& f = fixture();
+  const std::string messages = R"([{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
+                                   {"role": "assistant", "content": "a"}])";
+  int64_t rendered = 0, refused = 0;
+  for (const auto& entry : f.templates) {
+    const std::string& source = entry.second;
+    for (size_t cut = 0; cut <= source.size(); cut += 7) {
+      while (cut < source.size() && (static_cast<unsigned char>(source[cut]) & 0xC0) == 0x80)
+        ++cut;  // whole chars
+      for (const std::string& variant :
+           {source.substr(0, cut), source.substr(0, cut) + "}}" + source.substr(cut)}) {
+        try {
+          tokenizer_with({{"chat_template", variant}, {"bos_token", "<s>"}}).apply_chat_template(messages);
+          ++rendered;
+        } catch (const Error& e) {
+          EXPECT_THAT(e.what(), HasSubstr("[chat_template]")) << entry.first << " cut at " << cut;
+          ++refused;
+        }
+      }
+    }
+  }
+  EXPECT_GT(rendered, 0);
+  EXPECT_GT(refused, 0);
 }
 
 }  // namespace
