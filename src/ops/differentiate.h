@@ -42,9 +42,9 @@ using detail::SavedTensor;
 // Refuses an op without differentiation rules on inputs that need a derivative (never a silent zero).
 void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs);
 
-// Whether any input carries a tangent at a visible jvp level outside the innermost.
-inline bool has_outer_tangents(const std::vector<const Tensor*>& inputs, size_t levels) {
-  for (size_t depth = 1; depth < levels; ++depth) {
+// Whether any input carries a tangent at a visible jvp level.
+inline bool has_tangents(const std::vector<const Tensor*>& inputs) {
+  for (size_t depth = 0, levels = detail::visible_jvp_levels(); depth < levels; ++depth) {
     detail::OuterJvpLevels inside(depth);
     for (const Tensor* in : inputs)
       if (detail::tangent_of(*in).defined()) return true;
@@ -52,21 +52,44 @@ inline bool has_outer_tangents(const std::vector<const Tensor*>& inputs, size_t 
   return false;
 }
 
+// Whether ops on any of these tensors would be differentiated: recorded onto the tape (grad mode on
+// and a gradient could flow) or given a tangent (an enclosing jvp).
+inline bool differentiated(const std::vector<const Tensor*>& tensors) {
+  if (detail::grad_mode())
+    for (const Tensor* t : tensors)
+      if (detail::needs_grad(*t)) return true;
+  return has_tangents(tensors);
+}
+
+// The outputs' tangents at the innermost visible jvp level, from the inputs' there, given to the
+// outputs and returned (empty when no input has one there). The rule runs with that level hidden, so
+// its ops carry the outer levels' tangents, not this one's.
+template <class Op>
+std::vector<Tensor> tangents_at_level(const typename Op::Args& args, const std::vector<const Tensor*>& inputs,
+                                      std::vector<Tensor>& outs) {
+  std::vector<Tensor> in_tangents(inputs.size());
+  bool any = false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    any = (in_tangents[i] = detail::tangent_of(*inputs[i])).defined() || any;
+  if (!any) return {};
+  std::vector<Tensor> out_tangents;
+  {
+    detail::OuterJvpLevels rule_scope;
+    out_tangents = Op::jvp(args, outs, in_tangents);
+  }
+  for (size_t i = 0; i < outs.size() && i < out_tangents.size(); ++i)
+    if (out_tangents[i].defined()) detail::set_tangent(outs[i], out_tangents[i]);
+  return out_tangents;
+}
+
 // Records outs onto the tape and gives them tangents, as the inputs of args ask (see top).
 template <class Op>
 void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
   const std::vector<const Tensor*> inputs = args.inputs();
-  const bool recording = detail::grad_mode();
-  bool any_grad = false, any_tangent = false;
-  std::vector<Tensor> tangents(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    any_grad = any_grad || (recording && detail::needs_grad(*inputs[i]));
-    tangents[i] = detail::tangent_of(*inputs[i]);
-    any_tangent = any_tangent || tangents[i].defined();
-  }
-  const size_t levels = detail::visible_jvp_levels();
-  const bool outer_tangents = levels > 1 && has_outer_tangents(inputs, levels);
-  if (!any_grad && !any_tangent && !outer_tangents) return;
+  if (!differentiated(inputs)) return;
+  bool any_grad = false;
+  if (detail::grad_mode())
+    for (const Tensor* in : inputs) any_grad = any_grad || detail::needs_grad(*in);
   const std::string_view name = Op::name(args);
   const Differentiation how = Op::differentiation(name);
   if (how == Differentiation::non_differentiable) return;
@@ -88,34 +111,12 @@ void differentiate(const typename Op::Args& args, std::vector<Tensor>& outs) {
     for (size_t i = 0; i < outs.size(); ++i)
       if (is_floating(outs[i].dtype())) detail::attach(outs[i], node, int(i));
   }
-  // NOTE [nested jvp levels]: the outer levels' tangents of the outputs first, each level's rule run
-  // with that level and those inside it hidden; then the innermost level's.
-  for (size_t depth = levels; depth-- > 1;) {
-    detail::OuterJvpLevels inside(depth);  // the level `depth` levels out is the innermost visible one
-    std::vector<Tensor> at_level(inputs.size());
-    bool any = false;
-    for (size_t i = 0; i < inputs.size(); ++i)
-      any = (at_level[i] = detail::tangent_of(*inputs[i])).defined() || any;
-    if (!any) continue;
-    std::vector<Tensor> out_tangents;
-    {
-      detail::OuterJvpLevels rule_scope;
-      out_tangents = Op::jvp(args, outs, at_level);
-    }
-    for (size_t i = 0; i < outs.size() && i < out_tangents.size(); ++i)
-      if (out_tangents[i].defined()) detail::set_tangent(outs[i], out_tangents[i]);
-  }
-  if (any_tangent) {
-    const int level = detail::jvp_level();
-    std::vector<Tensor> out_tangents;
-    {
-      detail::OuterJvpLevels rule_scope;  // the rule's ops carry outer levels' tangents, not this one's
-      out_tangents = Op::jvp(args, outs, tangents);
-    }
-    for (size_t i = 0; i < outs.size() && i < out_tangents.size(); ++i)
-      if (out_tangents[i].defined()) detail::set_tangent(outs[i], out_tangents[i]);
-    if (node) {  // the tangents of the outputs the rule reads, for a backward inside this jvp
-      node->tangent_level = level;
+  // NOTE [nested jvp levels]: level by level, the outermost first, each seen as the innermost.
+  for (size_t depth = detail::visible_jvp_levels(); depth-- > 0;) {
+    detail::OuterJvpLevels inside(depth);
+    const std::vector<Tensor> out_tangents = tangents_at_level<Op>(args, inputs, outs);
+    if (depth == 0 && node && !out_tangents.empty()) {  // the tangents of the outputs the rule reads,
+      node->tangent_level = detail::jvp_level();        // for a backward inside this jvp
       for (size_t i = 0; i < node->saved_outputs.size(); ++i)
         node->saved_output_tangents.push_back(node->saved_outputs[i].defined() && i < out_tangents.size()
                                                   ? out_tangents[i].detach()

@@ -20,8 +20,7 @@ Tensor random_input(const Shape& shape, DType dtype, RandomKey key, double scale
 
 void refuse_derivative_without_rules(std::string_view op, const std::vector<const Tensor*>& inputs) {
   for (const Tensor* t : inputs)
-    DEW_REQUIRE(!(detail::grad_mode() && detail::needs_grad(*t)) && !detail::tangent_of(*t).defined() &&
-                    !has_outer_tangents({t}, detail::visible_jvp_levels()),
+    DEW_REQUIRE(!differentiated({t}),
                 "[{}] has no differentiation rules yet, and input {} needs a derivative; run it under "
                 "NoGrad or on detach()ed inputs",
                 op, t->describe());

@@ -162,7 +162,7 @@ FEATURES = {
         "{% set a, b = [1, 'two'] %}{{ a }}{{ b }} {% set t = 1, 2 %}{{ t|length }}"
         "{% set d = dict(x=1, y=[2]) %} {{ d }} {{ d.x }}{{ d['y'][0] }}"),
     "filters": (
-        "{{ '  pad  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'hello world'|title }}|{{ 'hELLO'|capitalize }}|"
+        "{{ '  pad  '|trim }}|{{ 'xxhixx'|trim('x') }}|{{ 'hello world'|title }}|{{ \"they're o'neil-smith (x) [y\"|title }}|{{ 'hELLO'|capitalize }}|"
         "{{ 'Ab'|upper }}{{ 'Ab'|lower }}|{{ [3, 1, 2]|length }}{{ 'h\u00e9'|count }}|{{ missing|default('dflt') }}|"
         "{{ ''|default('empty', true) }}|{{ none|default('kept') }}|{{ [1, 2, 3]|first }}{{ [1, 2, 3]|last }}|"
         "{{ 'abc'|first }}|{{ '3.5'|float + 1 }}|{{ '42'|int * 2 }}|{{ 'x'|int(7) }}|{{ 3.9|int }}|"
@@ -199,6 +199,7 @@ FEATURES = {
         "{{ s.split() }}{{ 'a,b,,c'.split(',') }}{{ 'a,b,c'.split(',', 1) }}{{ 'a,b,c'.rsplit(',', 1) }}"
         "{{ ' a  b  c '.split(none, 1) }}{{ ' a  b  c '.rsplit(none, 1) }}{{ 'x</think>y</think>z'.split('</think>')[-1] }}"
         "{{ 'a\\nb\\r\\nc\\n'.splitlines() }}{{ s.upper() }}{{ s.lower() }}{{ \"they're bill's\".title() }}"
+        "{{ '\u65e5\u672c'.isdigit() }}{{ '\u0663\u0664'.isdigit() }}{{ 'caf\u00e9'.isalpha() }}{{ '\u3000 '.isspace() }}"
         "{{ 'hELLO wORLD'.capitalize() }}{{ 'aXbXc'.replace('X', '-') }}{{ 'aXbXc'.replace('X', '-', 1) }}"
         "{{ 'abcabc'.find('c') }}{{ 'abcabc'.rfind('c') }}{{ 'abcabc'.find('z') }}{{ 'abcabc'.count('bc') }}"
         "{{ '-'.join(['a', 'b']) }}{{ 'pre_x'.startswith('pre') }}{{ 'x.py'.endswith(('.c', '.py')) }}"

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/autograd.h"
 #include "ops/attention/attention.h"
 #include "ops/rules_common.h"
 
@@ -53,14 +52,6 @@ Tensor keys_tangent(const DenseAttention& a, const Tensor& tq, const Tensor& tk,
 }
 
 }  // namespace
-
-bool differentiated(const std::vector<const Tensor*>& tensors) {
-  for (const Tensor* t : tensors)
-    if (t && t->defined() &&
-        ((detail::grad_mode() && detail::needs_grad(*t)) || detail::tangent_of(*t).defined()))
-      return true;
-  return false;
-}
 
 namespace {
 
@@ -158,7 +149,7 @@ std::vector<Tensor> dense_attention_jvp(const DenseAttention& a, const Tensor& t
   const DType dtype = a.probs.dtype();
   const Shape& p = a.probs.shape();
   // With ds the tangent of the scores: mu = sum_j p_j ds_j (+ p_sink t_sink) is lse's tangent, and
-  // out's is sum_j p_j (ds_j - mu) v_j + sum_j p_j tv_j.
+  // out's is sum_j p_j (ds_j v_j + tv_j) - mu out (NOTE [attention tangent]).
   const Tensor ds = keys_tangent(a, tq, tk, dtype);
   Tensor mu = ds.defined() ? sum(mul(a.probs, ds), {3}, true) : Tensor();
   if (t_sinks.defined() && a.sink_probs.defined())

@@ -44,8 +44,4 @@ std::vector<Tensor> dense_attention_vjp(const DenseAttention& a, const Tensor& d
                                         const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& sinks);
 
-// Whether ops on any of these tensors would be differentiated: recorded onto the tape (grad mode on
-// and a gradient could flow) or given a tangent (an enclosing jvp).
-bool differentiated(const std::vector<const Tensor*>& tensors);
-
 }  // namespace dew::ops

@@ -210,7 +210,7 @@ const std::map<std::string, Filter>& filters() {
     f["capitalize"] = text_filter("capitalize", capitalize_text);
     f["lower"] = text_filter("lower", lower_text);
     f["upper"] = text_filter("upper", upper_text);
-    f["title"] = text_filter("title", title_text);
+    f["title"] = text_filter("title", title_words);
     f["length"] = f["count"] = no_arguments("length", [](const Value& v) -> Value { return length(v); });
     f["default"] = f["d"] = [](const Value& v, Arguments& arguments) {
       auto a = bind(arguments, "the filter default", {{"default_value", ""}, {"boolean", false}});

@@ -124,18 +124,10 @@ std::optional<Value> string_method(const std::string& text, const std::string& n
       }
       return out;
     });
-  if (name == "isspace" || name == "isdigit" || name == "isalpha" || name == "isalnum")
-    return no_arguments([text, name]() -> Value {
-      if (text.empty()) return false;
-      for (unsigned char c : text) {
-        const bool ok = name == "isspace"   ? is_python_space(c)
-                        : name == "isdigit" ? std::isdigit(c) != 0
-                        : name == "isalpha" ? std::isalpha(c) != 0
-                                            : std::isalnum(c) != 0;
-        if (!ok && c < 0x80) return false;
-      }
-      return true;
-    });
+  for (const auto& [method, kind] :
+       {std::pair{"isspace", CharClass::space}, std::pair{"isdigit", CharClass::digit},
+        std::pair{"isalpha", CharClass::alpha}, std::pair{"isalnum", CharClass::alnum}})
+    if (name == method) return no_arguments([text, kind = kind] { return Value(all_in_class(text, kind)); });
   return std::nullopt;
 }
 

@@ -145,6 +145,32 @@ std::string title_text(std::string_view text) {
   return encode(code_points);
 }
 
+std::string title_words(std::string_view text) {
+  std::u32string code_points = decode(text);
+  bool word_start = true;
+  for (char32_t& c : code_points) {
+    const bool separator =
+        is_python_space(c) || c == U'-' || c == U'(' || c == U'{' || c == U'[' || c == U'<';
+    if (!separator) c = word_start ? to_upper(c) : to_lower(c);
+    word_start = separator;
+  }
+  return encode(code_points);
+}
+
+bool all_in_class(std::string_view text, CharClass kind) {
+  if (text.empty()) return false;
+  for (size_t pos = 0; pos < text.size();) {
+    const char32_t c = next_code_point(text, pos);
+    const bool digit = utf8proc_category(utf8proc_int32_t(c)) == UTF8PROC_CATEGORY_ND;
+    const bool in = kind == CharClass::space   ? is_python_space(c)
+                    : kind == CharClass::digit ? digit
+                    : kind == CharClass::alpha ? is_letter(c)
+                                               : is_letter(c) || digit;
+    if (!in) return false;
+  }
+  return true;
+}
+
 std::string replace_text(std::string_view text, std::string_view old, std::string_view replacement,
                          int64_t count) {
   std::string out;

@@ -23,6 +23,15 @@ std::string lower_text(std::string_view text);
 std::string capitalize_text(std::string_view text);  // first code point upper, the rest lower
 // str.title: a letter after a non-letter goes upper, other letters lower ("they're" → "They'Re").
 std::string title_text(std::string_view text);
+// Jinja's title filter (not str.title): each word, split at white space and -({[<, capitalized
+// ("they're" → "They're").
+std::string title_words(std::string_view text);
+
+enum class CharClass { space, digit, alpha, alnum };
+// str.isspace / isdigit / isalpha / isalnum: a non-empty text whose every code point is white space, a
+// decimal digit (Nd), a letter (L*), or either.
+bool all_in_class(std::string_view text, CharClass kind);
+
 // str.replace(old, new, count): count < 0 replaces all.
 std::string replace_text(std::string_view text, std::string_view old, std::string_view replacement,
                          int64_t count);
