@@ -52,4 +52,12 @@ struct TokenizerTrainOptions {
 };
 int run_tokenizer_train(const TokenizerTrainOptions& options);
 
+struct DataOptions {
+  std::string what;  // show, stats or preview
+  std::string config;
+  std::vector<std::string> overrides;
+  int64_t batches = 0;  // 0: until the chain ends
+};
+int run_data(const DataOptions& options);
+
 }  // namespace dew::cli

@@ -134,6 +134,28 @@ int main(int argc, char** argv) {
                                  "tokenizer directories (default: the four of tools/tokenizer-oracle)");
   bench_tokenize_cmd->add_option("--text", bench_tokenize.text,
                                  "a UTF-8 text file (default: the Brown corpus)");
+  dew::cli::DataOptions data;
+  auto* data_cmd = app.add_subcommand("data", "the data chain of a config: its stages, statistics, batches");
+  data_cmd->require_subcommand(1);
+  std::vector<CLI::App*> data_cmds;
+  for (const auto& [name, help] :
+       {std::pair{"show", "print the chain's expanded stages"},
+        {"stats", "run the chain and report records, tokens, padding and time per stage"},
+        {"preview", "print a few batches, decoded, as JSONL"}}) {
+    CLI::App* cmd = data_cmd->add_subcommand(name, help);
+    cmd->add_option("config", data.config, "a TOML config with a [data] table (docs/data.md)")->required();
+    cmd->add_option("--set", data.overrides, "override a config key: data.stage.2.seed=5 (repeatable)");
+    CLI::Option* batches = nullptr;
+    if (std::string(name) != "show")
+      batches =
+          cmd->add_option("--batches", data.batches,
+                          "stop after this many batches, or records without batch (preview: 2; stats: all)");
+    cmd->callback([&data, batches, name = std::string(name)] {
+      data.what = name;
+      if (name == "preview" && batches->count() == 0) data.batches = 2;
+    });
+    data_cmds.push_back(cmd);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -146,6 +168,7 @@ int main(int argc, char** argv) {
     if (*inspect_cmd) return dew::cli::run_inspect(inspect_path, inspect_jsonl);
     if (*score_cmd) return dew::cli::run_score(score);
     if (*tokenize_cmd) return dew::cli::run_tokenize(tokenize);
+    if (*data_cmd) return dew::cli::run_data(data);
     if (*generate_cmd) return dew::cli::run_generate(gen);
     if (*tokenizer_train_cmd) return dew::cli::run_tokenizer_train(tokenizer_train);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);

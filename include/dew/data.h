@@ -1,0 +1,130 @@
+// The data chain (DESIGN.md "Data: the chain"): a source followed by stages, iterated into batches,
+// with a position — a small JSON record — from which a resumed chain yields exactly the records that
+// would have come next. Worker threads and prefetch change speed, never the records or their order.
+// Not here yet: mixtures, token-clock schedules, first-fit packing, the cache, dedup (docs/data.md).
+#pragma once
+
+#include <dew/tensor.h>
+#include <dew/tokenizer.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dew::data {
+
+// What flows between stages: a document's text; its tokens after `tokenize` (or from token files);
+// a window of T+1 tokens with segment ids and positions after `pack`.
+struct Record {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> segment_ids;  // after pack: 1, 2, ... per document in the window; 0 = padding
+  std::vector<int32_t> positions;    // after pack: each token's position within its document
+  // The tokens continue the previous record's document (a token file without document separators is
+  // read in pieces), so pack neither restarts positions nor opens a new segment.
+  bool continues = false;
+  std::string origin;  // "path:line" (or "records[i]"), for messages
+};
+
+// A batch of packed windows: this process's rows of the global batch. The tensors are (rows, T+1)
+// i64: a model reads tokens[:, :T] and predicts tokens[:, 1:]; a target whose segment differs from
+// its input's, or is 0 (padding), is not a real next token.
+struct Batch {
+  int64_t index = 0;  // 0, 1, ... since the chain began (not since this process resumed)
+  Tensor tokens, segment_ids, positions;
+  int64_t real_tokens = 0;  // of these rows, tokens that are not padding
+};
+
+enum class TextUnit { file, line, paragraph };  // a document per file, per line, per blank-line block
+
+struct SourceOptions {
+  int64_t epochs = 1;           // 0: repeat forever (each epoch reshuffled by a shuffle stage)
+  bool skip_malformed = false;  // skip and count bad records (bad UTF-8, broken JSONL) instead of failing
+};
+
+struct TokenizeOptions {
+  bool special_tokens = true;  // BOS/EOS as the tokenizer's configuration adds them
+  bool append_eos = false;     // and the tokenizer's eos_token after every document (GPT-2 style)
+  int workers = 1;             // threads encoding blocks of records; never changes the output
+};
+
+struct QualityOptions {                   // simple quality predicates; a document failing one is dropped
+  int64_t min_chars = 0, max_chars = 0;   // code points; 0: no bound
+  double min_letter_fraction = 0;         // letters (Unicode category L*) / code points
+  double max_repeated_line_fraction = 1;  // lines equal to an earlier line of the document / lines
+};
+
+struct Shard {  // this process's share of each global batch
+  int64_t index = 0, count = 1;
+};
+
+struct StageStats {
+  std::string stage;
+  int64_t records_in = 0, records_out = 0;
+  int64_t tokens_out = 0, padding_tokens = 0;
+  int64_t dropped = 0;  // filtered out, or skipped as malformed
+  double seconds = 0;   // time in this stage alone (its upstream's time subtracted)
+};
+
+class Chain {
+ public:
+  // Sources. Paths are files or glob patterns; a pattern that matches nothing or a missing file is
+  // an error naming it. Several files make one source sharded over them, read in sorted order.
+  static Chain text_files(const std::vector<std::string>& paths, TextUnit unit, SourceOptions options = {});
+  // JSONL: the string at `field`, a dotted path ("text", "messages.0.content").
+  static Chain jsonl(const std::vector<std::string>& paths, const std::string& field,
+                     SourceOptions options = {});
+  // Token files: llm.c's .bin (a 256 x i32 header: 20240520, version 1 (u16) or 2 (u32), count) or a
+  // 1-D .npy of u16/u32/i32/i64. With `separator` (an EOS id), a document ends after each separator;
+  // without, each file is one document read in pieces.
+  static Chain token_files(const std::vector<std::string>& paths, std::optional<int32_t> separator,
+                           SourceOptions options = {});
+  static Chain records(std::vector<Record> records, SourceOptions options = {});
+
+  // Stages, in order. A C++ callable is known to the chain's description by its name only: rename it
+  // when its behaviour changes, so that resuming an old position is refused.
+  Chain& map(const std::string& name, std::function<Record(Record)> f);
+  Chain& filter(const std::string& name, std::function<bool(const Record&)> keep);
+  Chain& quality(const QualityOptions& options);
+  // window 0: a global permutation (per epoch) where every stage before it is per-record; otherwise a
+  // buffer of `window` records shuffled as a block.
+  Chain& shuffle(uint64_t seed, int64_t window = 0);
+  Chain& tokenize(const std::string& tokenizer_path, const TokenizeOptions& options = {});
+  // Concatenate documents and cut windows of T+1 tokens, each starting at the previous window's last
+  // token (llm.c's stride T); the last window of a finite chain is padded with id 0.
+  Chain& pack(int64_t T);
+  Chain& batch(int64_t global_size, Shard shard = {});
+  // A thread builds up to `batches` batches ahead of the consumer.
+  Chain& prefetch(int64_t batches);
+
+  std::optional<Record> next_record();  // a chain without batch
+  std::optional<Batch> next_batch();    // a chain with batch
+
+  // The position after what has been returned, and back to it. Resuming with a chain whose
+  // description differs is refused with the differences named.
+  std::string position() const;
+  void resume(const std::string& position);
+
+  std::string show() const;               // the expanded stages, one per line
+  std::vector<StageStats> stats() const;  // source first
+  std::string description() const;        // JSON: what the position is valid for
+  const Tokenizer* tokenizer() const;     // the tokenize stage's, if any
+
+  Chain(Chain&&) noexcept;
+  Chain& operator=(Chain&&) noexcept;
+  ~Chain();
+
+ private:
+  struct State;
+  explicit Chain(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// A chain from the [data] table of a TOML config (docs/data.md); relative paths are relative to
+// the config file's directory. `overrides` are "key=value" pairs (`data.stage.2.seed=5`).
+Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides = {});
+
+}  // namespace dew::data

@@ -1,0 +1,110 @@
+// A chain from a TOML config's [data] table: [data.source] and the [[data.stage]] list, in order
+// (docs/data.md has the keys). Relative paths are resolved against the config file's directory.
+#include <dew/error.h>
+
+#include "data/stage.h"
+#include "io/toml.h"
+
+#include <filesystem>
+
+namespace dew::data {
+namespace {
+
+std::string resolve(const std::filesystem::path& base, const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.is_absolute() ? path : (base / p).lexically_normal().string();
+}
+
+Chain make_source(const TomlFields& f, const std::filesystem::path& base) {
+  const std::string kind = f.text("kind");
+  SourceOptions options{f.integer_or("epochs", 1), f.flag_or("skip_malformed", false)};
+  DEW_REQUIRE(options.epochs >= 0, "{}: epochs {}; expected a count, or 0 to repeat forever", f.where(),
+              options.epochs);
+  std::vector<std::string> paths = f.texts("paths");
+  for (std::string& p : paths) p = resolve(base, p);
+  if (kind == "text") {
+    f.only({"kind", "paths", "unit", "epochs", "skip_malformed"});
+    const std::string unit = f.text_or("unit", "file");
+    DEW_REQUIRE(unit == "file" || unit == "line" || unit == "paragraph",
+                "{}: unit \"{}\"; expected \"file\", \"line\" or \"paragraph\"", f.where(), unit);
+    return Chain::text_files(paths,
+                             unit == "file"   ? TextUnit::file
+                             : unit == "line" ? TextUnit::line
+                                              : TextUnit::paragraph,
+                             options);
+  }
+  if (kind == "jsonl") {
+    f.only({"kind", "paths", "field", "epochs", "skip_malformed"});
+    return Chain::jsonl(paths, f.text_or("field", "text"), options);
+  }
+  if (kind == "tokens") {
+    f.only({"kind", "paths", "separator", "epochs", "skip_malformed"});
+    std::optional<int32_t> separator;
+    if (std::optional<int64_t> s = f.integer("separator")) {
+      DEW_REQUIRE(*s >= 0 && *s <= INT32_MAX, "{}: separator {}; expected a token id", f.where(), *s);
+      separator = int32_t(*s);
+    }
+    return Chain::token_files(paths, separator, options);
+  }
+  fail("{}: kind \"{}\"; expected \"text\", \"jsonl\" or \"tokens\"", f.where(), kind);
+}
+
+void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& base) {
+  const std::string kind = f.text("kind");
+  if (kind == "quality") {
+    f.only({"kind", "min_chars", "max_chars", "min_letter_fraction", "max_repeated_line_fraction"});
+    chain.quality({f.integer_or("min_chars", 0), f.integer_or("max_chars", 0),
+                   f.number_or("min_letter_fraction", 0), f.number_or("max_repeated_line_fraction", 1)});
+  } else if (kind == "shuffle") {
+    f.only({"kind", "seed", "window"});
+    const int64_t seed = f.integer_or("seed", 0);
+    DEW_REQUIRE(seed >= 0, "{}: seed {}; expected a non-negative integer", f.where(), seed);
+    chain.shuffle(uint64_t(seed), f.integer_or("window", 0));
+  } else if (kind == "tokenize") {
+    f.only({"kind", "tokenizer", "special_tokens", "append_eos", "workers"});
+    chain.tokenize(
+        resolve(base, f.text("tokenizer")),
+        {f.flag_or("special_tokens", true), f.flag_or("append_eos", false), int(f.integer_or("workers", 1))});
+  } else if (kind == "pack") {
+    f.only({"kind", "T"});
+    DEW_REQUIRE(f.has("T"), "{}: T is missing; expected the tokens per window (windows hold T+1)", f.where());
+    chain.pack(*f.integer("T"));
+  } else if (kind == "batch") {
+    f.only({"kind", "size", "process_index", "process_count"});
+    DEW_REQUIRE(f.has("size"), "{}: size is missing; expected the global batch's rows", f.where());
+    chain.batch(*f.integer("size"), {f.integer_or("process_index", 0), f.integer_or("process_count", 1)});
+  } else if (kind == "prefetch") {
+    f.only({"kind", "batches"});
+    chain.prefetch(f.integer_or("batches", 4));
+  } else {
+    fail("{}: kind \"{}\"; expected quality, shuffle, tokenize, pack, batch or prefetch", f.where(), kind);
+  }
+}
+
+}  // namespace
+
+Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides) {
+  const toml::table root = load_toml(config_path, overrides);
+  const toml::table* data = root["data"].as_table();
+  DEW_REQUIRE(data, "{}: no [data] table; expected [data.source] and [[data.stage]] (docs/data.md)",
+              config_path);
+  TomlFields(*data, config_path + ": data").only({"source", "stage"});
+  const toml::table* source = (*data)["source"].as_table();
+  DEW_REQUIRE(source, "{}: no [data.source] table; expected one naming the files", config_path);
+  const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
+  Chain chain = make_source(TomlFields(*source, config_path + ": data.source"), base);
+  if (const toml::node* stages = data->get("stage")) {
+    const toml::array* list = stages->as_array();
+    DEW_REQUIRE(list, "{}: data.stage is not an array of tables; write each stage as [[data.stage]]",
+                config_path);
+    for (size_t i = 0; i < list->size(); ++i) {
+      const toml::table* stage = list->get(i)->as_table();
+      const std::string where = config_path + ": data.stage." + std::to_string(i);
+      DEW_REQUIRE(stage, "{}: not a table; write each stage as [[data.stage]]", where);
+      add_stage(chain, TomlFields(*stage, where), base);
+    }
+  }
+  return chain;
+}
+
+}  // namespace dew::data

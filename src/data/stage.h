@@ -1,0 +1,108 @@
+// One link of a chain: pulls records from its upstream and yields records. Its position is JSON
+// naming what to restore so that the next pull yields the record that would have come next; a stage
+// that buffers records saves the upstream position from before its buffer (NOTE [positions]).
+#pragma once
+
+#include <dew/data.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dew::data::detail {
+
+using Json = nlohmann::json;
+
+// NOTE [positions]
+// A position is {"upstream": <the upstream's position>, ...this stage's own fields}, nested down to
+// the source's {"epoch", "index"}. A stage whose output is a function of single records (map,
+// filter, tokenize) has no fields of its own and saves the upstream's position from just before the
+// next record it has not yet returned — whether it encodes one record at a time or a block on
+// several threads, so the position never depends on the number of workers. A stage that holds a
+// buffer (shuffle's window, pack's current document) saves the upstream's position from before the
+// buffer began and how far into the buffer it is; restore reads the buffer again.
+class Stage {
+ public:
+  explicit Stage(std::unique_ptr<Stage> upstream) : upstream_(std::move(upstream)) {}
+  virtual ~Stage() = default;
+
+  // Counts and times the record next() returns (StageStats).
+  std::optional<Record> pull();
+
+  virtual Json position() const { return Json{{"upstream", upstream_->position()}}; }
+  virtual void restore(const Json& position) { upstream_->restore(position.at("upstream")); }
+  virtual Json describe() const = 0;    // {"stage": name, ...parameters that shape the records}
+  virtual std::string summary() const;  // one line for show(); describe() unless overridden
+  // Maps and filters: a global shuffle after them may permute the source instead (shuffle.cc).
+  virtual bool per_record() const { return false; }
+  virtual const Tokenizer* tokenizer() const { return nullptr; }
+
+  Stage* upstream() const { return upstream_.get(); }
+  StageStats stats() const;  // this stage's, its upstream's time subtracted
+  int64_t dropped = 0;       // filtered out or skipped; a stage counts its own
+
+ protected:
+  virtual std::optional<Record> next() = 0;
+  std::unique_ptr<Stage> upstream_;
+
+ private:
+  int64_t records_out_ = 0, tokens_out_ = 0, padding_out_ = 0;
+  double seconds_ = 0;  // inclusive of the upstream's time
+};
+
+// The stage that begins a chain: records numbered 0..size()-1 per epoch, read in the order a
+// shuffle may set. Its position is {"epoch", "index"}.
+class Source : public Stage {
+ public:
+  Source(SourceOptions options) : Stage(nullptr), options_(options) {}
+  virtual int64_t size() const = 0;
+  // Record `i` of this epoch's order, or nullopt when it is malformed and skip_malformed is set
+  // (counted in dropped); malformed otherwise: an error naming the file and line.
+  virtual std::optional<Record> read(int64_t i) = 0;
+  // From now on epoch e reads record permutation(seed, e, i) at step i (shuffle.cc).
+  void shuffle_globally(uint64_t seed) { shuffle_seed_ = seed; }
+  bool shuffled() const { return shuffle_seed_.has_value(); }
+  // False where records are pieces of one document (token files without separators): not shuffled.
+  virtual bool records_are_documents() const { return true; }
+
+  Json position() const override { return Json{{"epoch", epoch_}, {"index", index_}}; }
+  void restore(const Json& position) override;
+  std::string summary() const override;
+
+ protected:
+  std::optional<Record> next() override;
+  Json describe_options() const;
+  SourceOptions options_;
+
+ private:
+  int64_t epoch_ = 0, index_ = 0;
+  std::optional<uint64_t> shuffle_seed_;
+};
+
+// Sources (sources.cc, token_files.cc).
+std::unique_ptr<Source> make_text_source(const std::vector<std::string>& paths, TextUnit unit,
+                                         SourceOptions options);
+std::unique_ptr<Source> make_jsonl_source(const std::vector<std::string>& paths, const std::string& field,
+                                          SourceOptions options);
+std::unique_ptr<Source> make_token_source(const std::vector<std::string>& paths,
+                                          std::optional<int32_t> separator, SourceOptions options);
+std::unique_ptr<Source> make_memory_source(std::vector<Record> records, SourceOptions options);
+
+// Stages (one file each).
+std::unique_ptr<Stage> make_map(std::unique_ptr<Stage> upstream, const std::string& name,
+                                std::function<Record(Record)> f);
+std::unique_ptr<Stage> make_filter(std::unique_ptr<Stage> upstream, const std::string& name,
+                                   std::function<bool(const Record&)> keep);
+std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, const QualityOptions& options);
+std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t seed, int64_t window);
+std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
+                                     const TokenizeOptions& options);
+std::unique_ptr<Stage> make_pack(std::unique_ptr<Stage> upstream, int64_t T);
+
+// A uniformly random permutation of [0, n) evaluated one element at a time in O(1) memory: a
+// Feistel network keyed by Philox, cycle-walked into range (shuffle.cc).
+int64_t permuted_index(int64_t i, int64_t n, uint64_t seed, uint64_t round_key);
+
+}  // namespace dew::data::detail

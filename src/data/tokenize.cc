@@ -1,0 +1,133 @@
+// tokenize: text to ids with a tokenizer from tokenize/, its BOS/EOS as its configuration adds them
+// and optionally an EOS after every document. With workers, blocks of records are encoded on that
+// many threads and returned in order; the position is that of the next record not yet returned
+// (NOTE [positions]), so it is the same for any number of workers.
+#include <dew/error.h>
+#include <xxhash.h>
+
+#include "data/stage.h"
+#include "io/files.h"
+
+#include <filesystem>
+#include <thread>
+
+namespace dew::data::detail {
+namespace {
+
+constexpr size_t kRecordsPerWorker = 32;  // a block is workers x this many records
+
+// XXH3-64 over the files that decide the ids (tokenizer.json and tokenizer_config.json beside it).
+std::string tokenizer_content_hash(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path json = fs::is_directory(path) ? fs::path(path) / "tokenizer.json" : fs::path(path);
+  const fs::path config = json.parent_path() / "tokenizer_config.json";
+  std::string content = read_text_file(json.string());
+  content += '\0';
+  if (fs::is_regular_file(config)) content += read_text_file(config.string());
+  return fmt::format("{:016x}", XXH3_64bits(content.data(), content.size()));
+}
+
+class Tokenize : public Stage {
+ public:
+  Tokenize(std::unique_ptr<Stage> upstream, const std::string& path, const TokenizeOptions& options)
+      : Stage(std::move(upstream)),
+        tokenizer_(Tokenizer::load(path)),
+        path_(path),
+        hash_(tokenizer_content_hash(path)),
+        options_(options) {
+    DEW_REQUIRE(options.workers >= 1 && options.workers <= 256,
+                "[data] tokenize: workers {}; expected 1 to 256", options.workers);
+    if (options.append_eos) {
+      DEW_REQUIRE(
+          tokenizer_.eos_id().has_value(),
+          "[data] tokenize: append_eos is set but {} names no eos_token; set it in tokenizer_config.json "
+          "or turn append_eos off",
+          path);
+      eos_ = int32_t(*tokenizer_.eos_id());
+    }
+  }
+  Json describe() const override {
+    return {{"stage", "tokenize"},
+            {"tokenizer", {{"path", path_}, {"xxh3", hash_}}},
+            {"special_tokens", options_.special_tokens},
+            {"append_eos", options_.append_eos}};
+  }
+  std::string summary() const override {
+    return fmt::format("tokenize: {} (content {}), special tokens {}, {}EOS appended, {} worker(s)", path_,
+                       hash_, options_.special_tokens ? "as configured" : "off",
+                       options_.append_eos ? "" : "no ", options_.workers);
+  }
+  bool per_record() const override { return true; }
+  const Tokenizer* tokenizer() const override { return &tokenizer_; }
+  Json position() const override {
+    if (emitted_ < block_.size()) return {{"upstream", before_[emitted_]}};
+    return Stage::position();
+  }
+  void restore(const Json& position) override {
+    block_.clear();
+    emitted_ = 0;
+    Stage::restore(position);
+  }
+
+ protected:
+  std::optional<Record> next() override {
+    if (options_.workers == 1) {
+      std::optional<Record> r = upstream_->pull();
+      if (r) encode(*r);
+      return r;
+    }
+    if (emitted_ == block_.size()) fill();
+    if (emitted_ == block_.size()) return std::nullopt;
+    return std::move(block_[emitted_++]);
+  }
+
+ private:
+  void encode(Record& r) const {
+    const std::vector<int64_t> ids =
+        tokenizer_.encode(r.text, {.add_special_tokens = options_.special_tokens});
+    r.tokens.assign(ids.begin(), ids.end());
+    if (eos_) r.tokens.push_back(*eos_);
+    r.text.clear();
+  }
+  void fill() {
+    block_.clear();
+    before_.clear();
+    emitted_ = 0;
+    const size_t want = size_t(options_.workers) * kRecordsPerWorker;
+    while (block_.size() < want) {
+      before_.push_back(upstream_->position());
+      std::optional<Record> r = upstream_->pull();
+      if (!r) break;
+      block_.push_back(std::move(*r));
+    }
+    std::vector<std::exception_ptr> errors(size_t(options_.workers));
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < size_t(options_.workers); ++w)
+      threads.emplace_back([&, w] {
+        try {
+          for (size_t i = w; i < block_.size(); i += size_t(options_.workers)) encode(block_[i]);
+        } catch (...) {
+          errors[w] = std::current_exception();
+        }
+      });
+    for (std::thread& t : threads) t.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+  }
+  Tokenizer tokenizer_;
+  std::string path_, hash_;
+  TokenizeOptions options_;
+  std::optional<int32_t> eos_;
+  std::vector<Record> block_;
+  std::vector<Json> before_;  // upstream positions from before each record of the block
+  size_t emitted_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
+                                     const TokenizeOptions& options) {
+  return std::make_unique<Tokenize>(std::move(upstream), tokenizer_path, options);
+}
+
+}  // namespace dew::data::detail
