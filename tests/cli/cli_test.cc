@@ -374,3 +374,51 @@ TEST(Cli, GenerateAndTokenizeWithChatUseTheChatTemplate) {
   EXPECT_NE(not_chat.out.find("stdin line 1: expected a conversation"), std::string::npos) << not_chat.out;
   EXPECT_EQ(run("tokenize --chat --decode --tokenizer " + dir).exit_code, 2);
 }
+
+TEST(Cli, DataShowStatsAndPreviewAConfig) {
+  const std::string dir = testing::TempDir() + "/cli_data";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/tok");
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "a river of stone number " + std::to_string(i) + "\n";
+  std::ofstream(dir + "/corpus.txt") << text;
+  std::ofstream(dir + "/tok/tokenizer.json") << dew::train_byte_level_bpe({text}, {.vocab_size = 300});
+  const std::string config = R"([data.source]
+kind = "text"
+paths = ["corpus.txt"]
+unit = "line"
+
+[[data.stage]]
+kind = "tokenize"
+tokenizer = "tok"
+
+[[data.stage]]
+kind = "pack"
+T = 16
+
+[[data.stage]]
+kind = "batch"
+size = 2
+)";
+  std::ofstream(dir + "/data.toml") << config;
+  Result show = run("data show " + dir + "/data.toml");
+  EXPECT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find(" 2  pack: windows of T+1 = 17 tokens"), std::string::npos) << show.out;
+  Result preview = run("data preview " + dir + "/data.toml --batches 1");
+  ASSERT_EQ(preview.exit_code, 0) << preview.out;
+  const nlohmann::json row = nlohmann::json::parse(preview.out.substr(0, preview.out.find('\n')));
+  EXPECT_EQ(row["batch"], 0);
+  EXPECT_EQ(row["documents"][0].get<std::string>().rfind("a river of stone number 0", 0), 0u) << preview.out;
+  Result stats = run("data stats " + dir + "/data.toml");
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  const size_t last_line =
+      stats.out.rfind('\n', stats.out.size() - 2) + 1;  // the JSON line closes the output
+  const nlohmann::json figures = nlohmann::json::parse(stats.out.substr(last_line));
+  EXPECT_EQ(figures["stages"][0]["records_out"], 40);
+  Result bad = run("data show " + dir + "/data.toml --set data.stage.1.T=0");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("[data] pack: T = 0"), std::string::npos) << bad.out;
+  Result forever = run("data stats " + dir + "/data.toml --set data.source.epochs=0");
+  EXPECT_EQ(forever.exit_code, 1);
+  EXPECT_NE(forever.out.find("repeats forever"), std::string::npos) << forever.out;
+}

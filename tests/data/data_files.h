@@ -23,6 +23,7 @@ class DataDir {
   ~DataDir() { std::filesystem::remove_all(root_); }
   std::string path(const std::string& name) const { return (root_ / name).string(); }
   void write(const std::string& name, const std::string& bytes) const {
+    std::filesystem::create_directories((root_ / name).parent_path());
     std::ofstream(root_ / name, std::ios::binary | std::ios::trunc) << bytes;
   }
   std::string read(const std::string& name) const {
