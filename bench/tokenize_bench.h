@@ -14,4 +14,10 @@ struct TokenizeBenchOptions {
 };
 int run_tokenize_bench(const TokenizeBenchOptions& options);
 
+// The Brown corpus (tools/tokenizer-oracle) as plain English, a sentence per line: each tagged line
+// "The/at jury/nn" becomes "The jury".
+std::string brown_text();
+// The directory of a tokenizer of tools/tokenizer-oracle ("llama3", "qwen3", "deepseek_v3", "llama2").
+std::string oracle_tokenizer(const std::string& name);
+
 }  // namespace dew::bench

@@ -5,6 +5,7 @@
 
 #include "autodiff_bench.h"
 #include "cli/commands.h"
+#include "data_bench.h"
 #include "decode_bench.h"
 #include "memory_bench.h"
 #include "ops_bench.h"
@@ -156,6 +157,15 @@ int main(int argc, char** argv) {
     });
     data_cmds.push_back(cmd);
   }
+  dew::bench::DataBenchOptions bench_data;
+  auto* bench_data_cmd = bench_cmd->add_subcommand(
+      "data",
+      "the data chain on the Brown corpus: per-stage rates, and its time against the tokenizer alone");
+  bench_data_cmd->add_option("--tokenizer", bench_data.tokenizer, "a tokenizer (default: Llama 3's)");
+  bench_data_cmd->add_option("--tokens", bench_data.T, "T, the packed window's tokens less one")
+      ->default_val(1024);
+  bench_data_cmd->add_option("--batch", bench_data.batch, "rows per batch")->default_val(8);
+  bench_data_cmd->add_option("--reps", bench_data.reps, "best of this many runs")->default_val(3);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -176,6 +186,7 @@ int main(int argc, char** argv) {
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);
     if (*bench_decode_cmd) return dew::bench::run_decode_bench(bench_decode);
     if (*bench_tokenize_cmd) return dew::bench::run_tokenize_bench(bench_tokenize);
+    if (*bench_data_cmd) return dew::bench::run_data_bench(bench_data);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
     return 1;

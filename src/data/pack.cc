@@ -42,14 +42,16 @@ class Pack : public Stage {
     Record w;
     w.origin = doc_->origin;
     const size_t length = size_t(T_) + 1;
+    w.tokens.reserve(length);
+    w.segment_ids.reserve(length);
+    w.positions.reserve(length);
     int32_t segment = 1;
     for (;;) {
       const size_t take = std::min(length - w.tokens.size(), doc_->tokens.size() - offset_);
-      for (size_t i = 0; i < take; ++i) {
-        w.tokens.push_back(doc_->tokens[offset_ + i]);
-        w.segment_ids.push_back(segment);
-        w.positions.push_back(int32_t(base_ + int64_t(offset_ + i)));
-      }
+      const auto from = doc_->tokens.begin() + long(offset_);
+      w.tokens.insert(w.tokens.end(), from, from + long(take));
+      w.segment_ids.insert(w.segment_ids.end(), take, segment);
+      for (size_t i = 0; i < take; ++i) w.positions.push_back(int32_t(base_ + int64_t(offset_ + i)));
       offset_ += take;
       if (w.tokens.size() == length) break;
       const int64_t next_base = base_ + int64_t(doc_->tokens.size());

@@ -8,7 +8,10 @@
 #include "data/stage.h"
 #include "io/files.h"
 
+#include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 namespace dew::data::detail {
@@ -26,6 +29,64 @@ std::string tokenizer_content_hash(const std::string& path) {
   if (fs::is_regular_file(config)) content += read_text_file(config.string());
   return fmt::format("{:016x}", XXH3_64bits(content.data(), content.size()));
 }
+
+// Threads that live as long as the stage (their thread-local regex scratch with them; not the compute
+// pool, which training's kernels use while the chain prefetches beside them), running
+// body(i) for i in [0, n) split round-robin; run() returns when all are done, rethrowing the first error.
+class Workers {
+ public:
+  explicit Workers(int n) {
+    for (int w = 0; w < n; ++w) threads_.emplace_back([this, w, n] { loop(size_t(w), size_t(n)); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  void run(size_t n, std::function<void(size_t)> body) {
+    std::unique_lock lock(mutex_);
+    body_ = std::move(body);
+    n_ = n;
+    busy_ = threads_.size();
+    error_ = nullptr;
+    ++generation_;
+    wake_.notify_all();
+    done_.wait(lock, [&] { return busy_ == 0; });
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void loop(size_t w, size_t count) {
+    uint64_t seen = 0;
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      lock.unlock();
+      std::exception_ptr error;
+      try {
+        for (size_t i = w; i < n_; i += count) body_(i);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      lock.lock();
+      if (error && !error_) error_ = error;
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::function<void(size_t)> body_;
+  size_t n_ = 0, busy_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
 
 class Tokenize : public Stage {
  public:
@@ -100,19 +161,8 @@ class Tokenize : public Stage {
       if (!r) break;
       block_.push_back(std::move(*r));
     }
-    std::vector<std::exception_ptr> errors(size_t(options_.workers));
-    std::vector<std::thread> threads;
-    for (size_t w = 0; w < size_t(options_.workers); ++w)
-      threads.emplace_back([&, w] {
-        try {
-          for (size_t i = w; i < block_.size(); i += size_t(options_.workers)) encode(block_[i]);
-        } catch (...) {
-          errors[w] = std::current_exception();
-        }
-      });
-    for (std::thread& t : threads) t.join();
-    for (const std::exception_ptr& e : errors)
-      if (e) std::rethrow_exception(e);
+    if (!pool_) pool_ = std::make_unique<Workers>(options_.workers);
+    pool_->run(block_.size(), [this](size_t i) { encode(block_[i]); });
   }
   Tokenizer tokenizer_;
   std::string path_, hash_;
@@ -121,6 +171,7 @@ class Tokenize : public Stage {
   std::vector<Record> block_;
   std::vector<Json> before_;  // upstream positions from before each record of the block
   size_t emitted_ = 0;
+  std::unique_ptr<Workers> pool_;
 };
 
 }  // namespace

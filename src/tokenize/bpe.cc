@@ -161,7 +161,7 @@ void BpeModel::encode(std::string_view piece, std::vector<int64_t>& ids) const {
 void BpeModel::encode_word(std::string_view piece, std::vector<int64_t>& ids) const {
   const bool cacheable = piece.size() < kLongestCachedWord;
   if (cacheable) {
-    std::lock_guard lock(cache_mutex_);
+    std::shared_lock lock(cache_mutex_);
     auto it = cache_.find(piece);
     if (it != cache_.end()) {
       ids.insert(ids.end(), it->second.begin(), it->second.end());

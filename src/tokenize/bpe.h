@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,7 +79,7 @@ class BpeModel {
   std::array<int64_t, 256> byte_token_ids_{};  // <0xXX> for byte_fallback; -1 where missing
 
   // Words already merged (the Rust crate keeps the same cache): most text is made of few words.
-  mutable std::mutex cache_mutex_;
+  mutable std::shared_mutex cache_mutex_;  // lookups share it: threads encoding at once rarely write
   mutable std::unordered_map<std::string, std::vector<int64_t>, StringHash, std::equal_to<>> cache_;
 };
 
