@@ -42,15 +42,23 @@ std::string Stage::summary() const {
 std::optional<Record> Source::next() {
   for (;;) {
     if (index_ == size()) {
-      if (options_.epochs != 0 && epoch_ + 1 >= options_.epochs) return std::nullopt;
+      if (size() == 0 || (options_.epochs != 0 && epoch_ + 1 >= options_.epochs)) return std::nullopt;
+      DEW_REQUIRE(!whole_epoch_ || returned_in_epoch_ > 0,
+                  "[data] {}: every record of epoch {} was skipped as malformed, so repeating it would yield "
+                  "nothing forever; fix the files or turn skip_malformed off to see the first error",
+                  describe().at("stage").get<std::string>(), epoch_);
       ++epoch_;
       index_ = 0;
-      if (size() == 0) return std::nullopt;
+      whole_epoch_ = true;
+      returned_in_epoch_ = 0;
     }
     const int64_t step = index_++;
     const int64_t i = shuffle_seed_ ? permuted_index(step, size(), *shuffle_seed_, uint64_t(epoch_)) : step;
     std::optional<Record> record = read(i);
-    if (record) return record;
+    if (record) {
+      ++returned_in_epoch_;
+      return record;
+    }
     ++dropped;
   }
 }
@@ -63,6 +71,8 @@ void Source::restore(const Json& position) {
       index, size(), options_.epochs);
   epoch_ = epoch;
   index_ = index;
+  whole_epoch_ = index == 0;  // a resumed epoch's earlier records are not counted
+  returned_in_epoch_ = 0;
 }
 
 Json Source::describe_options() const {

@@ -79,6 +79,8 @@ class Source : public Stage {
  private:
   int64_t epoch_ = 0, index_ = 0;
   std::optional<uint64_t> shuffle_seed_;
+  bool whole_epoch_ = true;  // this epoch was read from its first record here
+  int64_t returned_in_epoch_ = 0;
 };
 
 // Sources (sources.cc, token_files.cc).

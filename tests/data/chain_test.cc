@@ -99,6 +99,12 @@ TEST(DataSources, BadUtf8IsNamedOrSkipped) {
             std::string::npos);
   Chain lenient = Chain::text_files({dir.path("t.txt")}, TextUnit::line, {.skip_malformed = true});
   EXPECT_EQ(texts(drain_records(lenient)), (std::vector<std::string>{"good", "fine"}));
+  // Repeating a source whose records are all skipped would yield nothing forever.
+  dir.write("all_bad.txt", "\xff\n\xfe\n");
+  Chain forever =
+      Chain::text_files({dir.path("all_bad.txt")}, TextUnit::line, {.epochs = 0, .skip_malformed = true});
+  EXPECT_NE(error_of([&] { forever.next_record(); }).find("every record of epoch 0 was skipped"),
+            std::string::npos);
 }
 
 TEST(DataSources, TokenFilesLlmcBinAndNpy) {
