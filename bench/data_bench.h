@@ -10,7 +10,7 @@ namespace dew::bench {
 struct DataBenchOptions {
   std::string tokenizer;  // default: Llama 3's from tools/tokenizer-oracle
   int64_t T = 1024, batch = 8;
-  int reps = 3;  // each figure is the best of this many runs
+  int reps = 5;  // each figure is the best of this many runs
 };
 int run_data_bench(const DataBenchOptions& options);
 

@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   bench_data_cmd->add_option("--tokens", bench_data.T, "T, the packed window's tokens less one")
       ->default_val(1024);
   bench_data_cmd->add_option("--batch", bench_data.batch, "rows per batch")->default_val(8);
-  bench_data_cmd->add_option("--reps", bench_data.reps, "best of this many runs")->default_val(3);
+  bench_data_cmd->add_option("--reps", bench_data.reps, "best of this many runs")->default_val(5);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

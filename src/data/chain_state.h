@@ -21,7 +21,7 @@ struct Chain::State {
   int64_t batch_records = 0, batch_real_tokens = 0, batch_padding = 0;
   std::mutex stages;  // the stages are used by the prefetch thread and by stats()
   std::unique_ptr<detail::Prefetcher> prefetcher;
-  detail::Json last_position;  // with prefetch: the stages' position after the last batch returned
+  detail::Cursor last_position;  // with prefetch: the stages' position after the last batch returned
 
   // Builds global batch `batches` from the stages (the caller holds `stages`); nullopt at the end.
   std::optional<Batch> build_batch();

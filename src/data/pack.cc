@@ -17,22 +17,30 @@ class Pack : public Stage {
     return fmt::format(
         "pack: windows of T+1 = {} tokens at stride {}, segment ids and positions per document", T_ + 1, T_);
   }
-  // The next window begins at token `offset` of the document read after `upstream`.
-  Json position() const override {
-    if (doc_) return {{"upstream", doc_start_}, {"offset", offset_}, {"base", base_}};
-    return {{"upstream", upstream_->position()}};  // the next window begins with the next document
+  // [upstream before the current document..., 1, offset, base]: the next window begins at token
+  // `offset` of the document read next; or [upstream..., 0, 0, 0]: it begins with the next document.
+  void save(Cursor& out) const override {
+    if (doc_) {
+      out.insert(out.end(), doc_start_.begin(), doc_start_.end());
+      out.insert(out.end(), {1, int64_t(offset_), base_});
+    } else {
+      upstream_->save(out);
+      out.insert(out.end(), {0, 0, 0});
+    }
   }
-  void restore(const Json& position) override {
-    upstream_->restore(position.at("upstream"));
+  size_t cursor_size() const override { return upstream_->cursor_size() + 3; }
+  void restore(std::span<const int64_t> cursor) override {
+    const std::span<const int64_t> own = restore_upstream(cursor, 3);
     doc_.reset();
-    if (!position.contains("offset")) return;
-    const size_t offset = position.at("offset").get<size_t>();
+    if (own[0] == 0) return;
+    DEW_REQUIRE(own[1] >= 0, "[data] position: pack offset {}; expected a count", own[1]);
+    const size_t offset = size_t(own[1]);
     pull_document();
     DEW_REQUIRE(doc_ && offset < doc_->tokens.size(),
                 "[data] position: pack offset {} is past the document it names ({} tokens)", offset,
                 doc_ ? doc_->tokens.size() : 0);
     offset_ = offset;
-    base_ = position.at("base").get<int64_t>();
+    base_ = own[2];
   }
 
  protected:
@@ -77,7 +85,8 @@ class Pack : public Stage {
   // Reads the next non-empty document; doc_ is empty at the end.
   void pull_document() {
     for (;;) {
-      doc_start_ = upstream_->position();
+      doc_start_.clear();
+      upstream_->save(doc_start_);
       doc_ = upstream_->pull();
       offset_ = 0;
       base_ = 0;
@@ -89,7 +98,7 @@ class Pack : public Stage {
   }
   int64_t T_;
   std::optional<Record> doc_;
-  Json doc_start_;
+  Cursor doc_start_;
   size_t offset_ = 0;
   int64_t base_ = 0;  // position of doc_->tokens[0] within its whole document
 };

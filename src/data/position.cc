@@ -66,7 +66,7 @@ std::string Chain::description() const {
 std::string Chain::position() const {
   State& s = *state_;
   std::lock_guard lock(s.stages);
-  const Json state = s.prefetcher ? s.last_position : s.head->position();
+  const detail::Cursor state = s.prefetcher ? s.last_position : s.head->position();
   return Json{{"format", kFormat},
               {"version", 1},
               {"batches", s.batches},
@@ -91,13 +91,19 @@ void Chain::resume(const std::string& position) {
       "[data] position: the chain has changed since this position was saved, so its records would not "
       "continue where they left off:\n  {}\nResume with the chain as it was, or start the data afresh",
       fmt::join(changed, "\n  "));
+  detail::Cursor state;
   try {
-    s.head->restore(saved.at("state"));
+    state = saved.at("state").get<detail::Cursor>();
     s.batches = saved.at("batches").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     fail("[data] position: malformed ({}); expected what Chain::position() wrote", e.what());
   }
-  s.last_position = saved.at("state");
+  DEW_REQUIRE(state.size() == s.head->cursor_size() && s.batches >= 0,
+              "[data] position: {} integers of state for a chain that keeps {}; expected what Chain::position() "
+              "wrote for this chain",
+              state.size(), s.head->cursor_size());
+  s.head->restore(state);
+  s.last_position = state;
 }
 
 }  // namespace dew::data

@@ -5,8 +5,6 @@
 
 #include <dew/data.h>
 
-#include <nlohmann/json.hpp>
-
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -14,12 +12,13 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 namespace dew::data::detail {
 
 struct Prefetched {
   std::optional<Batch> batch;  // nullopt: the chain ended
-  nlohmann::json position;     // the stages' position after it
+  std::vector<int64_t> position;  // the stages' position after it (NOTE [positions])
   std::exception_ptr error;
 };
 

@@ -61,22 +61,29 @@ class WindowShuffle : public Stage {
   std::string summary() const override {
     return "shuffle: blocks of " + std::to_string(window_) + " records, seed " + std::to_string(seed_);
   }
-  Json position() const override {
-    if (emitted_ < buffer_.size())
-      return {{"upstream", window_start_}, {"window", next_window_ - 1}, {"emitted", emitted_}};
-    return {{"upstream", upstream_->position()}, {"window", next_window_}, {"emitted", 0}};
+  // [upstream before the window..., window, emitted], or [upstream..., next window, 0] between windows.
+  void save(Cursor& out) const override {
+    if (emitted_ < buffer_.size()) {
+      out.insert(out.end(), window_start_.begin(), window_start_.end());
+      out.insert(out.end(), {int64_t(next_window_) - 1, int64_t(emitted_)});
+    } else {
+      upstream_->save(out);
+      out.insert(out.end(), {int64_t(next_window_), 0});
+    }
   }
-  void restore(const Json& position) override {
-    upstream_->restore(position.at("upstream"));
-    next_window_ = position.at("window").get<uint64_t>();
-    const size_t emitted = position.at("emitted").get<size_t>();
+  size_t cursor_size() const override { return upstream_->cursor_size() + 2; }
+  void restore(std::span<const int64_t> cursor) override {
+    const std::span<const int64_t> own = restore_upstream(cursor, 2);
+    DEW_REQUIRE(own[0] >= 0 && own[1] >= 0, "[data] position: shuffle window {} and offset {}; expected counts",
+                own[0], own[1]);
+    next_window_ = uint64_t(own[0]);
+    const size_t emitted = size_t(own[1]);
     buffer_.clear();
     emitted_ = 0;
     if (emitted == 0) return;
     fill();
-    DEW_REQUIRE(emitted < buffer_.size(),
-                "[data] position: shuffle window {} has {} records, not more than {}", next_window_ - 1,
-                buffer_.size(), emitted);
+    DEW_REQUIRE(emitted < buffer_.size(), "[data] position: shuffle window {} has {} records, not more than {}",
+                next_window_ - 1, buffer_.size(), emitted);
     emitted_ = emitted;
   }
 
@@ -110,7 +117,7 @@ class WindowShuffle : public Stage {
   uint64_t seed_;
   int64_t window_;
   uint64_t next_window_ = 0;
-  Json window_start_;
+  Cursor window_start_;
   std::vector<Record> buffer_;
   std::vector<size_t> order_;
   size_t emitted_ = 0;

@@ -35,6 +35,18 @@ StageStats Stage::stats() const {
   return s;
 }
 
+Cursor Stage::position() const {
+  Cursor out;
+  out.reserve(cursor_size());
+  save(out);
+  return out;
+}
+
+std::span<const int64_t> Stage::restore_upstream(std::span<const int64_t> cursor, size_t fields) {
+  upstream_->restore(cursor.first(cursor.size() - fields));
+  return cursor.last(fields);
+}
+
 std::string Stage::summary() const {
   return describe().dump();
 }
@@ -63,8 +75,8 @@ std::optional<Record> Source::next() {
   }
 }
 
-void Source::restore(const Json& position) {
-  const int64_t epoch = position.at("epoch").get<int64_t>(), index = position.at("index").get<int64_t>();
+void Source::restore(std::span<const int64_t> cursor) {
+  const int64_t epoch = cursor[0], index = cursor[1];
   DEW_REQUIRE(
       epoch >= 0 && index >= 0 && index <= size() && (options_.epochs == 0 || epoch < options_.epochs),
       "[data] position: source epoch {} index {} is outside this source ({} records, {} epochs)", epoch,

@@ -1,6 +1,7 @@
-// One link of a chain: pulls records from its upstream and yields records. Its position is JSON
-// naming what to restore so that the next pull yields the record that would have come next; a stage
-// that buffers records saves the upstream position from before its buffer (NOTE [positions]).
+// One link of a chain: pulls records from its upstream and yields records. Its position is a short
+// list of integers from which a restored chain's next pull yields the record that would have come
+// next; a stage that buffers records saves the upstream position from before its buffer (NOTE
+// [positions]).
 #pragma once
 
 #include <dew/data.h>
@@ -9,6 +10,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace dew::data::detail {
@@ -16,13 +18,17 @@ namespace dew::data::detail {
 using Json = nlohmann::json;
 
 // NOTE [positions]
-// A position is {"upstream": <the upstream's position>, ...this stage's own fields}, nested down to
-// the source's {"epoch", "index"}. A stage whose output is a function of single records (map,
+// A position is a flat list of integers: the upstream's position, then this stage's own fields (a
+// fixed number per stage, so the layout is a function of the chain), down to the source's epoch and
+// index. Flat, because stages snapshot their upstream's position per document, and a vector copy
+// costs far less than building JSON. A stage whose output is a function of single records (map,
 // filter, tokenize) has no fields of its own and saves the upstream's position from just before the
 // next record it has not yet returned — whether it encodes one record at a time or a block on
 // several threads, so the position never depends on the number of workers. A stage that holds a
 // buffer (shuffle's window, pack's current document) saves the upstream's position from before the
 // buffer began and how far into the buffer it is; restore reads the buffer again.
+using Cursor = std::vector<int64_t>;
+
 class Stage {
  public:
   explicit Stage(std::unique_ptr<Stage> upstream) : upstream_(std::move(upstream)) {}
@@ -31,8 +37,12 @@ class Stage {
   // Counts and times the record next() returns (StageStats).
   std::optional<Record> pull();
 
-  virtual Json position() const { return Json{{"upstream", upstream_->position()}}; }
-  virtual void restore(const Json& position) { upstream_->restore(position.at("upstream")); }
+  Cursor position() const;
+  // Appends the position (the upstream's, then this stage's fields) to `out`.
+  virtual void save(Cursor& out) const { upstream_->save(out); }
+  // `cursor` holds exactly cursor_size() integers, as save() wrote them.
+  virtual void restore(std::span<const int64_t> cursor) { upstream_->restore(cursor); }
+  virtual size_t cursor_size() const { return upstream_->cursor_size(); }
   virtual Json describe() const = 0;    // {"stage": name, ...parameters that shape the records}
   virtual std::string summary() const;  // one line for show(); describe() unless overridden
   // Maps and filters: a global shuffle after them may permute the source instead (shuffle.cc).
@@ -45,6 +55,9 @@ class Stage {
 
  protected:
   virtual std::optional<Record> next() = 0;
+  // For stages with `fields` integers of their own: restores the upstream from the front of `cursor`
+  // and returns the rest.
+  std::span<const int64_t> restore_upstream(std::span<const int64_t> cursor, size_t fields);
   std::unique_ptr<Stage> upstream_;
 
  private:
@@ -53,7 +66,7 @@ class Stage {
 };
 
 // The stage that begins a chain: records numbered 0..size()-1 per epoch, read in the order a
-// shuffle may set. Its position is {"epoch", "index"}.
+// shuffle may set. Its position is [epoch, index].
 class Source : public Stage {
  public:
   Source(SourceOptions options) : Stage(nullptr), options_(options) {}
@@ -67,8 +80,9 @@ class Source : public Stage {
   // False where records are pieces of one document (token files without separators): not shuffled.
   virtual bool records_are_documents() const { return true; }
 
-  Json position() const override { return Json{{"epoch", epoch_}, {"index", index_}}; }
-  void restore(const Json& position) override;
+  void save(Cursor& out) const override { out.insert(out.end(), {epoch_, index_}); }
+  void restore(std::span<const int64_t> cursor) override;
+  size_t cursor_size() const override { return 2; }
   std::string summary() const override;
 
  protected:

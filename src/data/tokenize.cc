@@ -120,14 +120,14 @@ class Tokenize : public Stage {
   }
   bool per_record() const override { return true; }
   const Tokenizer* tokenizer() const override { return &tokenizer_; }
-  Json position() const override {
-    if (emitted_ < block_.size()) return {{"upstream", before_[emitted_]}};
-    return Stage::position();
+  void save(Cursor& out) const override {
+    if (emitted_ < block_.size()) out.insert(out.end(), before_[emitted_].begin(), before_[emitted_].end());
+    else upstream_->save(out);
   }
-  void restore(const Json& position) override {
+  void restore(std::span<const int64_t> cursor) override {
     block_.clear();
     emitted_ = 0;
-    Stage::restore(position);
+    Stage::restore(cursor);
   }
 
  protected:
@@ -169,7 +169,7 @@ class Tokenize : public Stage {
   TokenizeOptions options_;
   std::optional<int32_t> eos_;
   std::vector<Record> block_;
-  std::vector<Json> before_;  // upstream positions from before each record of the block
+  std::vector<Cursor> before_;  // upstream positions from before each record of the block
   size_t emitted_ = 0;
   std::unique_ptr<Workers> pool_;
 };
