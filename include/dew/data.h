@@ -69,6 +69,8 @@ struct StageStats {
   double seconds = 0;   // time in this stage alone (its upstream's time subtracted)
 };
 
+struct MixMember;
+
 class Chain {
  public:
   // Sources. Paths are files or glob patterns; a pattern that matches nothing or a missing file is
@@ -83,6 +85,10 @@ class Chain {
   static Chain token_files(const std::vector<std::string>& paths, std::optional<int32_t> separator,
                            SourceOptions options = {});
   static Chain records(std::vector<Record> records, SourceOptions options = {});
+  // A weighted mixture of record chains (without batch), keyed by name: draw k takes the next record
+  // of a member picked with probability weight / Σ weights by a seeded schedule. It ends when a
+  // member it picks has ended (give members epochs = 0 to mix forever).
+  static Chain mix(std::vector<MixMember> members, uint64_t seed);
 
   // Stages, in order. A C++ callable is known to the chain's description by its name only: rename it
   // when its behaviour changes, so that resuming an old position is refused.
@@ -121,6 +127,12 @@ class Chain {
   struct State;
   explicit Chain(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
+};
+
+struct MixMember {
+  std::string name;
+  double weight = 0;
+  Chain chain;
 };
 
 // A chain from the [data] table of a TOML config (docs/data.md); relative paths are relative to

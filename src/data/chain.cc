@@ -33,6 +33,18 @@ Chain Chain::records(std::vector<Record> records, SourceOptions options) {
   return Chain(std::make_unique<State>(detail::make_memory_source(std::move(records), options)));
 }
 
+Chain Chain::mix(std::vector<MixMember> members, uint64_t seed) {
+  std::vector<detail::MixInput> inputs;
+  for (MixMember& m : members) {
+    State& member = *m.chain.state_;
+    DEW_REQUIRE(!member.batch_size && member.prefetch == 0,
+                "[data] mix: member {} ends in batch; a mixture mixes records, and batch comes after it",
+                m.name);
+    inputs.push_back({m.name, m.weight, std::move(member.head)});
+  }
+  return Chain(std::make_unique<State>(detail::make_mix(std::move(inputs), seed)));
+}
+
 Chain& Chain::map(const std::string& name, std::function<Record(Record)> f) {
   state_->grow("map",
                [&](auto upstream) { return detail::make_map(std::move(upstream), name, std::move(f)); });
@@ -159,26 +171,67 @@ std::optional<Batch> Chain::next_batch() {
   return batch;
 }
 
+namespace {
+
+// `head` and the stages below it, source first.
+std::vector<const detail::Stage*> stages_of(const detail::Stage& head) {
+  std::vector<const detail::Stage*> order;
+  for (const detail::Stage* s = &head; s; s = s->upstream()) order.insert(order.begin(), s);
+  return order;
+}
+
+// show()'s lines: a mixture's members, indented, above the mixture's own line.
+void show_lines(const detail::Stage& head, const std::string& indent, std::vector<std::string>& lines) {
+  for (const detail::Stage* s : stages_of(head)) {
+    for (const auto& [name, member] : s->members()) {
+      lines.push_back(indent + "member " + name + ":");
+      show_lines(*member, indent + "    ", lines);
+    }
+    lines.push_back(indent + s->summary());
+  }
+}
+
+// stats(): members' stages named "member/stage", before their mixture.
+void collect_stats(const detail::Stage& head, const std::string& prefix, std::vector<StageStats>& out) {
+  for (const detail::Stage* s : stages_of(head)) {
+    for (const auto& [name, member] : s->members()) collect_stats(*member, prefix + name + "/", out);
+    out.push_back(s->stats());
+    out.back().stage = prefix + out.back().stage;
+  }
+}
+
+const Tokenizer* find_tokenizer(const detail::Stage& head) {
+  for (const detail::Stage* s : stages_of(head)) {
+    if (s->tokenizer()) return s->tokenizer();
+    for (const auto& member : s->members())
+      if (const Tokenizer* t = find_tokenizer(*member.second)) return t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 std::string Chain::show() const {
+  const State& s = *state_;
   std::lock_guard lock(state_->stages);
   std::vector<std::string> lines;
-  for (const detail::Stage* s = state_->head.get(); s; s = s->upstream()) lines.push_back(s->summary());
+  show_lines(*s.head, "", lines);
+  if (s.batch_size) {
+    const int64_t local = *s.batch_size / s.shard.count;
+    lines.push_back(fmt::format("batch: {} rows per global batch; this process takes rows {} to {}",
+                                *s.batch_size, s.shard.index * local, (s.shard.index + 1) * local - 1));
+  }
+  if (s.prefetch)
+    lines.push_back(fmt::format("prefetch: up to {} batches built ahead on a thread", s.prefetch));
   std::string out;
-  for (size_t i = lines.size(); i-- > 0;) out += fmt::format("{:>2}  {}\n", lines.size() - 1 - i, lines[i]);
-  size_t n = lines.size();
-  if (state_->batch_size)
-    out += fmt::format("{:>2}  batch: {} rows per global batch; this process takes rows {} to {}\n", n++,
-                       *state_->batch_size, state_->shard.index * (*state_->batch_size / state_->shard.count),
-                       (state_->shard.index + 1) * (*state_->batch_size / state_->shard.count) - 1);
-  if (state_->prefetch)
-    out += fmt::format("{:>2}  prefetch: up to {} batches built ahead on a thread\n", n, state_->prefetch);
+  for (const std::string& line : lines) out += line + "\n";
   return out;
 }
 
 std::vector<StageStats> Chain::stats() const {
   std::lock_guard lock(state_->stages);
   std::vector<StageStats> out;
-  for (const detail::Stage* s = state_->head.get(); s; s = s->upstream()) out.insert(out.begin(), s->stats());
+  collect_stats(*state_->head, "", out);
   if (state_->batch_size) {
     StageStats b;
     b.stage = "batch";
@@ -192,9 +245,7 @@ std::vector<StageStats> Chain::stats() const {
 }
 
 const Tokenizer* Chain::tokenizer() const {
-  for (const detail::Stage* s = state_->head.get(); s; s = s->upstream())
-    if (s->tokenizer()) return s->tokenizer();
-  return nullptr;
+  return find_tokenizer(*state_->head);
 }
 
 }  // namespace dew::data

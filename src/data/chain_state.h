@@ -12,7 +12,7 @@
 namespace dew::data {
 
 struct Chain::State {
-  explicit State(std::unique_ptr<detail::Source> source) : head(std::move(source)) {}
+  explicit State(std::unique_ptr<detail::Stage> root) : head(std::move(root)) {}  // a source or a mixture
   std::unique_ptr<detail::Stage> head;  // the last record stage; the source at the bottom
   std::optional<int64_t> batch_size;    // global rows per batch
   Shard shard;

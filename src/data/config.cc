@@ -81,6 +81,56 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
   }
 }
 
+// A chain from a table holding `source` or `mix`, and `stage` (the [data] table, a mixture's member);
+// `where` names it in errors ("config.toml: data").
+Chain chain_from_table(const toml::table& table, const std::string& where, const std::filesystem::path& base,
+                       std::initializer_list<const char*> also_allowed) {
+  std::vector<const char*> known = {"source", "mix", "stage"};
+  known.insert(known.end(), also_allowed.begin(), also_allowed.end());
+  for (const auto& [key, value] : table) {
+    DEW_REQUIRE(std::find(known.begin(), known.end(), key.str()) != known.end(),
+                "{}: unknown key {}; expected source or mix, and stage{}", where, key.str(),
+                also_allowed.size() ? " (or " + std::string(*also_allowed.begin()) + ")" : "");
+  }
+  const toml::table* source = table["source"].as_table();
+  const toml::table* mix = table["mix"].as_table();
+  DEW_REQUIRE((source != nullptr) != (mix != nullptr),
+              "{}: expected one [source] table naming the files, or one [mix] table of members", where);
+  std::optional<Chain> chain;
+  if (source) {
+    chain.emplace(make_source(TomlFields(*source, where + ".source"), base));
+  } else {
+    const TomlFields fields(*mix, where + ".mix");
+    fields.only({"seed", "members"});
+    const toml::table* members = (*mix)["members"].as_table();
+    DEW_REQUIRE(members && !members->empty(),
+                "{}.mix: no [members] table; expected [{}.mix.members.NAME] tables", where,
+                where.substr(where.find(": ") + 2));
+    std::vector<MixMember> inputs;
+    for (const auto& [name, value] : *members) {
+      const std::string at = where + ".mix.members." + std::string(name.str());
+      const toml::table* member = value.as_table();
+      DEW_REQUIRE(member, "{}: not a table; expected weight, source or mix, and stage", at);
+      const double weight = TomlFields(*member, at).number_or("weight", 0);
+      inputs.push_back({std::string(name.str()), weight, chain_from_table(*member, at, base, {"weight"})});
+    }
+    const int64_t seed = fields.integer_or("seed", 0);
+    DEW_REQUIRE(seed >= 0, "{}.mix: seed {}; expected a non-negative integer", where, seed);
+    chain.emplace(Chain::mix(std::move(inputs), uint64_t(seed)));
+  }
+  if (const toml::node* stages = table.get("stage")) {
+    const toml::array* list = stages->as_array();
+    DEW_REQUIRE(list, "{}.stage is not an array of tables; write each stage as [[...stage]]", where);
+    for (size_t i = 0; i < list->size(); ++i) {
+      const toml::table* stage = list->get(i)->as_table();
+      const std::string at = where + ".stage." + std::to_string(i);
+      DEW_REQUIRE(stage, "{}: not a table; write each stage as [[...stage]]", at);
+      add_stage(*chain, TomlFields(*stage, at), base);
+    }
+  }
+  return std::move(*chain);
+}
+
 }  // namespace
 
 Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides) {
@@ -88,23 +138,8 @@ Chain chain_from_config(const std::string& config_path, const std::vector<std::s
   const toml::table* data = root["data"].as_table();
   DEW_REQUIRE(data, "{}: no [data] table; expected [data.source] and [[data.stage]] (docs/data.md)",
               config_path);
-  TomlFields(*data, config_path + ": data").only({"source", "stage"});
-  const toml::table* source = (*data)["source"].as_table();
-  DEW_REQUIRE(source, "{}: no [data.source] table; expected one naming the files", config_path);
   const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
-  Chain chain = make_source(TomlFields(*source, config_path + ": data.source"), base);
-  if (const toml::node* stages = data->get("stage")) {
-    const toml::array* list = stages->as_array();
-    DEW_REQUIRE(list, "{}: data.stage is not an array of tables; write each stage as [[data.stage]]",
-                config_path);
-    for (size_t i = 0; i < list->size(); ++i) {
-      const toml::table* stage = list->get(i)->as_table();
-      const std::string where = config_path + ": data.stage." + std::to_string(i);
-      DEW_REQUIRE(stage, "{}: not a table; write each stage as [[data.stage]]", where);
-      add_stage(chain, TomlFields(*stage, where), base);
-    }
-  }
-  return chain;
+  return chain_from_table(*data, config_path + ": data", base, {});
 }
 
 }  // namespace dew::data

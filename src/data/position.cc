@@ -50,10 +50,7 @@ void differences(const Json& was, const Json& now, const std::string& where, std
 }  // namespace
 
 Json Chain::State::description() const {
-  Json stages = Json::array();
-  for (const detail::Stage* s = head.get(); s; s = s->upstream())
-    stages.insert(stages.begin(), s->describe());
-  Json d = {{"stages", stages}};
+  Json d = {{"stages", detail::describe_stages(*head)}};
   if (batch_size) d["batch"] = {{"size", *batch_size}};
   return d;
 }
@@ -98,10 +95,11 @@ void Chain::resume(const std::string& position) {
   } catch (const nlohmann::json::exception& e) {
     fail("[data] position: malformed ({}); expected what Chain::position() wrote", e.what());
   }
-  DEW_REQUIRE(state.size() == s.head->cursor_size() && s.batches >= 0,
-              "[data] position: {} integers of state for a chain that keeps {}; expected what Chain::position() "
-              "wrote for this chain",
-              state.size(), s.head->cursor_size());
+  DEW_REQUIRE(
+      state.size() == s.head->cursor_size() && s.batches >= 0,
+      "[data] position: {} integers of state for a chain that keeps {}; expected what Chain::position() "
+      "wrote for this chain",
+      state.size(), s.head->cursor_size());
   s.head->restore(state);
   s.last_position = state;
 }

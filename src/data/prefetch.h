@@ -17,7 +17,7 @@
 namespace dew::data::detail {
 
 struct Prefetched {
-  std::optional<Batch> batch;  // nullopt: the chain ended
+  std::optional<Batch> batch;     // nullopt: the chain ended
   std::vector<int64_t> position;  // the stages' position after it (NOTE [positions])
   std::exception_ptr error;
 };

@@ -74,16 +74,17 @@ class WindowShuffle : public Stage {
   size_t cursor_size() const override { return upstream_->cursor_size() + 2; }
   void restore(std::span<const int64_t> cursor) override {
     const std::span<const int64_t> own = restore_upstream(cursor, 2);
-    DEW_REQUIRE(own[0] >= 0 && own[1] >= 0, "[data] position: shuffle window {} and offset {}; expected counts",
-                own[0], own[1]);
+    DEW_REQUIRE(own[0] >= 0 && own[1] >= 0,
+                "[data] position: shuffle window {} and offset {}; expected counts", own[0], own[1]);
     next_window_ = uint64_t(own[0]);
     const size_t emitted = size_t(own[1]);
     buffer_.clear();
     emitted_ = 0;
     if (emitted == 0) return;
     fill();
-    DEW_REQUIRE(emitted < buffer_.size(), "[data] position: shuffle window {} has {} records, not more than {}",
-                next_window_ - 1, buffer_.size(), emitted);
+    DEW_REQUIRE(emitted < buffer_.size(),
+                "[data] position: shuffle window {} has {} records, not more than {}", next_window_ - 1,
+                buffer_.size(), emitted);
     emitted_ = emitted;
   }
 
@@ -130,8 +131,11 @@ std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t se
               "[data] shuffle: window {}; expected 0 (a global permutation) or a number of records", window);
   Stage* stage = upstream.get();
   while (stage->upstream()) stage = stage->upstream();
-  auto* source = static_cast<Source*>(stage);  // every chain begins with a Source
-  DEW_REQUIRE(source->records_are_documents(),
+  auto* source = dynamic_cast<Source*>(stage);  // or a mixture
+  DEW_REQUIRE(source || window > 0,
+              "[data] shuffle: window 0 asks for a global permutation of a source's records, and this chain "
+              "begins with a mixture; shuffle each member, or give a window (a number of records)");
+  DEW_REQUIRE(!source || source->records_are_documents(),
               "[data] shuffle: the token files are read without a document separator, so their records are "
               "pieces of one document; give the source a separator (the EOS id) to shuffle documents");
   if (window > 0) return std::make_unique<WindowShuffle>(std::move(upstream), seed, window);

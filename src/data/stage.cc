@@ -35,6 +35,12 @@ StageStats Stage::stats() const {
   return s;
 }
 
+Json describe_stages(const Stage& head) {
+  Json stages = Json::array();
+  for (const Stage* s = &head; s; s = s->upstream()) stages.insert(stages.begin(), s->describe());
+  return stages;
+}
+
 Cursor Stage::position() const {
   Cursor out;
   out.reserve(cursor_size());

@@ -48,6 +48,8 @@ class Stage {
   // Maps and filters: a global shuffle after them may permute the source instead (shuffle.cc).
   virtual bool per_record() const { return false; }
   virtual const Tokenizer* tokenizer() const { return nullptr; }
+  // A mixture's member chains (each given by its last stage), with their names.
+  virtual std::vector<std::pair<std::string, const Stage*>> members() const { return {}; }
 
   Stage* upstream() const { return upstream_.get(); }
   StageStats stats() const;  // this stage's, its upstream's time subtracted
@@ -97,6 +99,9 @@ class Source : public Stage {
   int64_t returned_in_epoch_ = 0;
 };
 
+// The descriptions of `head` and every stage below it, source first: what a position is valid for.
+Json describe_stages(const Stage& head);
+
 // Sources (sources.cc, token_files.cc).
 std::unique_ptr<Source> make_text_source(const std::vector<std::string>& paths, TextUnit unit,
                                          SourceOptions options);
@@ -116,6 +121,12 @@ std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t se
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options);
 std::unique_ptr<Stage> make_pack(std::unique_ptr<Stage> upstream, int64_t T);
+struct MixInput {
+  std::string name;
+  double weight = 0;
+  std::unique_ptr<Stage> head;
+};
+std::unique_ptr<Stage> make_mix(std::vector<MixInput> members, uint64_t seed);
 
 // A uniformly random permutation of [0, n) evaluated one element at a time in O(1) memory: a
 // Feistel network keyed by Philox, cycle-walked into range (shuffle.cc).

@@ -121,8 +121,10 @@ class Tokenize : public Stage {
   bool per_record() const override { return true; }
   const Tokenizer* tokenizer() const override { return &tokenizer_; }
   void save(Cursor& out) const override {
-    if (emitted_ < block_.size()) out.insert(out.end(), before_[emitted_].begin(), before_[emitted_].end());
-    else upstream_->save(out);
+    if (emitted_ < block_.size())
+      out.insert(out.end(), before_[emitted_].begin(), before_[emitted_].end());
+    else
+      upstream_->save(out);
   }
   void restore(std::span<const int64_t> cursor) override {
     block_.clear();

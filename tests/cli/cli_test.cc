@@ -403,7 +403,7 @@ size = 2
   std::ofstream(dir + "/data.toml") << config;
   Result show = run("data show " + dir + "/data.toml");
   EXPECT_EQ(show.exit_code, 0) << show.out;
-  EXPECT_NE(show.out.find(" 2  pack: windows of T+1 = 17 tokens"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("\npack: windows of T+1 = 17 tokens"), std::string::npos) << show.out;
   Result preview = run("data preview " + dir + "/data.toml --batches 1");
   ASSERT_EQ(preview.exit_code, 0) << preview.out;
   const nlohmann::json row = nlohmann::json::parse(preview.out.substr(0, preview.out.find('\n')));
