@@ -70,6 +70,7 @@ struct StageStats {
 };
 
 struct MixMember;
+struct Phase;
 
 class Chain {
  public:
@@ -89,6 +90,11 @@ class Chain {
   // of a member picked with probability weight / Σ weights by a seeded schedule. It ends when a
   // member it picks has ended (give members epochs = 0 to mix forever).
   static Chain mix(std::vector<MixMember> members, uint64_t seed);
+  // Batches from each phase's chain (ending in batch; all of one batch shape) until its budget of
+  // tokens — global rows x T per batch, counted as batches are returned (the committed-token clock)
+  // — is spent; exact at the boundaries, so a budget is a whole number of batches. The last phase's
+  // budget may be 0: until its chain ends.
+  static Chain schedule(std::vector<Phase> phases);
 
   // Stages, in order. A C++ callable is known to the chain's description by its name only: rename it
   // when its behaviour changes, so that resuming an old position is refused.
@@ -133,6 +139,11 @@ struct MixMember {
   std::string name;
   double weight = 0;
   Chain chain;
+};
+
+struct Phase {
+  Chain chain;
+  int64_t tokens = 0;
 };
 
 // A chain from the [data] table of a TOML config (docs/data.md); relative paths are relative to

@@ -74,20 +74,32 @@ void print_batch(const data::Batch& batch, const Tokenizer* tokenizer) {
   }
 }
 
+// Whether the chain a description describes comes to an end: a source with epochs, a mixture with
+// a member that ends, a schedule whose last phase ends.
+bool ends(const nlohmann::json& description) {
+  if (description.contains("schedule")) return ends(description["schedule"].back()["chain"]);
+  const nlohmann::json& first = description["stages"][0];
+  if (first["stage"] != "mix") return first.value("epochs", 1) != 0;
+  for (const nlohmann::json& member : first["members"])
+    if (ends(member)) return true;
+  return false;
+}
+
 }  // namespace
 
 int run_data(const DataOptions& options) {
   Chain chain = data::chain_from_config(options.config, options.overrides);
   const nlohmann::json description = nlohmann::json::parse(chain.description());
-  const bool batched = description.contains("batch");
+  const bool batched = description.contains("batch") || description.contains("schedule");
   if (options.what == "show") {
     fmt::print("{}", chain.show());
     return 0;
   }
   DEW_REQUIRE(options.batches >= 0, "--batches {}: expected a count (0: until the chain ends)",
               options.batches);
-  DEW_REQUIRE(options.batches > 0 || description["stages"][0].value("epochs", 1) != 0,
-              "{}: the source repeats forever (epochs = 0); give --batches N", options.config);
+  DEW_REQUIRE(options.batches > 0 || ends(description),
+              "{}: the chain repeats forever (its sources have epochs = 0); give --batches N",
+              options.config);
   if (options.what == "stats") {
     const auto start = std::chrono::steady_clock::now();
     const int64_t produced = drain(chain, batched, options.batches);

@@ -14,6 +14,8 @@ Chain& Chain::operator=(Chain&&) noexcept = default;
 Chain::~Chain() = default;
 
 void Chain::State::require_growing(const char* stage) const {
+  DEW_REQUIRE(!schedule, "[data] {}: a schedule's phases are whole chains; put stages inside the phases",
+              stage);
   DEW_REQUIRE(!batch_size, "[data] {}: the chain already ends in batch; record stages come before batch",
               stage);
   DEW_REQUIRE(prefetch == 0, "[data] {}: prefetch is the last stage", stage);
@@ -43,6 +45,10 @@ Chain Chain::mix(std::vector<MixMember> members, uint64_t seed) {
     inputs.push_back({m.name, m.weight, std::move(member.head)});
   }
   return Chain(std::make_unique<State>(detail::make_mix(std::move(inputs), seed)));
+}
+
+Chain Chain::schedule(std::vector<Phase> phases) {
+  return Chain(std::make_unique<State>(std::make_unique<detail::Schedule>(std::move(phases))));
 }
 
 Chain& Chain::map(const std::string& name, std::function<Record(Record)> f) {
@@ -100,6 +106,7 @@ Chain& Chain::prefetch(int64_t batches) {
 }
 
 std::optional<Record> Chain::next_record() {
+  DEW_REQUIRE(!state_->schedule, "[data] next_record: a schedule yields batches; use next_batch");
   DEW_REQUIRE(!state_->batch_size, "[data] next_record: this chain ends in batch; use next_batch");
   return state_->head->pull();
 }
@@ -147,6 +154,7 @@ std::optional<Batch> Chain::State::build_batch() {
 
 std::optional<Batch> Chain::next_batch() {
   State& s = *state_;
+  if (s.schedule) return s.schedule->next_batch();
   DEW_REQUIRE(s.batch_size, "[data] next_batch: this chain has no batch stage; use next_record or add batch");
   std::optional<Batch> batch;
   if (s.prefetch == 0) {
@@ -213,6 +221,7 @@ const Tokenizer* find_tokenizer(const detail::Stage& head) {
 
 std::string Chain::show() const {
   const State& s = *state_;
+  if (s.schedule) return s.schedule->show();
   std::lock_guard lock(state_->stages);
   std::vector<std::string> lines;
   show_lines(*s.head, "", lines);
@@ -229,6 +238,7 @@ std::string Chain::show() const {
 }
 
 std::vector<StageStats> Chain::stats() const {
+  if (state_->schedule) return state_->schedule->stats();
   std::lock_guard lock(state_->stages);
   std::vector<StageStats> out;
   collect_stats(*state_->head, "", out);
@@ -245,7 +255,7 @@ std::vector<StageStats> Chain::stats() const {
 }
 
 const Tokenizer* Chain::tokenizer() const {
-  return find_tokenizer(*state_->head);
+  return state_->schedule ? state_->schedule->tokenizer() : find_tokenizer(*state_->head);
 }
 
 }  // namespace dew::data

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "data/prefetch.h"
+#include "data/schedule.h"
 #include "data/stage.h"
 
 #include <memory>
@@ -13,8 +14,10 @@ namespace dew::data {
 
 struct Chain::State {
   explicit State(std::unique_ptr<detail::Stage> root) : head(std::move(root)) {}  // a source or a mixture
-  std::unique_ptr<detail::Stage> head;  // the last record stage; the source at the bottom
-  std::optional<int64_t> batch_size;    // global rows per batch
+  explicit State(std::unique_ptr<detail::Schedule> phases) : schedule(std::move(phases)) {}
+  std::unique_ptr<detail::Stage> head;  // the last record stage; the source at the bottom (null: a schedule)
+  std::unique_ptr<detail::Schedule> schedule;  // a chain of phases instead of stages
+  std::optional<int64_t> batch_size;           // global rows per batch
   Shard shard;
   int64_t prefetch = 0;  // batches built ahead by a thread; 0: none
   int64_t batches = 0;   // batches returned so far (the next one's index)

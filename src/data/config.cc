@@ -139,7 +139,22 @@ Chain chain_from_config(const std::string& config_path, const std::vector<std::s
   DEW_REQUIRE(data, "{}: no [data] table; expected [data.source] and [[data.stage]] (docs/data.md)",
               config_path);
   const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
-  return chain_from_table(*data, config_path + ": data", base, {});
+  const std::string where = config_path + ": data";
+  const toml::node* phases = data->get("phase");
+  if (!phases) return chain_from_table(*data, where, base, {});
+  // [[data.phase]]: a schedule, each phase a chain with its budget of tokens.
+  TomlFields(*data, where).only({"phase"});
+  const toml::array* list = phases->as_array();
+  DEW_REQUIRE(list, "{}.phase is not an array of tables; write each phase as [[data.phase]]", where);
+  std::vector<Phase> schedule;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string at = where + ".phase." + std::to_string(i);
+    const toml::table* phase = list->get(i)->as_table();
+    DEW_REQUIRE(phase, "{}: not a table; write each phase as [[data.phase]]", at);
+    const int64_t tokens = TomlFields(*phase, at).integer_or("tokens", 0);
+    schedule.push_back({chain_from_table(*phase, at, base, {"tokens"}), tokens});
+  }
+  return Chain::schedule(std::move(schedule));
 }
 
 }  // namespace dew::data

@@ -50,6 +50,7 @@ void differences(const Json& was, const Json& now, const std::string& where, std
 }  // namespace
 
 Json Chain::State::description() const {
+  if (schedule) return schedule->description();
   Json d = {{"stages", detail::describe_stages(*head)}};
   if (batch_size) d["batch"] = {{"size", *batch_size}};
   return d;
@@ -63,13 +64,15 @@ std::string Chain::description() const {
 std::string Chain::position() const {
   State& s = *state_;
   std::lock_guard lock(s.stages);
-  const detail::Cursor state = s.prefetcher ? s.last_position : s.head->position();
-  return Json{{"format", kFormat},
-              {"version", 1},
-              {"batches", s.batches},
-              {"state", state},
-              {"description", s.description()}}
-      .dump();
+  Json position = {{"format", kFormat}, {"version", 1}, {"description", s.description()}};
+  if (s.schedule) {
+    position["batches"] = s.schedule->batches();
+    position["schedule"] = s.schedule->position();
+  } else {
+    position["batches"] = s.batches;
+    position["state"] = s.prefetcher ? s.last_position : s.head->position();
+  }
+  return position.dump();
 }
 
 void Chain::resume(const std::string& position) {
@@ -77,7 +80,7 @@ void Chain::resume(const std::string& position) {
   const nlohmann::json saved = parse_json(position, "data position");
   DEW_REQUIRE(saved.is_object() && saved.contains("format") && saved["format"] == kFormat &&
                   saved.contains("version") && saved["version"] == 1 && saved.contains("description") &&
-                  saved.contains("state"),
+                  (saved.contains("state") || saved.contains("schedule")),
               "[data] position: not a version-1 {} record; expected what Chain::position() wrote", kFormat);
   s.prefetcher.reset();  // what it built ahead belongs to the old position
   std::lock_guard lock(s.stages);
@@ -88,6 +91,12 @@ void Chain::resume(const std::string& position) {
       "[data] position: the chain has changed since this position was saved, so its records would not "
       "continue where they left off:\n  {}\nResume with the chain as it was, or start the data afresh",
       fmt::join(changed, "\n  "));
+  if (s.schedule) {
+    DEW_REQUIRE(saved.contains("schedule"),
+                "[data] position: not a schedule's; expected what this chain wrote");
+    s.schedule->resume(saved["schedule"]);
+    return;
+  }
   detail::Cursor state;
   try {
     state = saved.at("state").get<detail::Cursor>();
