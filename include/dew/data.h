@@ -27,6 +27,7 @@ struct Record {
   // read in pieces), so pack neither restarts positions nor opens a new segment.
   bool continues = false;
   std::string origin;  // "path:line" (or "records[i]"), for messages
+  int64_t index = -1;  // its number in its source (the order before any shuffle)
 };
 
 // A batch of packed windows: this process's rows of the global batch. The tensors are (rows, T+1)
@@ -55,6 +56,16 @@ struct QualityOptions {                   // simple quality predicates; a docume
   int64_t min_chars = 0, max_chars = 0;   // code points; 0: no bound
   double min_letter_fraction = 0;         // letters (Unicode category L*) / code points
   double max_repeated_line_fraction = 1;  // lines equal to an earlier line of the document / lines
+};
+
+// Near-duplicate removal: MinHash over character n-grams of the text (lowercased, whitespace runs
+// as one space), banded LSH for candidates, each candidate pair confirmed by its exact Jaccard.
+struct NearDedupOptions {
+  int ngram = 5;
+  int bands = 20,
+      rows = 5;             // bands x rows hashes; a pair at Jaccard s is a candidate w.p. 1-(1-s^rows)^bands
+  double threshold = 0.75;  // a candidate is a duplicate when its exact Jaccard is at least this
+  std::string clusters_path;  // if set: a JSONL line per cluster (kept record, dropped records)
 };
 
 struct Shard {  // this process's share of each global batch
@@ -101,6 +112,12 @@ class Chain {
   Chain& map(const std::string& name, std::function<Record(Record)> f);
   Chain& filter(const std::string& name, std::function<bool(const Record&)> keep);
   Chain& quality(const QualityOptions& options);
+  // Dedup and decontamination judge the source's records in one pass when the stage is added, so they
+  // come right after the source (or after one another); they drop later copies, keeping the first.
+  Chain& dedup();  // exact: by a 128-bit hash of the text (or of the ids of token records)
+  Chain& near_dedup(const NearDedupOptions& options = {});
+  // Drops documents sharing a word n-gram (lowercased alphanumeric words) with the held-out files.
+  Chain& decontaminate(const std::vector<std::string>& held_out_paths, int n = 13);
   // window 0: a global permutation (per epoch) where every stage before it is per-record; otherwise a
   // buffer of `window` records shuffled as a block.
   Chain& shuffle(uint64_t seed, int64_t window = 0);

@@ -67,6 +67,21 @@ Chain& Chain::quality(const QualityOptions& options) {
                [&](auto upstream) { return detail::make_quality_filter(std::move(upstream), options); });
   return *this;
 }
+Chain& Chain::dedup() {
+  state_->grow("dedup", [&](auto upstream) { return detail::make_dedup(std::move(upstream)); });
+  return *this;
+}
+Chain& Chain::near_dedup(const NearDedupOptions& options) {
+  state_->grow("near_dedup",
+               [&](auto upstream) { return detail::make_near_dedup(std::move(upstream), options); });
+  return *this;
+}
+Chain& Chain::decontaminate(const std::vector<std::string>& held_out_paths, int n) {
+  state_->grow("decontaminate", [&](auto upstream) {
+    return detail::make_decontaminate(std::move(upstream), held_out_paths, n);
+  });
+  return *this;
+}
 Chain& Chain::shuffle(uint64_t seed, int64_t window) {
   state_->grow("shuffle",
                [&](auto upstream) { return detail::make_shuffle(std::move(upstream), seed, window); });

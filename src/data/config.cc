@@ -55,6 +55,20 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
     f.only({"kind", "min_chars", "max_chars", "min_letter_fraction", "max_repeated_line_fraction"});
     chain.quality({f.integer_or("min_chars", 0), f.integer_or("max_chars", 0),
                    f.number_or("min_letter_fraction", 0), f.number_or("max_repeated_line_fraction", 1)});
+  } else if (kind == "dedup") {
+    f.only({"kind"});
+    chain.dedup();
+  } else if (kind == "near_dedup") {
+    f.only({"kind", "ngram", "bands", "rows", "threshold", "clusters"});
+    const std::string clusters = f.text_or("clusters", "");
+    chain.near_dedup({int(f.integer_or("ngram", 5)), int(f.integer_or("bands", 20)),
+                      int(f.integer_or("rows", 5)), f.number_or("threshold", 0.75),
+                      clusters.empty() ? "" : resolve(base, clusters)});
+  } else if (kind == "decontaminate") {
+    f.only({"kind", "held_out", "n"});
+    std::vector<std::string> held_out = f.texts("held_out");
+    for (std::string& p : held_out) p = resolve(base, p);
+    chain.decontaminate(held_out, int(f.integer_or("n", 13)));
   } else if (kind == "shuffle") {
     f.only({"kind", "seed", "window"});
     const int64_t seed = f.integer_or("seed", 0);
@@ -77,7 +91,10 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
     f.only({"kind", "batches"});
     chain.prefetch(f.integer_or("batches", 4));
   } else {
-    fail("{}: kind \"{}\"; expected quality, shuffle, tokenize, pack, batch or prefetch", f.where(), kind);
+    fail(
+        "{}: kind \"{}\"; expected quality, dedup, near_dedup, decontaminate, shuffle, tokenize, pack, batch "
+        "or prefetch",
+        f.where(), kind);
   }
 }
 

@@ -95,8 +95,13 @@ std::unique_ptr<Stage> make_map(std::unique_ptr<Stage> upstream, const std::stri
 std::unique_ptr<Stage> make_filter(std::unique_ptr<Stage> upstream, const std::string& name,
                                    std::function<bool(const Record&)> keep) {
   DEW_REQUIRE(!name.empty() && keep, "[data] filter: expected a name and a predicate");
-  return std::make_unique<Filter>(std::move(upstream), Json{{"stage", "filter"}, {"name", name}},
-                                  std::move(keep));
+  return make_described_filter(std::move(upstream), Json{{"stage", "filter"}, {"name", name}},
+                               std::move(keep));
+}
+
+std::unique_ptr<Stage> make_described_filter(std::unique_ptr<Stage> upstream, Json description,
+                                             std::function<bool(const Record&)> keep) {
+  return std::make_unique<Filter>(std::move(upstream), std::move(description), std::move(keep));
 }
 
 std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, const QualityOptions& o) {
@@ -120,7 +125,7 @@ std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, cons
     if (double(c.letters) < o.min_letter_fraction * double(c.code_points)) return false;
     return double(c.repeated_lines) <= o.max_repeated_line_fraction * double(c.lines);
   };
-  return std::make_unique<Filter>(std::move(upstream), std::move(d), keep);
+  return make_described_filter(std::move(upstream), std::move(d), keep);
 }
 
 }  // namespace dew::data::detail

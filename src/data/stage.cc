@@ -75,6 +75,7 @@ std::optional<Record> Source::next() {
     std::optional<Record> record = read(i);
     if (record) {
       ++returned_in_epoch_;
+      record->index = i;
       return record;
     }
     ++dropped;

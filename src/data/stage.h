@@ -116,11 +116,20 @@ std::unique_ptr<Stage> make_map(std::unique_ptr<Stage> upstream, const std::stri
                                 std::function<Record(Record)> f);
 std::unique_ptr<Stage> make_filter(std::unique_ptr<Stage> upstream, const std::string& name,
                                    std::function<bool(const Record&)> keep);
+// A filter known to positions by `description` ({"stage": ..., parameters}).
+std::unique_ptr<Stage> make_described_filter(std::unique_ptr<Stage> upstream, Json description,
+                                             std::function<bool(const Record&)> keep);
 std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, const QualityOptions& options);
 std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t seed, int64_t window);
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options);
 std::unique_ptr<Stage> make_pack(std::unique_ptr<Stage> upstream, int64_t T);
+// Dedup and decontamination (dedup.cc, decontaminate.cc): `upstream` is the source or such a stage.
+std::unique_ptr<Stage> make_dedup(std::unique_ptr<Stage> upstream);
+std::unique_ptr<Stage> make_near_dedup(std::unique_ptr<Stage> upstream, const NearDedupOptions& options);
+std::unique_ptr<Stage> make_decontaminate(std::unique_ptr<Stage> upstream,
+                                          const std::vector<std::string>& held_out, int n);
+
 struct MixInput {
   std::string name;
   double weight = 0;
