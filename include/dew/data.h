@@ -1,7 +1,7 @@
 // The data chain (DESIGN.md "Data: the chain"): a source followed by stages, iterated into batches,
 // with a position — a small JSON record — from which a resumed chain yields exactly the records that
 // would have come next. Worker threads and prefetch change speed, never the records or their order.
-// Not here yet: mixtures, token-clock schedules, first-fit packing, the cache, dedup (docs/data.md).
+// Not here yet: the automatic cache (docs/data.md).
 #pragma once
 
 #include <dew/tensor.h>
@@ -125,6 +125,9 @@ class Chain {
   // Concatenate documents and cut windows of T+1 tokens, each starting at the previous window's last
   // token (llm.c's stride T); the last window of a finite chain is padded with id 0.
   Chain& pack(int64_t T);
+  // Whole documents into windows of T+1 (first-fit-decreasing over blocks of `block` documents),
+  // never split unless longer than a window; positions restart in each document; windows padded.
+  Chain& pack_first_fit(int64_t T, int64_t block = 1000);
   Chain& batch(int64_t global_size, Shard shard = {});
   // A thread builds up to `batches` batches ahead of the consumer.
   Chain& prefetch(int64_t batches);

@@ -97,6 +97,11 @@ Chain& Chain::pack(int64_t T) {
   state_->grow("pack", [&](auto upstream) { return detail::make_pack(std::move(upstream), T); });
   return *this;
 }
+Chain& Chain::pack_first_fit(int64_t T, int64_t block) {
+  state_->grow("pack",
+               [&](auto upstream) { return detail::make_pack_first_fit(std::move(upstream), T, block); });
+  return *this;
+}
 Chain& Chain::batch(int64_t global_size, Shard shard) {
   State& s = *state_;
   s.require_growing("batch");

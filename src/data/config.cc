@@ -80,9 +80,15 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
         resolve(base, f.text("tokenizer")),
         {f.flag_or("special_tokens", true), f.flag_or("append_eos", false), int(f.integer_or("workers", 1))});
   } else if (kind == "pack") {
-    f.only({"kind", "T"});
+    f.only({"kind", "T", "mode", "block"});
     DEW_REQUIRE(f.has("T"), "{}: T is missing; expected the tokens per window (windows hold T+1)", f.where());
-    chain.pack(*f.integer("T"));
+    const std::string mode = f.text_or("mode", "concat");
+    DEW_REQUIRE(mode == "concat" || mode == "first_fit",
+                "{}: mode \"{}\"; expected \"concat\" or \"first_fit\"", f.where(), mode);
+    if (mode == "concat")
+      chain.pack(*f.integer("T"));
+    else
+      chain.pack_first_fit(*f.integer("T"), f.integer_or("block", 1000));
   } else if (kind == "batch") {
     f.only({"kind", "size", "process_index", "process_count"});
     DEW_REQUIRE(f.has("size"), "{}: size is missing; expected the global batch's rows", f.where());

@@ -124,6 +124,7 @@ std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t se
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options);
 std::unique_ptr<Stage> make_pack(std::unique_ptr<Stage> upstream, int64_t T);
+std::unique_ptr<Stage> make_pack_first_fit(std::unique_ptr<Stage> upstream, int64_t T, int64_t block);
 // Dedup and decontamination (dedup.cc, decontaminate.cc): `upstream` is the source or such a stage.
 std::unique_ptr<Stage> make_dedup(std::unique_ptr<Stage> upstream);
 std::unique_ptr<Stage> make_near_dedup(std::unique_ptr<Stage> upstream, const NearDedupOptions& options);

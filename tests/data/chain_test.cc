@@ -358,3 +358,69 @@ TEST(DataStages, StageOrderMistakesAreRefused) {
 
 }  // namespace
 }  // namespace dew::data
+
+namespace dew::data {
+namespace {
+
+std::vector<Record> whole_documents() {
+  std::vector<Record> docs = token_documents();
+  for (Record& d : docs) d.continues = false;
+  return docs;
+}
+
+TEST(DataPack, FirstFitPlacesWholeDocumentsAndResumes) {
+  const int64_t T = 16;
+  const size_t length = T + 1;
+  Chain chain = Chain::records(whole_documents());
+  chain.pack_first_fit(T, 16);
+  std::vector<Record> windows = drain_records(chain);
+  // Every document (cut to window-sized pieces) appears whole, once, with positions from its offset.
+  std::multiset<std::vector<int32_t>> pieces, found;
+  int64_t total = 0;
+  for (const Record& d : whole_documents()) {
+    total += int64_t(d.tokens.size());
+    for (size_t at = 0; at < d.tokens.size(); at += length)
+      pieces.insert(std::vector<int32_t>(d.tokens.begin() + long(at),
+                                         d.tokens.begin() + long(std::min(d.tokens.size(), at + length))));
+  }
+  int64_t real = 0;
+  for (const Record& w : windows) {
+    ASSERT_EQ(w.tokens.size(), length);
+    for (size_t t = 0; t < length;) {
+      const int32_t segment = w.segment_ids[t];
+      size_t end = t;
+      while (end < length && w.segment_ids[end] == segment) ++end;
+      if (segment != 0) {
+        found.insert(std::vector<int32_t>(w.tokens.begin() + long(t), w.tokens.begin() + long(end)));
+        EXPECT_EQ(w.positions[t] % int32_t(length), 0) << "a piece starts at its offset in the document";
+        real += int64_t(end - t);
+      }
+      t = end;
+    }
+  }
+  EXPECT_EQ(found, pieces);
+  EXPECT_EQ(real, total);
+  EXPECT_EQ(chain.stats()[1].padding_tokens, int64_t(windows.size() * length) - total);
+  // Resuming at every window continues exactly.
+  Chain again = Chain::records(whole_documents());
+  again.pack_first_fit(T, 16);
+  std::vector<std::string> positions;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    positions.push_back(again.position());
+    again.next_record();
+  }
+  for (size_t k = 0; k < positions.size(); ++k) {
+    Chain resumed = Chain::records(whole_documents());
+    resumed.pack_first_fit(T, 16);
+    resumed.resume(positions[k]);
+    for (size_t i = k; i < windows.size(); ++i)
+      ASSERT_EQ(resumed.next_record()->tokens, windows[i].tokens) << k;
+  }
+  Chain pieces_chain = Chain::records(token_documents());
+  pieces_chain.pack_first_fit(T);
+  EXPECT_NE(error_of([&] { drain_records(pieces_chain); }).find("first-fit packing places whole documents"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew::data
