@@ -1,7 +1,6 @@
 // The data chain (DESIGN.md "Data: the chain"): a source followed by stages, iterated into batches,
 // with a position — a small JSON record — from which a resumed chain yields exactly the records that
 // would have come next. Worker threads and prefetch change speed, never the records or their order.
-// Not here yet: the automatic cache (docs/data.md).
 #pragma once
 
 #include <dew/tensor.h>
@@ -68,6 +67,13 @@ struct NearDedupOptions {
   std::string clusters_path;  // if set: a JSONL line per cluster (kept record, dropped records)
 };
 
+// The automatic cache of a chain's deterministic prefix (docs/data.md, "Automatic cache").
+struct CacheOptions {
+  bool enabled = true;
+  std::string dir;        // empty: $DEW_DATA_CACHE, else $XDG_CACHE_HOME/dew/data, else ~/.cache/dew/data
+  int64_t max_bytes = 0;  // the directory's cap; 0: $DEW_DATA_CACHE_MAX_BYTES, else 64 GiB
+};
+
 struct Shard {  // this process's share of each global batch
   int64_t index = 0, count = 1;
 };
@@ -129,6 +135,8 @@ class Chain {
   // never split unless longer than a window; positions restart in each document; windows padded.
   Chain& pack_first_fit(int64_t T, int64_t block = 1000);
   Chain& batch(int64_t global_size, Shard shard = {});
+  // How the cache serves this chain (on by default); it takes effect when the chain is first read.
+  Chain& cache(const CacheOptions& options);
   // A thread builds up to `batches` batches ahead of the consumer.
   Chain& prefetch(int64_t batches);
 

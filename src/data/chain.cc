@@ -117,6 +117,19 @@ Chain& Chain::batch(int64_t global_size, Shard shard) {
   s.shard = shard;
   return *this;
 }
+Chain& Chain::cache(const CacheOptions& options) {
+  DEW_REQUIRE(!state_->prepared,
+              "[data] cache: the chain has been read already; set the cache before reading");
+  state_->cache = options;
+  return *this;
+}
+
+void Chain::State::prepare() {
+  if (prepared) return;
+  prepared = true;
+  if (head && cache.enabled) detail::cache_prefixes(head, detail::resolve_cache(cache));
+}
+
 Chain& Chain::prefetch(int64_t batches) {
   DEW_REQUIRE(state_->batch_size, "[data] prefetch: builds batches ahead, so it comes after batch");
   DEW_REQUIRE(state_->prefetch == 0, "[data] prefetch: the chain already prefetches");
@@ -127,6 +140,7 @@ Chain& Chain::prefetch(int64_t batches) {
 
 std::optional<Record> Chain::next_record() {
   DEW_REQUIRE(!state_->schedule, "[data] next_record: a schedule yields batches; use next_batch");
+  state_->prepare();
   DEW_REQUIRE(!state_->batch_size, "[data] next_record: this chain ends in batch; use next_batch");
   return state_->head->pull();
 }
@@ -175,6 +189,7 @@ std::optional<Batch> Chain::State::build_batch() {
 std::optional<Batch> Chain::next_batch() {
   State& s = *state_;
   if (s.schedule) return s.schedule->next_batch();
+  s.prepare();
   DEW_REQUIRE(s.batch_size, "[data] next_batch: this chain has no batch stage; use next_record or add batch");
   std::optional<Batch> batch;
   if (s.prefetch == 0) {

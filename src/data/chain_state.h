@@ -2,6 +2,7 @@
 // chain.cc (building, iterating, seeing) and position.cc (saving and resuming).
 #pragma once
 
+#include "data/cache.h"
 #include "data/prefetch.h"
 #include "data/schedule.h"
 #include "data/stage.h"
@@ -22,7 +23,9 @@ struct Chain::State {
   int64_t prefetch = 0;  // batches built ahead by a thread; 0: none
   int64_t batches = 0;   // batches returned so far (the next one's index)
   int64_t batch_records = 0, batch_real_tokens = 0, batch_padding = 0;
-  std::mutex stages;  // the stages are used by the prefetch thread and by stats()
+  CacheOptions cache;
+  bool prepared = false;  // the cache has been consulted (at the first read or resume)
+  std::mutex stages;      // the stages are used by the prefetch thread and by stats()
   std::unique_ptr<detail::Prefetcher> prefetcher;
   detail::Cursor last_position;  // with prefetch: the stages' position after the last batch returned
 
@@ -36,6 +39,7 @@ struct Chain::State {
     head = make(std::move(head));
   }
   void require_growing(const char* stage) const;
+  void prepare();  // consults the cache once, before anything is read
 };
 
 }  // namespace dew::data

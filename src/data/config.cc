@@ -112,8 +112,8 @@ Chain chain_from_table(const toml::table& table, const std::string& where, const
   known.insert(known.end(), also_allowed.begin(), also_allowed.end());
   for (const auto& [key, value] : table) {
     DEW_REQUIRE(std::find(known.begin(), known.end(), key.str()) != known.end(),
-                "{}: unknown key {}; expected source or mix, and stage{}", where, key.str(),
-                also_allowed.size() ? " (or " + std::string(*also_allowed.begin()) + ")" : "");
+                "{}: unknown key {}; expected source or mix, and stage{}{}", where, key.str(),
+                also_allowed.size() ? ", " : "", fmt::join(also_allowed, ", "));
   }
   const toml::table* source = table["source"].as_table();
   const toml::table* mix = table["mix"].as_table();
@@ -163,10 +163,19 @@ Chain chain_from_config(const std::string& config_path, const std::vector<std::s
               config_path);
   const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
   const std::string where = config_path + ": data";
+  // [data] cache, cache_dir, cache_max_bytes: for the chain, or for each phase of a schedule.
+  const TomlFields fields(*data, where);
+  CacheOptions cache{fields.flag_or("cache", true), fields.text_or("cache_dir", ""),
+                     fields.integer_or("cache_max_bytes", 0)};
+  if (!cache.dir.empty()) cache.dir = resolve(base, cache.dir);
   const toml::node* phases = data->get("phase");
-  if (!phases) return chain_from_table(*data, where, base, {});
+  if (!phases) {
+    Chain chain = chain_from_table(*data, where, base, {"cache", "cache_dir", "cache_max_bytes"});
+    chain.cache(cache);
+    return chain;
+  }
   // [[data.phase]]: a schedule, each phase a chain with its budget of tokens.
-  TomlFields(*data, where).only({"phase"});
+  fields.only({"phase", "cache", "cache_dir", "cache_max_bytes"});
   const toml::array* list = phases->as_array();
   DEW_REQUIRE(list, "{}.phase is not an array of tables; write each phase as [[data.phase]]", where);
   std::vector<Phase> schedule;
@@ -176,6 +185,7 @@ Chain chain_from_config(const std::string& config_path, const std::vector<std::s
     DEW_REQUIRE(phase, "{}: not a table; write each phase as [[data.phase]]", at);
     const int64_t tokens = TomlFields(*phase, at).integer_or("tokens", 0);
     schedule.push_back({chain_from_table(*phase, at, base, {"tokens"}), tokens});
+    schedule.back().chain.cache(cache);
   }
   return Chain::schedule(std::move(schedule));
 }

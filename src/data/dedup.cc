@@ -34,30 +34,43 @@ Source& source_below(Stage& upstream, const char* stage) {
   return *source;
 }
 
+// Judged lazily, on the first read: a chain served from the cache never reads this stage, and its
+// pass over the source is what the cache saves.
+struct Judgement {
+  std::vector<bool> drop;  // by source index
+  std::string outcome;     // for show()
+};
+
 class DropMarked : public Stage {
  public:
-  DropMarked(std::unique_ptr<Stage> upstream, Json description, std::vector<bool> drop, std::string summary)
+  DropMarked(std::unique_ptr<Stage> upstream, Json description, std::string summary,
+             std::function<Judgement()> judge)
       : Stage(std::move(upstream)),
         description_(std::move(description)),
-        drop_(std::move(drop)),
-        summary_(std::move(summary)) {}
+        summary_(std::move(summary)),
+        judge_(std::move(judge)) {}
   Json describe() const override { return description_; }
-  std::string summary() const override { return summary_; }
+  std::string summary() const override {
+    return summary_ + "; " + (judged_ ? judged_->outcome : "judged when first read");
+  }
   bool per_record() const override { return true; }
+  bool cacheable() const override { return true; }
 
  protected:
   std::optional<Record> next() override {
+    if (!judged_) judged_ = judge_();
     for (;;) {
       std::optional<Record> r = upstream_->pull();
-      if (!r || !drop_[size_t(r->index)]) return r;
+      if (!r || !judged_->drop[size_t(r->index)]) return r;
       ++dropped;
     }
   }
 
  private:
   Json description_;
-  std::vector<bool> drop_;  // by source index
   std::string summary_;
+  std::function<Judgement()> judge_;
+  std::optional<Judgement> judged_;
 };
 
 // Lowercased ASCII, whitespace runs as one space, trimmed: what near-dedup compares.
@@ -130,33 +143,33 @@ struct Clusters {  // union-find whose root is the cluster's smallest index
 
 std::unique_ptr<Stage> make_dedup(std::unique_ptr<Stage> upstream) {
   Source& source = source_below(*upstream, "dedup");
-  std::vector<bool> drop(size_t(source.size()), false);
-  std::unordered_set<XXH128_hash_t, decltype([](const XXH128_hash_t& h) { return size_t(h.low64); }),
-                     decltype(
-                         [](const XXH128_hash_t& a, const XXH128_hash_t& b) { return XXH128_isEqual(a, b); })>
-      seen;
-  int64_t copies = 0;
-  for (int64_t i = 0; i < source.size(); ++i) {
-    const std::optional<Record> r = source.read(i);
-    if (!r) continue;
-    const XXH128_hash_t h = r->tokens.empty()
-                                ? XXH3_128bits(r->text.data(), r->text.size())
-                                : XXH3_128bits(r->tokens.data(), r->tokens.size() * sizeof(int32_t));
-    if (!seen.insert(h).second) drop[size_t(i)] = true, ++copies;
-  }
-  return std::make_unique<DropMarked>(
-      std::move(upstream), Json{{"stage", "dedup"}}, std::move(drop),
-      fmt::format("dedup: exact, by content hash; {} later copies dropped", copies));
+  auto judge = [&source] {
+    Judgement j{std::vector<bool>(size_t(source.size()), false), ""};
+    std::unordered_set<XXH128_hash_t, decltype([](const XXH128_hash_t& h) { return size_t(h.low64); }),
+                       decltype([](const XXH128_hash_t& a, const XXH128_hash_t& b) {
+                         return XXH128_isEqual(a, b);
+                       })>
+        seen;
+    int64_t copies = 0;
+    for (int64_t i = 0; i < source.size(); ++i) {
+      const std::optional<Record> r = source.read(i);
+      if (!r) continue;
+      const XXH128_hash_t h = r->tokens.empty()
+                                  ? XXH3_128bits(r->text.data(), r->text.size())
+                                  : XXH3_128bits(r->tokens.data(), r->tokens.size() * sizeof(int32_t));
+      if (!seen.insert(h).second) j.drop[size_t(i)] = true, ++copies;
+    }
+    j.outcome = fmt::format("{} later copies dropped", copies);
+    return j;
+  };
+  return std::make_unique<DropMarked>(std::move(upstream), Json{{"stage", "dedup"}},
+                                      "dedup: exact, by content hash", judge);
 }
 
-std::unique_ptr<Stage> make_near_dedup(std::unique_ptr<Stage> upstream, const NearDedupOptions& o) {
-  DEW_REQUIRE(
-      o.ngram >= 1 && o.bands >= 1 && o.rows >= 1 && o.bands * o.rows <= 1024,
-      "[data] near_dedup: ngram {}, bands {}, rows {}; expected positive values, bands x rows <= 1024",
-      o.ngram, o.bands, o.rows);
-  DEW_REQUIRE(o.threshold > 0 && o.threshold <= 1,
-              "[data] near_dedup: threshold {}; expected a Jaccard in (0, 1]", o.threshold);
-  Source& source = source_below(*upstream, "near_dedup");
+namespace {
+
+// near_dedup's pass over every record of `source`, as the file header describes.
+Judgement judge_near_duplicates(Source& source, const NearDedupOptions& o) {
   const size_t hashes = size_t(o.bands * o.rows);
   std::vector<uint64_t> a(hashes), b(hashes);  // h_j(x) = (a_j x + b_j) mod 2^61 - 1
   for (size_t j = 0; j < hashes; ++j) {
@@ -212,16 +225,29 @@ std::unique_ptr<Stage> make_near_dedup(std::unique_ptr<Stage> upstream, const Ne
   }
   int64_t dropped = 0;
   for (const auto& [root, list] : members) dropped += int64_t(list.size());
+  return {std::move(drop), fmt::format("{} clusters, {} records dropped", members.size(), dropped)};
+}
+
+}  // namespace
+
+std::unique_ptr<Stage> make_near_dedup(std::unique_ptr<Stage> upstream, const NearDedupOptions& o) {
+  DEW_REQUIRE(
+      o.ngram >= 1 && o.bands >= 1 && o.rows >= 1 && o.bands * o.rows <= 1024,
+      "[data] near_dedup: ngram {}, bands {}, rows {}; expected positive values, bands x rows <= 1024",
+      o.ngram, o.bands, o.rows);
+  DEW_REQUIRE(o.threshold > 0 && o.threshold <= 1,
+              "[data] near_dedup: threshold {}; expected a Jaccard in (0, 1]", o.threshold);
+  Source& source = source_below(*upstream, "near_dedup");
   Json d = {{"stage", "near_dedup"},
             {"ngram", o.ngram},
             {"bands", o.bands},
             {"rows", o.rows},
             {"threshold", o.threshold}};
   return std::make_unique<DropMarked>(
-      std::move(upstream), std::move(d), std::move(drop),
-      fmt::format("near_dedup: MinHash of {}-grams, {} bands x {} rows, Jaccard >= {}; {} clusters, {} "
-                  "records dropped",
-                  o.ngram, o.bands, o.rows, o.threshold, members.size(), dropped));
+      std::move(upstream), std::move(d),
+      fmt::format("near_dedup: MinHash of {}-grams, {} bands x {} rows, Jaccard >= {}", o.ngram, o.bands,
+                  o.rows, o.threshold),
+      [&source, o] { return judge_near_duplicates(source, o); });
 }
 
 }  // namespace dew::data::detail

@@ -39,6 +39,11 @@ class Mix : public Stage {
     for (const MixInput& m : members_) out.emplace_back(m.name, m.head.get());
     return out;
   }
+  std::vector<std::unique_ptr<Stage>*> member_slots() override {
+    std::vector<std::unique_ptr<Stage>*> out;
+    for (MixInput& m : members_) out.push_back(&m.head);
+    return out;
+  }
   // [member 0's position..., member 1's..., draws so far]
   void save(Cursor& out) const override {
     for (const MixInput& m : members_) m.head->save(out);

@@ -16,12 +16,16 @@ class Map : public Stage {
       : Stage(std::move(upstream)), name_(std::move(name)), f_(std::move(f)) {}
   Json describe() const override { return {{"stage", "map"}, {"name", name_}}; }
   bool per_record() const override { return true; }
+  bool cacheable() const override { return true; }
 
  protected:
   std::optional<Record> next() override {
     std::optional<Record> r = upstream_->pull();
-    if (r) r = f_(std::move(*r));
-    return r;
+    if (!r) return r;
+    const int64_t index = r->index;  // the record stays its source's record, whatever f builds
+    Record out = f_(std::move(*r));
+    out.index = index;
+    return out;
   }
 
  private:
@@ -35,6 +39,7 @@ class Filter : public Stage {
       : Stage(std::move(upstream)), description_(std::move(description)), keep_(std::move(keep)) {}
   Json describe() const override { return description_; }
   bool per_record() const override { return true; }
+  bool cacheable() const override { return true; }
 
  protected:
   std::optional<Record> next() override {

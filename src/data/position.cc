@@ -83,6 +83,7 @@ void Chain::resume(const std::string& position) {
                   (saved.contains("state") || saved.contains("schedule")),
               "[data] position: not a version-1 {} record; expected what Chain::position() wrote", kFormat);
   s.prefetcher.reset();  // what it built ahead belongs to the old position
+  s.prepare();
   std::lock_guard lock(s.stages);
   std::vector<std::string> changed;
   differences(saved.at("description"), s.description(), "", changed);

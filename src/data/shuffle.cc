@@ -45,6 +45,7 @@ class GlobalShuffle : public Stage {  // the source does the work; this stage na
            " (applied at the source)";
   }
   bool per_record() const override { return true; }
+  bool cacheable() const override { return true; }  // the source applies the order
 
  protected:
   std::optional<Record> next() override { return upstream_->pull(); }

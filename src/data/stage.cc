@@ -37,7 +37,10 @@ StageStats Stage::stats() const {
 
 Json describe_stages(const Stage& head) {
   Json stages = Json::array();
-  for (const Stage* s = &head; s; s = s->upstream()) stages.insert(stages.begin(), s->describe());
+  for (const Stage* s = &head; s; s = s->upstream()) {
+    const Json part = s->described();
+    stages.insert(stages.begin(), part.begin(), part.end());
+  }
   return stages;
 }
 

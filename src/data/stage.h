@@ -47,11 +47,19 @@ class Stage {
   virtual std::string summary() const;  // one line for show(); describe() unless overridden
   // Maps and filters: a global shuffle after them may permute the source instead (shuffle.cc).
   virtual bool per_record() const { return false; }
+  // Deterministic and per-record (or, as a global shuffle, only an order the source applies): the
+  // stages from the source up to the last such one are what the cache stores (cache.cc).
+  virtual bool cacheable() const { return false; }
   virtual const Tokenizer* tokenizer() const { return nullptr; }
   // A mixture's member chains (each given by its last stage), with their names.
   virtual std::vector<std::pair<std::string, const Stage*>> members() const { return {}; }
 
   Stage* upstream() const { return upstream_.get(); }
+  std::unique_ptr<Stage>& upstream_slot() { return upstream_; }
+  // A mixture's members, to be replaced in place (the cache does).
+  virtual std::vector<std::unique_ptr<Stage>*> member_slots() { return {}; }
+  // The descriptions this stage stands for: its own, or a cached prefix's stages.
+  virtual Json described() const { return Json::array({describe()}); }
   StageStats stats() const;  // this stage's, its upstream's time subtracted
   int64_t dropped = 0;       // filtered out or skipped; a stage counts its own
 
@@ -79,6 +87,13 @@ class Source : public Stage {
   // From now on epoch e reads record permutation(seed, e, i) at step i (shuffle.cc).
   void shuffle_globally(uint64_t seed) { shuffle_seed_ = seed; }
   bool shuffled() const { return shuffle_seed_.has_value(); }
+  std::optional<uint64_t> shuffle_seed() const { return shuffle_seed_; }
+  const SourceOptions& options() const { return options_; }
+  // The cache's pass reads one epoch in source order, then puts these back.
+  void set_reading(const SourceOptions& options, std::optional<uint64_t> shuffle_seed) {
+    options_ = options;
+    shuffle_seed_ = shuffle_seed;
+  }
   // False where records are pieces of one document (token files without separators): not shuffled.
   virtual bool records_are_documents() const { return true; }
 

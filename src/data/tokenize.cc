@@ -119,6 +119,7 @@ class Tokenize : public Stage {
                        options_.append_eos ? "" : "no ", options_.workers);
   }
   bool per_record() const override { return true; }
+  bool cacheable() const override { return true; }
   const Tokenizer* tokenizer() const override { return &tokenizer_; }
   void save(Cursor& out) const override {
     if (emitted_ < block_.size())

@@ -1,7 +1,9 @@
 // Test helper: a fresh directory of data files for one test, with writers for the token formats.
 #pragma once
 
+#include <dew/tokenizer.h>
 #include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -30,6 +32,12 @@ class DataDir {
     std::ostringstream out;
     out << std::ifstream(root_ / name, std::ios::binary).rdbuf();
     return out.str();
+  }
+  // A byte-level BPE trained on `text`, with `eos` as its eos_token, in directory `name`.
+  void write_tokenizer(const std::string& name, const std::string& text, const std::string& eos) const {
+    write(name + "/tokenizer.json",
+          train_byte_level_bpe({text}, {.vocab_size = 400, .special_tokens = {eos}}));
+    write(name + "/tokenizer_config.json", "{\"eos_token\": \"" + eos + "\"}");
   }
   // llm.c's format: 256 x i32 header (magic, version, count), then u16 (version 1) or u32 ids.
   void write_llmc(const std::string& name, int32_t version, const std::vector<uint32_t>& ids) const {

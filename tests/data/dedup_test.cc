@@ -34,7 +34,8 @@ TEST(DataDedup, ExactDedupKeepsTheFirstCopy) {
   const char* texts[] = {"a", "b", "a", "c", "b", "a"};
   for (size_t i = 0; i < 6; ++i) records[i].text = texts[i];
   Chain chain = Chain::records(records);
-  chain.dedup().shuffle(3);  // dedup judges source indices, so a global shuffle may follow
+  chain.cache({.enabled = false});  // these stages' own counts, not the cache's
+  chain.dedup().shuffle(3);         // dedup judges source indices, so a global shuffle may follow
   std::vector<std::string> got = drain(chain);
   std::sort(got.begin(), got.end());
   EXPECT_EQ(got, (std::vector<std::string>{"a", "b", "c"}));
@@ -76,6 +77,7 @@ TEST(DataDedup, NearDedupFindsPlantedCopiesAtJaccard08) {
   }
   testing::DataDir dir("near_dedup");
   Chain chain = Chain::records(records);
+  chain.cache({.enabled = false});  // these stages' own counts, not the cache's
   chain.near_dedup({.clusters_path = dir.path("clusters.jsonl")});
   std::set<int64_t> kept;  // by source index
   while (std::optional<Record> r = chain.next_record()) kept.insert(r->index);
@@ -103,6 +105,7 @@ TEST(DataDedup, DecontaminationDropsDocumentsSharingA13Gram) {
   records[1].text = "the quick brown fox jumps over the lazy dog while seven wizards";  // 12 words of it
   records[2].text = "nothing in common at all";
   Chain chain = Chain::records(records);
+  chain.cache({.enabled = false});  // these stages' own counts, not the cache's
   chain.decontaminate({dir.path("test_set.txt")});
   EXPECT_EQ(drain(chain), (std::vector<std::string>{records[1].text, records[2].text}));
   EXPECT_EQ(chain.stats()[1].dropped, 1);

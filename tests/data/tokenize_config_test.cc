@@ -34,9 +34,7 @@ class TokenizedData : public ::testing::Test {
     write_tokenizer(text, "<|eot|>");
   }
   void write_tokenizer(const std::string& text, const std::string& eos) {
-    dir_.write("tok/tokenizer.json",
-               train_byte_level_bpe({text}, {.vocab_size = 400, .special_tokens = {eos}}));
-    dir_.write("tok/tokenizer_config.json", "{\"eos_token\": \"" + eos + "\"}");
+    dir_.write_tokenizer("tok", text, eos);
   }
   Chain chain(int workers, int64_t prefetch = 0) {
     Chain c = Chain::text_files({dir_.path("corpus.txt")}, TextUnit::line, {.epochs = 0});
