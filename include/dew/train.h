@@ -1,0 +1,86 @@
+// Training's parts that stand alone: optimizers (AdamW as torch.optim.AdamW computes it, SGD with
+// momentum or Nesterov as torch.optim.SGD, Lion), learning-rate schedules and gradient clipping by
+// global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
+// Not here yet: Muon, the Trainer, checkpoints, `dew train` (issue 6).
+#pragma once
+
+#include <dew/tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dew::train {
+
+// A parameter and its group's settings: its learning rate is the schedule's times lr_scale.
+struct Param {
+  std::string name;
+  Tensor tensor;  // f32, contiguous, requires_grad
+  double lr_scale = 1;
+  double weight_decay = 0;
+};
+
+// Decay on matrices, none on norms, biases and embeddings (1-D tensors, and names of embedding
+// tables: embed_tokens, wte, wpe), as GPT-2 and Llama recipes do.
+std::vector<Param> default_groups(std::map<std::string, Tensor>& parameters, double weight_decay);
+
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
+};
+struct SgdOptions {
+  double momentum = 0.9, dampening = 0;
+  bool nesterov = false;
+};
+struct LionOptions {
+  double beta1 = 0.9, beta2 = 0.99;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // One update of every parameter that has a gradient, at learning rate `lr` (times its lr_scale).
+  virtual void step(double lr) = 0;
+  void zero_grad();
+  int64_t steps() const { return steps_; }
+  // Its state by name ("exp_avg.<param>", ...) for checkpoints, and back; load_state refuses a state
+  // of other parameters or shapes, naming the tensor.
+  std::map<std::string, Tensor> state() const;
+  void load_state(const std::map<std::string, Tensor>& state, int64_t steps);
+
+ protected:
+  explicit Optimizer(std::vector<Param> params, std::vector<std::string> buffers);
+  // Buffer `k` (in the order given to the constructor) of parameter `i`, zeros until first used.
+  float* buffer(size_t k, size_t i);
+  std::vector<Param> params_;
+  int64_t steps_ = 0;
+
+ private:
+  std::vector<std::string> buffer_names_;
+  std::vector<std::vector<Tensor>> buffers_;  // [k][i]
+};
+
+std::unique_ptr<Optimizer> make_adamw(std::vector<Param> params, const AdamWOptions& options = {});
+std::unique_ptr<Optimizer> make_sgd(std::vector<Param> params, const SgdOptions& options = {});
+std::unique_ptr<Optimizer> make_lion(std::vector<Param> params, const LionOptions& options = {});
+
+// Linear warmup over `warmup_steps` (lr = peak (step+1)/warmup), then cosine, linear or constant
+// to `min_lr_ratio` x peak at total_steps; or WSD: warmup, stable at peak, then a linear decay over
+// the last `decay_fraction` of the steps to min_lr_ratio x peak.
+struct LrSchedule {
+  enum class Shape { cosine, linear, constant, wsd };
+  Shape shape = Shape::cosine;
+  double peak_lr = 3e-4;
+  int64_t warmup_steps = 0, total_steps = 1;
+  double min_lr_ratio = 0.1;
+  double decay_fraction = 0.2;    // WSD only
+  double at(int64_t step) const;  // the lr of optimizer step `step`, 0-based
+};
+
+// Scales every gradient by max_norm / (norm + 1e-6) when their global L2 norm exceeds max_norm (as
+// torch.nn.utils.clip_grad_norm_ does) and returns the norm before clipping. The norm is summed in
+// float64 over fixed blocks, so it does not depend on the thread count.
+double clip_grad_norm(const std::vector<Param>& params, double max_norm);
+
+}  // namespace dew::train

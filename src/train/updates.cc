@@ -1,0 +1,138 @@
+// The update rules. Each runs elementwise over a parameter on the thread pool; an element's result
+// depends on that element alone, so it is the same at any thread count. AdamW and SGD take their
+// steps in the order torch.optim's single-tensor code does, each rounded to float32.
+#include <dew/error.h>
+#include <dew/runtime.h>
+#include <dew/train.h>
+
+#include <cmath>
+
+namespace dew::train {
+namespace {
+
+constexpr int64_t kGrain = 1 << 14;
+
+// body(param, grad, i0, i1) for each parameter with a gradient.
+template <class Body>
+void for_each_gradient(std::vector<Param>& params, Body&& body) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor grad = params[i].tensor.grad();
+    if (!grad.defined()) continue;
+    DEW_REQUIRE(grad.dtype() == DType::f32 && grad.shape() == params[i].tensor.shape(),
+                "[optimizer] the gradient of {} is {}; expected f32 of its shape", params[i].name,
+                grad.describe());
+    const Tensor g = grad.contiguous();
+    body(i, params[i].tensor.data<float>(), g.data<float>(), params[i].tensor.numel());
+    params[i].tensor.bump_version();  // written in place: a rule that saved it would now refuse
+  }
+}
+
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<Param> params, const AdamWOptions& o)
+      : Optimizer(std::move(params), {"exp_avg", "exp_avg_sq"}), o_(o) {
+    DEW_REQUIRE(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0,
+                "[adamw] betas ({}, {}) and eps {}; expected betas in [0, 1) and eps > 0", o.beta1, o.beta2,
+                o.eps);
+  }
+  void step(double lr) override {
+    ++steps_;
+    const double bc1 = 1 - std::pow(o_.beta1, double(steps_)),
+                 bc2_sqrt = std::sqrt(1 - std::pow(o_.beta2, double(steps_)));
+    for_each_gradient(params_, [&](size_t i, float* p, const float* g, int64_t n) {
+      const double group_lr = lr * params_[i].lr_scale;
+      const float decay = float(1 - group_lr * params_[i].weight_decay), w1 = float(1 - o_.beta1),
+                  beta2 = float(o_.beta2), w2 = float(1 - o_.beta2), root = float(bc2_sqrt),
+                  eps = float(o_.eps), step_size = float(-(group_lr / bc1));
+      float* m = buffer(0, i);
+      float* v = buffer(1, i);
+      parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          p[k] = p[k] * decay;
+          m[k] = m[k] + w1 * (g[k] - m[k]);
+          v[k] = v[k] * beta2;
+          v[k] = v[k] + w2 * g[k] * g[k];
+          const float denom = std::sqrt(v[k]) / root + eps;
+          p[k] = p[k] + step_size * (m[k] / denom);
+        }
+      });
+    });
+  }
+
+ private:
+  AdamWOptions o_;
+};
+
+class Sgd : public Optimizer {
+ public:
+  Sgd(std::vector<Param> params, const SgdOptions& o)
+      : Optimizer(std::move(params), {"momentum_buffer"}), o_(o) {
+    DEW_REQUIRE(o.momentum >= 0 && o.dampening >= 0 && (!o.nesterov || (o.momentum > 0 && o.dampening == 0)),
+                "[sgd] momentum {}, dampening {}, nesterov {}; Nesterov needs momentum > 0 and no dampening",
+                o.momentum, o.dampening, o.nesterov);
+  }
+  void step(double lr) override {
+    const bool first = steps_++ == 0;
+    for_each_gradient(params_, [&](size_t i, float* p, const float* g, int64_t n) {
+      const float wd = float(params_[i].weight_decay), mu = float(o_.momentum),
+                  keep = float(1 - o_.dampening), rate = float(-(lr * params_[i].lr_scale));
+      float* buf = o_.momentum > 0 ? buffer(0, i) : nullptr;
+      parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          float d = wd != 0 ? g[k] + wd * p[k] : g[k];
+          if (buf) {
+            buf[k] = first ? d : buf[k] * mu + keep * d;
+            d = o_.nesterov ? d + mu * buf[k] : buf[k];
+          }
+          p[k] = p[k] + rate * d;
+        }
+      });
+    });
+  }
+
+ private:
+  SgdOptions o_;
+};
+
+// Lion (Chen et al., 2023): the sign of an interpolation of momentum and gradient, decoupled decay.
+class Lion : public Optimizer {
+ public:
+  Lion(std::vector<Param> params, const LionOptions& o) : Optimizer(std::move(params), {"exp_avg"}), o_(o) {
+    DEW_REQUIRE(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1,
+                "[lion] betas ({}, {}); expected betas in [0, 1)", o.beta1, o.beta2);
+  }
+  void step(double lr) override {
+    ++steps_;
+    for_each_gradient(params_, [&](size_t i, float* p, const float* g, int64_t n) {
+      const double group_lr = lr * params_[i].lr_scale;
+      const float decay = float(1 - group_lr * params_[i].weight_decay), rate = float(group_lr),
+                  b1 = float(o_.beta1), b2 = float(o_.beta2);
+      float* m = buffer(0, i);
+      parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          const float c = b1 * m[k] + (1 - b1) * g[k];
+          const float sign = float((c > 0) - (c < 0));
+          p[k] = p[k] * decay - rate * sign;
+          m[k] = b2 * m[k] + (1 - b2) * g[k];
+        }
+      });
+    });
+  }
+
+ private:
+  LionOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_adamw(std::vector<Param> params, const AdamWOptions& options) {
+  return std::make_unique<AdamW>(std::move(params), options);
+}
+std::unique_ptr<Optimizer> make_sgd(std::vector<Param> params, const SgdOptions& options) {
+  return std::make_unique<Sgd>(std::move(params), options);
+}
+std::unique_ptr<Optimizer> make_lion(std::vector<Param> params, const LionOptions& options) {
+  return std::make_unique<Lion>(std::move(params), options);
+}
+
+}  // namespace dew::train
