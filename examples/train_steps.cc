@@ -1,11 +1,10 @@
 // A few training steps by hand, from the parts that exist today: the data chain (lines of text,
-// tokenized and packed), a small random Llama, cross_entropy over real next tokens only (targets in
-// another document or in padding are ignored), backward, clipping, AdamW with the default groups and
-// a warmup-cosine schedule. The loss falls. Run: build/examples/train_steps
+// tokenized and packed), a small random Llama, the next-token objective over real targets only
+// (lm_loss: targets in another document or in padding are ignored), backward, clipping, AdamW with
+// the default groups and a warmup-cosine schedule. The loss falls. Run: build/examples/train_steps
 #include <dew/autodiff.h>
 #include <dew/data.h>
 #include <dew/models.h>
-#include <dew/ops.h>
 #include <dew/tokenizer.h>
 #include <dew/train.h>
 
@@ -47,17 +46,8 @@ int main() {
   double first = 0, last = 0;
   for (int64_t step = 0; step < steps; ++step) {
     const dew::data::Batch batch = *chain.next_batch();
-    const dew::Tensor ids = batch.tokens.slice(1, 0, T).contiguous();
-    const dew::Tensor positions = batch.positions.slice(1, 0, T).contiguous();
-    const dew::Tensor segments = batch.segment_ids.slice(1, 0, T).contiguous();
-    // The target of token t is token t+1 of the same document; others are ignored.
-    dew::Tensor targets = batch.tokens.slice(1, 1, T + 1).contiguous();
-    const dew::Tensor next_segments = batch.segment_ids.slice(1, 1, T + 1).contiguous();
-    for (int64_t i = 0; i < targets.numel(); ++i)
-      if (next_segments.data<int64_t>()[i] != segments.data<int64_t>()[i] || segments.data<int64_t>()[i] == 0)
-        targets.data<int64_t>()[i] = -100;
-    const dew::Tensor logits = model.forward(ids, positions, nullptr, segments);
-    const dew::Tensor loss = dew::cross_entropy(logits, targets).loss;
+    const dew::train::LmLoss objective = dew::train::lm_loss(model, batch);  // real next tokens only
+    const dew::Tensor& loss = objective.loss;
     optimizer->zero_grad();
     dew::backward(loss);
     dew::train::clip_grad_norm(params, 1.0);

@@ -1,9 +1,12 @@
 // Training's parts that stand alone: optimizers (AdamW as torch.optim.AdamW computes it, SGD with
 // momentum or Nesterov as torch.optim.SGD, Lion), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
-// Not here yet: Muon, the Trainer, checkpoints, `dew train` (issue 6).
+// And the next-token objective over packed batches. Not here yet: Muon, SFT masks, the Trainer,
+// checkpoints, `dew train` (issue 6).
 #pragma once
 
+#include <dew/data.h>
+#include <dew/models.h>
 #include <dew/tensor.h>
 
 #include <cstdint>
@@ -82,5 +85,19 @@ struct LrSchedule {
 // torch.nn.utils.clip_grad_norm_ does) and returns the norm before clipping. The norm is summed in
 // float64 over fixed blocks, so it does not depend on the thread count.
 double clip_grad_norm(const std::vector<Param>& params, double max_norm);
+
+// The next-token objective over a packed batch (rows of T+1 tokens, data.h). Targets are ignored
+// where token t+1 lies in another document or in padding.
+inline constexpr int64_t kIgnoreTarget = -100;
+Tensor next_token_targets(const data::Batch& batch);  // (rows, T) i64
+struct LmLossOptions {
+  double z_loss = 0;  // adds z_loss x mean(logsumexp^2) over real targets (PaLM's auxiliary loss)
+};
+struct LmLoss {
+  Tensor loss;  // scalar: mean cross-entropy over real targets (plus the z-loss), differentiable
+  int64_t targets = 0, correct = 0;  // real targets, and those the argmax predicts (token accuracy)
+  double accuracy() const { return targets ? double(correct) / double(targets) : 0; }
+};
+LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options = {});
 
 }  // namespace dew::train

@@ -1,0 +1,48 @@
+// Next-token language modelling over real tokens only: a packed batch's target for token t is token
+// t+1 when both lie in the same document; targets in another document or in padding are ignored, so
+// packing never teaches the model to predict across a document boundary.
+#include <dew/error.h>
+#include <dew/ops.h>
+#include <dew/train.h>
+
+#include <cmath>
+
+namespace dew::train {
+
+Tensor next_token_targets(const data::Batch& batch) {
+  const int64_t rows = batch.tokens.shape()[0], width = batch.tokens.shape()[1], T = width - 1;
+  DEW_REQUIRE(width >= 2, "[lm_loss] the batch's rows hold {} tokens; expected T+1 >= 2", width);
+  Tensor targets = Tensor::empty({rows, T}, DType::i64);
+  const int64_t* tokens = batch.tokens.data<int64_t>();
+  const int64_t* segments = batch.segment_ids.data<int64_t>();
+  int64_t* out = targets.data<int64_t>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t here = segments[r * width + t], next = segments[r * width + t + 1];
+      out[r * T + t] = here != 0 && here == next ? tokens[r * width + t + 1] : kIgnoreTarget;
+    }
+  return targets;
+}
+
+LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options) {
+  const int64_t T = batch.tokens.shape()[1] - 1;
+  const Tensor ids = batch.tokens.slice(1, 0, T).contiguous();
+  const Tensor positions = batch.positions.slice(1, 0, T).contiguous();
+  const Tensor segments = batch.segment_ids.slice(1, 0, T).contiguous();
+  const Tensor targets = next_token_targets(batch);
+  const Tensor logits = model.forward(ids, positions, nullptr, segments);
+  LmLoss out;
+  out.loss = cross_entropy(logits, targets, {.ignore_index = kIgnoreTarget, .z_loss = options.z_loss}).loss;
+  // Accuracy: the argmax of each real target's row is the target.
+  const Tensor predicted = argmax(logits.detach(), -1);
+  const int64_t* p = predicted.data<int64_t>();
+  const int64_t* y = targets.data<int64_t>();
+  for (int64_t i = 0; i < targets.numel(); ++i) {
+    if (y[i] == kIgnoreTarget) continue;
+    ++out.targets;
+    out.correct += p[i] == y[i];
+  }
+  return out;
+}
+
+}  // namespace dew::train

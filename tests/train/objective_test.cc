@@ -1,0 +1,57 @@
+// The next-token objective over packed batches: targets only within a document, padding inert.
+#include <dew/autodiff.h>
+#include <dew/train.h>
+#include <gtest/gtest.h>
+
+namespace dew::train {
+namespace {
+
+CausalLM tiny_model() {
+  return CausalLM::init(parse_model_config(R"({"model_type": "llama", "vocab_size": 32, "hidden_size": 16,
+      "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+      "max_position_embeddings": 16})",
+                                           "test"),
+                        DType::f32, 3);
+}
+
+// One row of T+1 = 8 tokens: a document of 3, one of 3, and 2 of padding.
+data::Batch packed(std::vector<double> tokens) {
+  data::Batch b;
+  b.tokens = Tensor::from_values(tokens, {1, 8}, DType::i64);
+  b.segment_ids = Tensor::from_values({1, 1, 1, 2, 2, 2, 0, 0}, {1, 8}, DType::i64);
+  b.positions = Tensor::from_values({0, 1, 2, 0, 1, 2, 0, 0}, {1, 8}, DType::i64);
+  return b;
+}
+
+TEST(LmObjective, TargetsStayInsideDocuments) {
+  const Tensor targets = next_token_targets(packed({5, 6, 7, 8, 9, 10, 0, 0}));
+  EXPECT_EQ(targets.to_f64_vector(), (std::vector<double>{6, 7, -100, 9, 10, -100, -100}));
+}
+
+TEST(LmObjective, PaddingNeverChangesTheLossAndGradientsFlow) {
+  const CausalLM model = tiny_model();
+  const LmLoss a = lm_loss(model, packed({5, 6, 7, 8, 9, 10, 0, 0}));
+  const LmLoss b = lm_loss(model, packed({5, 6, 7, 8, 9, 10, 31, 17}));
+  EXPECT_EQ(a.loss.to_f64_vector(), b.loss.to_f64_vector());
+  EXPECT_EQ(a.targets, 4);
+  EXPECT_LE(a.correct, 4);
+  const LmLoss other = lm_loss(model, packed({5, 6, 7, 8, 9, 11, 0, 0}));
+  EXPECT_NE(a.loss.to_f64_vector(), other.loss.to_f64_vector()) << "a real target changed";
+  const LmLoss z = lm_loss(model, packed({5, 6, 7, 8, 9, 10, 0, 0}), {.z_loss = 1e-2});
+  EXPECT_GT(z.loss.to_f64_vector()[0], a.loss.to_f64_vector()[0]);
+
+  CausalLM trained = tiny_model();
+  for (auto& [name, p] : trained.parameters()) p.requires_grad_();
+  backward(lm_loss(trained, packed({5, 6, 7, 8, 9, 10, 0, 0})).loss);
+  const Tensor g = trained.parameters().at("model.embed_tokens.weight").grad();
+  ASSERT_TRUE(g.defined());
+  double row5 = 0, row31 = 0;  // token 5 is an input; 31 appears nowhere
+  for (int64_t c = 0; c < 16; ++c)
+    row5 += std::abs(g.to_f64_vector()[size_t(5 * 16 + c)]),
+        row31 += std::abs(g.to_f64_vector()[size_t(31 * 16 + c)]);
+  EXPECT_GT(row5, 0);
+  EXPECT_EQ(row31, 0);
+}
+
+}  // namespace
+}  // namespace dew::train
