@@ -1,8 +1,8 @@
 // Training's parts that stand alone: optimizers (AdamW as torch.optim.AdamW computes it, SGD with
 // momentum or Nesterov as torch.optim.SGD, Lion), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
-// And the next-token objective over packed batches. Not here yet: Muon, SFT masks, the Trainer,
-// checkpoints, `dew train` (issue 6).
+// And the next-token objective over packed batches, and checkpoint directories. Not here yet: Muon,
+// SFT masks, the Trainer, `dew train` (issue 6).
 #pragma once
 
 #include <dew/data.h>
@@ -99,5 +99,41 @@ struct LmLoss {
   double accuracy() const { return targets ? double(correct) / double(targets) : 0; }
 };
 LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options = {});
+
+// Checkpoints: RUN_DIR/checkpoints/step-NNNNNNNN/ holds config.json and model.safetensors (so that
+// `dew generate` and `dew score` load it as a model), the tokenizer's files, optimizer.safetensors,
+// checkpoint.json (step, optimizer steps), trainer.json (the caller's state: counters, RNG counters,
+// the data chain's position), run.json, and COMMITTED, written last. It is written in a temporary
+// directory, every file flushed, renamed into place, the directory flushed, then marked.
+struct CheckpointParts {
+  const CausalLM* model = nullptr;
+  const Optimizer* optimizer = nullptr;
+  std::string trainer_state = "{}";  // JSON
+  std::string tokenizer;             // a tokenizer.json or its directory, copied in; empty: none
+  std::string run_json = "{}";
+};
+struct CheckpointPolicy {
+  int64_t keep_last = 3;   // committed checkpoints kept, newest first
+  int64_t keep_every = 0;  // and those whose step is a multiple of this (0: none)
+};
+// Writes checkpoint `step` and then deletes the committed ones the policy does not keep. Returns its
+// directory. A step already checkpointed is refused.
+std::string save_checkpoint(const std::string& run_dir, int64_t step, const CheckpointParts& parts,
+                            const CheckpointPolicy& policy = {});
+
+struct CheckpointScan {
+  std::string latest;  // the newest committed checkpoint's directory; empty: none
+  int64_t step = -1;
+  std::vector<std::string> ignored;  // "path: why" for each partial or unmarked one
+};
+CheckpointScan find_checkpoints(const std::string& run_dir);
+
+struct LoadedCheckpoint {
+  CausalLM model;
+  std::map<std::string, Tensor> optimizer_state;
+  int64_t step = 0, optimizer_steps = 0;
+  std::string trainer_state;
+};
+LoadedCheckpoint load_checkpoint(const std::string& directory);
 
 }  // namespace dew::train

@@ -100,7 +100,10 @@ void AtomicFile::commit() {
     fail("{}: renaming the finished file into place failed ({}); the file was left as it was", path_, why);
   }
   // The rename is durable once the directory is flushed.
-  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  flush_directory(std::filesystem::path(path_).parent_path().string());
+}
+
+void flush_directory(const std::string& dir) {
   const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);

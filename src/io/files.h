@@ -44,6 +44,9 @@ class AtomicFile {
   std::string buffer_;  // writes are gathered into large ones
 };
 
+// Flushes a directory's entries (a rename into it, a new file) to disk.
+void flush_directory(const std::string& dir);
+
 // Reads a whole (small) file: config.json, an index, a tokenizer.
 std::string read_text_file(const std::string& path);
 

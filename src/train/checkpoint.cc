@@ -1,0 +1,146 @@
+// Checkpoint directories (train.h): written whole or recognisably not at all, found newest first,
+// loaded back. NOTE [commit marker]: a directory is a checkpoint only once COMMITTED exists in it;
+// COMMITTED is written after the directory was renamed into place and flushed, so a crash at any
+// point leaves either a `.partial-*` directory or an unmarked one, both ignored (and reported).
+#include <dew/error.h>
+#include <dew/safetensors.h>
+#include <dew/train.h>
+
+#include "io/files.h"
+#include "io/json.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace dew::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kMarker = "COMMITTED";
+constexpr const char* kFormat = "dew.checkpoint";
+
+void write_text(const fs::path& path, const std::string& text) {
+  AtomicFile file(path.string());
+  file.write(text.data(), text.size());
+  file.commit();
+}
+
+std::string step_name(int64_t step) {
+  return fmt::format("step-{:08d}", step);
+}
+
+// The committed checkpoints of a run, by step, and what was passed over.
+std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& dir, std::vector<std::string>* ignored) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return out;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, error)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".partial-", 0) == 0) {
+      if (ignored) ignored->push_back(e.path().string() + ": a write that did not finish");
+      continue;
+    }
+    if (name.size() != 13 || name.rfind("step-", 0) != 0 ||
+        name.find_first_not_of("0123456789", 5) != std::string::npos)
+      continue;
+    if (!fs::is_regular_file(e.path() / kMarker, error)) {
+      if (ignored) ignored->push_back(e.path().string() + ": no " + kMarker + " marker (written partly)");
+      continue;
+    }
+    out.emplace_back(std::stoll(name.substr(5)), e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void copy_tokenizer(const std::string& tokenizer, const fs::path& into) {
+  const fs::path json =
+      fs::is_directory(tokenizer) ? fs::path(tokenizer) / "tokenizer.json" : fs::path(tokenizer);
+  for (const fs::path& file :
+       {json, json.parent_path() / "tokenizer_config.json", json.parent_path() / "chat_template.jinja"})
+    if (fs::is_regular_file(file)) write_text(into / file.filename(), read_text_file(file.string()));
+}
+
+}  // namespace
+
+std::string save_checkpoint(const std::string& run_dir, int64_t step, const CheckpointParts& parts,
+                            const CheckpointPolicy& policy) {
+  DEW_REQUIRE(parts.model && parts.optimizer, "[checkpoint] expected a model and an optimizer to save");
+  DEW_REQUIRE(step >= 0 && policy.keep_last >= 1 && policy.keep_every >= 0,
+              "[checkpoint] step {}, keep_last {}, keep_every {}; expected step >= 0, keep_last >= 1, "
+              "keep_every >= 0",
+              step, policy.keep_last, policy.keep_every);
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  const fs::path final = dir / step_name(step);
+  DEW_REQUIRE(!fs::exists(final), "[checkpoint] {} exists already; a step is checkpointed once",
+              final.string());
+  const fs::path partial = dir / fmt::format(".partial-{}-{}", step_name(step), ::getpid());
+  fs::remove_all(partial);
+  fs::create_directories(partial);
+  try {
+    parts.model->save(partial.string());
+    if (!parts.tokenizer.empty()) copy_tokenizer(parts.tokenizer, partial);
+    const std::map<std::string, Tensor> named = parts.optimizer->state();
+    const std::vector<std::pair<std::string, Tensor>> state(named.begin(), named.end());
+    save_safetensors((partial / "optimizer.safetensors").string(), state);
+    write_text(partial / "checkpoint.json", nlohmann::json{{"format", kFormat},
+                                                           {"version", 1},
+                                                           {"step", step},
+                                                           {"optimizer_steps", parts.optimizer->steps()}}
+                                                    .dump(2) +
+                                                "\n");
+    parse_json(parts.trainer_state, "trainer state");  // refuse what could not be read back
+    write_text(partial / "trainer.json", parts.trainer_state);
+    write_text(partial / "run.json", parts.run_json);
+    flush_directory(partial.string());
+    fs::rename(partial, final);
+    flush_directory(dir.string());
+  } catch (...) {
+    std::error_code ignore;
+    fs::remove_all(partial, ignore);
+    throw;
+  }
+  write_text(final / kMarker, step_name(step) + "\n");  // NOTE [commit marker]
+  // Keep the newest keep_last, and every keep_every-th.
+  const auto all = committed(dir, nullptr);
+  for (size_t i = 0; i + size_t(policy.keep_last) < all.size(); ++i) {
+    const auto& [old_step, path] = all[i];
+    if (policy.keep_every > 0 && old_step % policy.keep_every == 0) continue;
+    fs::remove_all(path);
+  }
+  return final.string();
+}
+
+CheckpointScan find_checkpoints(const std::string& run_dir) {
+  CheckpointScan scan;
+  const auto all = committed(fs::path(run_dir) / "checkpoints", &scan.ignored);
+  if (!all.empty()) scan.step = all.back().first, scan.latest = all.back().second.string();
+  std::sort(scan.ignored.begin(), scan.ignored.end());
+  return scan;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& directory) {
+  const fs::path dir(directory);
+  DEW_REQUIRE(fs::is_regular_file(dir / kMarker),
+              "[checkpoint] {} has no {} marker: it was not finished; resume from a committed checkpoint",
+              directory, kMarker);
+  const nlohmann::json info =
+      parse_json(read_text_file((dir / "checkpoint.json").string()), directory + "/checkpoint.json");
+  const JsonFields fields{info, directory + "/checkpoint.json"};
+  DEW_REQUIRE(fields.text_or("format", "") == kFormat && fields.number_or("version", 0) == 1,
+              "[checkpoint] {}/checkpoint.json is not a version-1 {} file", directory, kFormat);
+  LoadedCheckpoint out{CausalLM::load(directory),
+                       {},
+                       int64_t(fields.number_or("step", 0)),
+                       int64_t(fields.number_or("optimizer_steps", 0)),
+                       read_text_file((dir / "trainer.json").string())};
+  const SafetensorsFile optimizer = SafetensorsFile::open((dir / "optimizer.safetensors").string());
+  for (const auto& entry : optimizer.header().tensors)
+    out.optimizer_state[entry.name] = optimizer.load(entry.name);
+  return out;
+}
+
+}  // namespace dew::train
