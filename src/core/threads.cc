@@ -59,7 +59,9 @@ class Pool {
     stop();
     threads_ = threads;
     quit_ = false;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+    // A new worker waits for the next job, not one that ran before it existed (its job_ is gone).
+    const uint64_t current = generation_.load();
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, current] { work(i, current); });
   }
 
   // Runs job(chunk) for chunk in [0, chunks), chunk 0 on the calling thread.
@@ -91,8 +93,7 @@ class Pool {
   }
 
  private:
-  void work(int index) {
-    uint64_t seen = 0;
+  void work(int index, uint64_t seen) {
     inside_pool_body = true;
     detail::Untracked kernels_only;  // workers run kernel bodies: their views never join a graph
     for (;;) {

@@ -2,6 +2,9 @@
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <atomic>
 #include <cmath>
 
@@ -116,6 +119,23 @@ TEST(Threads, ParallelForCoversEveryIndexOnceAndPropagatesErrors) {
                               if (b > 0) fail("boom");
                             }),
                Error);
+}
+
+TEST(Threads, APoolResizedAfterJobsRanWaitsForTheNextJob) {
+  // A worker started by a resize once took the last job it never saw (a dangling pointer): a crash.
+  const int threads = num_threads();
+  std::atomic<int64_t> total = 0;
+  for (int round = 0; round < 3; ++round) {
+    set_num_threads(2);
+    parallel_for(1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+    set_num_threads(1);
+    parallel_for(1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+  }
+  set_num_threads(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the new worker looks before any job comes
+  parallel_for(1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+  EXPECT_EQ(total.load(), 7000);
+  set_num_threads(threads);
 }
 
 }  // namespace
