@@ -1,15 +1,17 @@
 // Training's parts that stand alone: optimizers (AdamW as torch.optim.AdamW computes it, SGD with
 // momentum or Nesterov as torch.optim.SGD, Lion), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
-// And the next-token objective over packed batches, and checkpoint directories. Not here yet: Muon,
-// SFT masks, the Trainer, `dew train` (issue 6).
+// And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
+// yet: Muon, SFT masks, mixed precision, evaluation and samples, MFU, `dew report` (issue 6).
 #pragma once
 
 #include <dew/data.h>
 #include <dew/models.h>
 #include <dew/tensor.h>
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -135,5 +137,53 @@ struct LoadedCheckpoint {
   std::string trainer_state;
 };
 LoadedCheckpoint load_checkpoint(const std::string& directory);
+
+// What a run trains and how (docs/training.md has the TOML keys).
+struct TrainerConfig {
+  std::string model_json;           // a config.json's content: model_type and sizes
+  uint64_t seed = 0;                // the initialization's
+  int64_t steps = 100;              // optimizer steps
+  int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
+  std::string optimizer = "adamw";  // adamw, sgd or lion
+  AdamWOptions adamw;
+  SgdOptions sgd;
+  LionOptions lion;
+  double weight_decay = 0.1;  // on matrices (default_groups)
+  LrSchedule schedule;        // total_steps 0 or 1: `steps`
+  double grad_clip = 1.0;     // global norm; 0: measured, not clipped
+  double z_loss = 0;
+  int64_t log_every = 10;
+  int64_t checkpoint_every = 0;  // 0: at the end (and when stopped) only
+  CheckpointPolicy keep;
+  std::string tokenizer;  // copied into each checkpoint
+  int64_t max_skips = 5;  // consecutive steps with a non-finite loss or norm that end the run
+};
+
+// The step: for each microbatch, lm_loss / accumulation and backward; the gradients' global norm
+// (clipped); the optimizer at the schedule's lr — or, when the loss or the norm is not finite, no
+// update (counted). It writes RUN_DIR/metrics.jsonl (a line per log step: step, tokens, loss, lr,
+// grad_norm, tokens_per_s, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
+// directory with a committed checkpoint resumes from it — the weights, the optimizer, the counters
+// and the data chain's position — and continues exactly as if it had not stopped.
+class Trainer {
+ public:
+  Trainer(TrainerConfig config, data::Chain chain, std::string run_dir);
+  struct Outcome {
+    int64_t step = 0;
+    bool stopped = false;  // by the stop flag, with a checkpoint written
+    std::string checkpoint;
+    double last_loss = 0;
+  };
+  // Trains until config.steps, or until *stop becomes true (checked after each step; the step is
+  // finished and checkpointed first).
+  Outcome run(const std::atomic<bool>* stop = nullptr);
+  std::function<void(int64_t step, double loss)> on_step;  // after each optimizer step
+  std::function<void(const std::string& line)> on_log;     // each message for a person
+
+ private:
+  TrainerConfig config_;
+  data::Chain chain_;
+  std::string run_dir_;
+};
 
 }  // namespace dew::train

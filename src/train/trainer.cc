@@ -1,0 +1,183 @@
+// The Trainer (train.h): resume or initialize, then optimizer steps with logging, checkpoints and a
+// stop flag. Everything a step depends on — weights, optimizer state, counters, the data position —
+// is in the checkpoint, so a resumed run repeats the uninterrupted one bit for bit.
+#include <dew/autodiff.h>
+#include <dew/error.h>
+#include <dew/ops.h>
+#include <dew/runtime.h>
+#include <dew/train.h>
+
+#include "io/files.h"
+#include "io/json.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace dew::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainerConfig& c, const std::vector<Param>& params) {
+  if (c.optimizer == "adamw") return make_adamw(params, c.adamw);
+  if (c.optimizer == "sgd") return make_sgd(params, c.sgd);
+  if (c.optimizer == "lion") return make_lion(params, c.lion);
+  fail("[train] optimizer \"{}\"; expected adamw, sgd or lion", c.optimizer);
+}
+
+// Keeps the metrics lines up to `step`: lines a crashed run logged after its last checkpoint are
+// logged again by the resumed run.
+void truncate_metrics(const fs::path& path, int64_t step) {
+  if (!fs::exists(path)) return;
+  std::ifstream in(path);
+  std::string kept, line;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j.value("step", int64_t(0)) <= step) kept += line + "\n";
+  }
+  AtomicFile out(path.string());
+  out.write(kept.data(), kept.size());
+  out.commit();
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir)
+    : config_(std::move(config)), chain_(std::move(chain)), run_dir_(std::move(run_dir)) {
+  DEW_REQUIRE(
+      config_.steps >= 1 && config_.accumulation >= 1 && config_.log_every >= 1 &&
+          config_.checkpoint_every >= 0 && config_.grad_clip >= 0 && config_.max_skips >= 1,
+      "[train] steps {}, accumulation {}, log_every {}, checkpoint_every {}, grad_clip {}, max_skips {}; "
+      "expected steps, accumulation, log_every, max_skips >= 1 and the others >= 0",
+      config_.steps, config_.accumulation, config_.log_every, config_.checkpoint_every, config_.grad_clip,
+      config_.max_skips);
+  if (config_.schedule.total_steps <= 1) config_.schedule.total_steps = config_.steps;
+  config_.schedule.at(0);  // validates the schedule before any work
+}
+
+Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
+  const auto say = [&](const std::string& line) {
+    if (on_log) on_log(line);
+  };
+  fs::create_directories(run_dir_);
+  CausalLM model =
+      CausalLM::init(parse_model_config(config_.model_json, "model config"), DType::f32, config_.seed);
+  for (auto& [name, p] : model.parameters()) p.requires_grad_();
+  const std::vector<Param> params = default_groups(model.parameters(), config_.weight_decay);
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(config_, params);
+  int64_t step = 0, tokens = 0, skipped = 0;
+
+  const CheckpointScan scan = find_checkpoints(run_dir_);
+  for (const std::string& why : scan.ignored) say("ignored " + why);
+  if (!scan.latest.empty()) {
+    LoadedCheckpoint loaded = load_checkpoint(scan.latest);
+    for (auto& [name, p] : model.parameters()) {
+      const auto it = loaded.model.parameters().find(name);
+      DEW_REQUIRE(it != loaded.model.parameters().end() && it->second.shape() == p.shape() &&
+                      it->second.dtype() == DType::f32,
+                  "[train] {} holds no f32 {} of this model's shape; it is a checkpoint of another model",
+                  scan.latest, name);
+      std::copy(it->second.data<float>(), it->second.data<float>() + p.numel(), p.data<float>());
+    }
+    optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
+    const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
+    step = state.at("step").get<int64_t>();
+    tokens = state.at("tokens").get<int64_t>();
+    skipped = state.at("skipped").get<int64_t>();
+    chain_.resume(state.at("data").get<std::string>());
+    say(fmt::format("resumed from {} at step {}", scan.latest, step));
+  }
+  const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
+  truncate_metrics(metrics_path, step);
+  std::ofstream metrics(metrics_path, std::ios::app);
+
+  const auto checkpoint = [&] {
+    const nlohmann::json state = {
+        {"step", step}, {"tokens", tokens}, {"skipped", skipped}, {"data", chain_.position()}};
+    const nlohmann::json run = {{"model", nlohmann::json::parse(config_.model_json)},
+                                {"data", nlohmann::json::parse(chain_.description())}};
+    return save_checkpoint(run_dir_, step,
+                           {&model, optimizer.get(), state.dump(), config_.tokenizer, run.dump(2)},
+                           config_.keep);
+  };
+
+  Outcome outcome;
+  int64_t consecutive_skips = 0;
+  reset_peak_memory();
+  while (step < config_.steps) {
+    const auto start = Clock::now();
+    double loss_sum = 0, data_wait = 0;
+    int64_t step_tokens = 0;
+    for (int64_t micro = 0; micro < config_.accumulation; ++micro) {
+      const auto wait = Clock::now();
+      std::optional<data::Batch> batch = chain_.next_batch();
+      data_wait += seconds_since(wait);
+      DEW_REQUIRE(batch,
+                  "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
+                  step, config_.steps);
+      step_tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
+      const LmLoss lm = lm_loss(model, *batch, {.z_loss = config_.z_loss});
+      loss_sum += lm.loss.to_f64_vector()[0];
+      backward(config_.accumulation == 1
+                   ? lm.loss
+                   : mul(lm.loss, Tensor::full({}, 1.0 / double(config_.accumulation), DType::f32)));
+    }
+    const double loss = loss_sum / double(config_.accumulation);
+    const double norm = clip_grad_norm(
+        params, config_.grad_clip > 0 ? config_.grad_clip : std::numeric_limits<double>::infinity());
+    const double lr = config_.schedule.at(step);
+    const bool finite = std::isfinite(loss) && std::isfinite(norm);
+    if (finite) {
+      optimizer->step(lr);
+      consecutive_skips = 0;
+    } else {
+      ++skipped;
+      say(fmt::format("step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped",
+                      step + 1, loss, norm));
+      DEW_REQUIRE(++consecutive_skips < config_.max_skips,
+                  "[train] stopped at step {}: {} consecutive steps had a non-finite loss or gradient norm "
+                  "(lower the "
+                  "learning rate, or check the data); the last checkpoint is intact",
+                  step + 1, consecutive_skips);
+    }
+    optimizer->zero_grad();
+    ++step;
+    tokens += step_tokens;
+    outcome.last_loss = loss;
+    if (on_step) on_step(step, loss);
+    const double step_s = seconds_since(start);
+    if (step % config_.log_every == 0 || step == config_.steps) {
+      nlohmann::json line = {
+          {"step", step},      {"tokens", tokens},         {"loss", loss},
+          {"lr", lr},          {"grad_norm", norm},        {"tokens_per_s", double(step_tokens) / step_s},
+          {"step_s", step_s},  {"data_wait_s", data_wait}, {"peak_bytes", cpu_memory_stats().peak_bytes},
+          {"skipped", skipped}};
+      metrics << line.dump() << "\n" << std::flush;
+      say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s", step,
+                      config_.steps, loss, lr, norm, double(step_tokens) / step_s));
+    }
+    const bool stopping = stop && stop->load();
+    if (stopping || step == config_.steps ||
+        (config_.checkpoint_every && step % config_.checkpoint_every == 0)) {
+      outcome.checkpoint = checkpoint();
+      say("checkpoint " + outcome.checkpoint);
+    }
+    if (stopping) {
+      outcome.stopped = true;
+      break;
+    }
+  }
+  outcome.step = step;
+  return outcome;
+}
+
+}  // namespace dew::train

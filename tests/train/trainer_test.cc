@@ -1,0 +1,106 @@
+// The Trainer: a run stopped and resumed repeats the uninterrupted one bit for bit (losses, weights),
+// at 1 and 2 threads; metrics are logged; non-finite steps are skipped, then stop the run.
+#include <dew/runtime.h>
+#include <dew/train.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "data_files.h"
+#include "error_of.h"
+
+namespace dew::train {
+namespace {
+
+class TrainerRuns : public ::testing::Test {
+ protected:
+  TrainerRuns() : dir_("trainer") {
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "a small river " + std::to_string(i % 13) + " runs by the stone\n";
+    dir_.write("corpus.txt", text);
+    dir_.write_tokenizer("tok", text, "<|eot|>");
+    config_.model_json =
+        R"({"model_type": "llama", "vocab_size": 400, "hidden_size": 32, "intermediate_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64})";
+    config_.steps = 8;
+    config_.accumulation = 2;
+    config_.log_every = 2;
+    config_.schedule = {.shape = LrSchedule::Shape::cosine, .peak_lr = 3e-3, .warmup_steps = 2};
+    config_.tokenizer = dir_.path("tok");
+  }
+  data::Chain chain() {
+    data::Chain c = data::Chain::text_files({dir_.path("corpus.txt")}, data::TextUnit::line, {.epochs = 0});
+    c.shuffle(3).tokenize(dir_.path("tok"), {.append_eos = true}).pack(16).batch(2);
+    return c;
+  }
+  // Runs in `run_dir` and returns the losses of the steps it took, by step.
+  std::map<int64_t, double> train(const std::string& run_dir, int64_t stop_at = 0) {
+    Trainer trainer(config_, chain(), dir_.path(run_dir));
+    std::map<int64_t, double> losses;
+    std::atomic<bool> stop{false};
+    trainer.on_step = [&](int64_t step, double loss) {
+      losses[step] = loss;
+      if (step == stop_at) stop = true;
+    };
+    const Trainer::Outcome outcome = trainer.run(&stop);
+    EXPECT_EQ(outcome.stopped, stop_at > 0);
+    return losses;
+  }
+  std::map<std::string, std::vector<double>> final_weights(const std::string& run_dir) {
+    std::map<std::string, std::vector<double>> out;
+    const LoadedCheckpoint loaded = load_checkpoint(find_checkpoints(dir_.path(run_dir)).latest);
+    for (const auto& [name, t] : loaded.model.parameters()) out[name] = t.to_f64_vector();
+    return out;
+  }
+  testing::DataDir dir_;
+  TrainerConfig config_;
+};
+
+TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
+  const auto straight = train("straight");
+  ASSERT_EQ(straight.size(), 8u);
+  EXPECT_LT(straight.at(8), straight.at(1)) << "the loss falls";
+
+  const auto first = train("interrupted", 4);
+  EXPECT_EQ(first.size(), 4u);
+  EXPECT_EQ(find_checkpoints(dir_.path("interrupted")).step, 4);
+  const auto second = train("interrupted");
+  ASSERT_EQ(second.size(), 4u) << "resumed at step 4";
+  for (int64_t s = 1; s <= 8; ++s) EXPECT_EQ((s <= 4 ? first : second).at(s), straight.at(s)) << "step " << s;
+  EXPECT_EQ(final_weights("interrupted"), final_weights("straight"));
+
+  // The metrics: a line per log step, the same losses.
+  std::ifstream metrics(dir_.path("interrupted/metrics.jsonl"));
+  std::vector<int64_t> steps;
+  for (std::string line; std::getline(metrics, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    steps.push_back(j["step"]);
+    EXPECT_EQ(j["loss"].get<double>(), straight.at(j["step"].get<int64_t>()));
+    for (const char* key :
+         {"tokens", "lr", "grad_norm", "tokens_per_s", "step_s", "data_wait_s", "peak_bytes"})
+      EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(steps, (std::vector<int64_t>{2, 4, 6, 8}));
+}
+
+TEST_F(TrainerRuns, OneThreadAndTwoThreadsTrainTheSame) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  const auto one = train("one_thread");
+  set_num_threads(2);
+  const auto two = train("two_threads");
+  set_num_threads(threads);
+  EXPECT_EQ(one, two);
+}
+
+TEST_F(TrainerRuns, NonFiniteStepsAreSkippedThenStopTheRun) {
+  config_.schedule.peak_lr = 1e30;
+  config_.grad_clip = 0;
+  config_.max_skips = 2;
+  const std::string e = testing::error_of([&] { train("exploding"); });
+  EXPECT_NE(e.find("2 consecutive steps had a non-finite loss or gradient norm"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace dew::train
