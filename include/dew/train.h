@@ -159,6 +159,10 @@ struct TrainerConfig {
   int64_t max_skips = 5;  // consecutive steps with a non-finite loss or norm that end the run
 };
 
+// The [model], [train], [optimizer] and [schedule] tables of a TOML config (docs/training.md), with
+// "key=value" overrides; the [data] table is data::chain_from_config's.
+TrainerConfig trainer_config_from_toml(const std::string& path, const std::vector<std::string>& overrides = {});
+
 // The step: for each microbatch, lm_loss / accumulation and backward; the gradients' global norm
 // (clipped); the optimizer at the schedule's lr — or, when the loss or the norm is not finite, no
 // update (counted). It writes RUN_DIR/metrics.jsonl (a line per log step: step, tokens, loss, lr,

@@ -60,4 +60,10 @@ struct DataOptions {
 };
 int run_data(const DataOptions& options);
 
+struct TrainOptions {
+  std::string config, run_dir;
+  std::vector<std::string> overrides;
+};
+int run_train(const TrainOptions& options);
+
 }  // namespace dew::cli

@@ -135,6 +135,15 @@ int main(int argc, char** argv) {
                                  "tokenizer directories (default: the four of tools/tokenizer-oracle)");
   bench_tokenize_cmd->add_option("--text", bench_tokenize.text,
                                  "a UTF-8 text file (default: the Brown corpus)");
+  dew::cli::TrainOptions train;
+  auto* train_cmd =
+      app.add_subcommand("train", "train a config's model on its data, resuming a run directory");
+  train_cmd
+      ->add_option("config", train.config, "a TOML config: [model], [train], [optimizer], [schedule], [data]")
+      ->required();
+  train_cmd->add_option("--run-dir", train.run_dir,
+                        "where metrics and checkpoints go (default: runs/CONFIG_NAME)");
+  train_cmd->add_option("--set", train.overrides, "override a config key: train.steps=200 (repeatable)");
   dew::cli::DataOptions data;
   auto* data_cmd = app.add_subcommand("data", "the data chain of a config: its stages, statistics, batches");
   data_cmd->require_subcommand(1);
@@ -179,6 +188,7 @@ int main(int argc, char** argv) {
     if (*score_cmd) return dew::cli::run_score(score);
     if (*tokenize_cmd) return dew::cli::run_tokenize(tokenize);
     if (*data_cmd) return dew::cli::run_data(data);
+    if (*train_cmd) return dew::cli::run_train(train);
     if (*generate_cmd) return dew::cli::run_generate(gen);
     if (*tokenizer_train_cmd) return dew::cli::run_tokenizer_train(tokenizer_train);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);

@@ -3,7 +3,10 @@
 
 #include <dew/error.h>
 
+#include <algorithm>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 namespace dew {
 namespace {
@@ -81,15 +84,38 @@ toml::table load_toml(const std::string& path, const std::vector<std::string>& o
   return root;
 }
 
+// The number of single-character edits between two keys (Levenshtein), for "did you mean".
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
 void TomlFields::only(std::initializer_list<const char*> known) const {
   for (const auto& [key, value] : table_) {
     bool found = false;
     for (const char* k : known) found |= key.str() == k;
-    if (!found) {
-      std::string list;
-      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      fail("{}: unknown key {}; expected one of {}", where_, key.str(), list);
+    if (found) continue;
+    std::string list;
+    const char* nearest = nullptr;
+    size_t best = SIZE_MAX;
+    for (const char* k : known) {
+      list += (list.empty() ? "" : ", ") + std::string(k);
+      const size_t d = edit_distance(key.str(), k);
+      if (d < best) best = d, nearest = k;
     }
+    if (nearest && best <= std::max<size_t>(2, key.str().size() / 3))
+      fail("{}: unknown key {}; did you mean {}? (expected one of {})", where_, key.str(), nearest, list);
+    fail("{}: unknown key {}; expected one of {}", where_, key.str(), list);
   }
 }
 

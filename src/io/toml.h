@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dew {
@@ -17,11 +18,13 @@ namespace dew {
 // on the way are created, an array index must exist.
 toml::table load_toml(const std::string& path, const std::vector<std::string>& overrides = {});
 
+size_t edit_distance(std::string_view a, std::string_view b);  // Levenshtein, for suggestions
+
 // The members of one table, read by type; `where` names the table in errors ("config.toml: data.source").
 class TomlFields {
  public:
   TomlFields(const toml::table& table, std::string where) : table_(table), where_(std::move(where)) {}
-  // Refuses members not in `known` (a misspelt key would otherwise be ignored).
+  // Refuses members not in `known` (a misspelt key would otherwise be ignored), suggesting the nearest.
   void only(std::initializer_list<const char*> known) const;
   bool has(const char* key) const { return table_.contains(key); }
   std::string text(const char* key) const;  // required

@@ -90,6 +90,12 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     }
     optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
     const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
+    const uint64_t seed = state.at("seed").get<uint64_t>();
+    DEW_REQUIRE(
+        seed == config_.seed,
+        "[train] {} was trained with seed {} and the config now says {}; resume with the same seed, or "
+        "train in a new run directory",
+        scan.latest, seed, config_.seed);
     step = state.at("step").get<int64_t>();
     tokens = state.at("tokens").get<int64_t>();
     skipped = state.at("skipped").get<int64_t>();
@@ -101,8 +107,11 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   std::ofstream metrics(metrics_path, std::ios::app);
 
   const auto checkpoint = [&] {
-    const nlohmann::json state = {
-        {"step", step}, {"tokens", tokens}, {"skipped", skipped}, {"data", chain_.position()}};
+    const nlohmann::json state = {{"step", step},
+                                  {"tokens", tokens},
+                                  {"skipped", skipped},
+                                  {"seed", config_.seed},
+                                  {"data", chain_.position()}};
     const nlohmann::json run = {{"model", nlohmann::json::parse(config_.model_json)},
                                 {"data", nlohmann::json::parse(chain_.description())}};
     return save_checkpoint(run_dir_, step,

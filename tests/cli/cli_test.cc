@@ -422,3 +422,82 @@ size = 2
   EXPECT_EQ(forever.exit_code, 1);
   EXPECT_NE(forever.out.find("repeats forever"), std::string::npos) << forever.out;
 }
+
+// A run directory with a tiny Llama config, a corpus and a tokenizer for it.
+std::string train_config(const std::string& name) {
+  const std::string dir = testing::TempDir() + "/" + name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/tok");
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "a small river " + std::to_string(i % 13) + " runs by the stone\n";
+  std::ofstream(dir + "/corpus.txt") << text;
+  std::ofstream(dir + "/tok/tokenizer.json")
+      << dew::train_byte_level_bpe({text}, {.vocab_size = 300, .special_tokens = {"<|eot|>"}});
+  std::ofstream(dir + "/tok/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
+  std::ofstream(dir + "/run.toml") << R"([model]
+model_type = "llama"
+vocab_size = 300
+hidden_size = 32
+intermediate_size = 64
+num_hidden_layers = 1
+num_attention_heads = 4
+num_key_value_heads = 2
+max_position_embeddings = 64
+
+[train]
+steps = 12
+log_every = 4
+checkpoint_every = 4
+tokenizer = "tok"
+
+[schedule]
+peak_lr = 3e-3
+
+[data]
+source = { kind = "text", paths = ["corpus.txt"], unit = "line", epochs = 0 }
+stage = [{ kind = "tokenize", tokenizer = "tok", append_eos = true }, { kind = "pack", T = 16 },
+         { kind = "batch", size = 4 }]
+)";
+  return dir;
+}
+
+TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {
+  const std::string dir = train_config("cli_train");
+  Result r = run("train " + dir + "/run.toml --run-dir " + dir + "/run");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("trained 12 steps"), std::string::npos) << r.out;
+  std::ifstream metrics(dir + "/run/metrics.jsonl");
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line);) ++lines;
+  EXPECT_EQ(lines, 3);
+  Result more = run("train " + dir + "/run.toml --run-dir " + dir + "/run --set train.steps=16");
+  ASSERT_EQ(more.exit_code, 0) << more.out;
+  EXPECT_NE(more.out.find("resumed from " + dir + "/run/checkpoints/step-00000012 at step 12"),
+            std::string::npos)
+      << more.out;
+  Result generated = run("generate --model " + dir +
+                         "/run/checkpoints/step-00000016 --prompt 'a small' "
+                         "--max-new-tokens 4");
+  EXPECT_EQ(generated.exit_code, 0) << generated.out;
+  Result reseeded = run("train " + dir + "/run.toml --run-dir " + dir + "/run --set train.seed=3");
+  EXPECT_EQ(reseeded.exit_code, 1);
+  EXPECT_NE(reseeded.out.find("was trained with seed 0 and the config now says 3"), std::string::npos)
+      << reseeded.out;
+  Result typo = run("train " + dir + "/run.toml --set train.stepz=3");
+  EXPECT_NE(typo.out.find("unknown key stepz; did you mean steps?"), std::string::npos) << typo.out;
+}
+
+TEST(Cli, TrainStopsOnSigtermWithACheckpoint) {
+  const std::string dir = train_config("cli_train_sigterm");
+  // A long run, stopped once its first metrics line is out.
+  std::string command = "(";
+  command.append(DEW_BINARY).append(" train ").append(dir).append("/run.toml --run-dir ").append(dir);
+  command.append("/run --set train.steps=100000 --set train.log_every=1 --set train.checkpoint_every=0 > ");
+  command.append(dir).append("/out.txt 2>&1 & pid=$!; while [ ! -s ").append(dir);
+  command.append("/run/metrics.jsonl ]; do sleep 0.05; done; kill -TERM $pid; wait $pid; echo exit=$?; cat ");
+  command.append(dir).append("/out.txt)");
+  Result r = dew::testing::run_command(command);
+  EXPECT_NE(r.out.find("exit=0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stopped at step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run `dew train`"), std::string::npos) << r.out;
+}

@@ -137,7 +137,7 @@ size = 4
 
   EXPECT_NE(error_of([&] {
               chain_from_config(dir_.path("train.toml"), {"data.stage.3.windw=5"});
-            }).find("data.stage.3: unknown key windw; expected one of kind, seed, window"),
+            }).find("data.stage.3: unknown key windw; did you mean window? (expected one of kind, seed, window)"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
               chain_from_config(dir_.path("train.toml"), {"data.stage.9.seed=5"});

@@ -1,0 +1,74 @@
+// A run from a TOML config: [model] (a config.json's fields), [train], [optimizer], [schedule] and
+// [data] (docs/training.md lists the keys). Unknown keys are refused with the nearest valid one.
+#include <dew/error.h>
+#include <dew/train.h>
+
+#include "io/toml.h"
+
+#include <filesystem>
+#include <sstream>
+
+namespace dew::train {
+
+TrainerConfig trainer_config_from_toml(const std::string& path, const std::vector<std::string>& overrides) {
+  const toml::table root = load_toml(path, overrides);
+  TomlFields(root, path).only({"model", "train", "optimizer", "schedule", "data"});
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
+  const auto table = [&](const char* name) -> const toml::table& {
+    static const toml::table empty;
+    const toml::table* t = root[name].as_table();
+    DEW_REQUIRE(t || !root.contains(name), "{}: {} is not a table; expected [{}]", path, name, name);
+    return t ? *t : empty;
+  };
+  TrainerConfig c;
+  const toml::table& model = table("model");
+  DEW_REQUIRE(!model.empty(),
+              "{}: no [model] table; expected a config.json's fields (model_type = \"llama\", ...)", path);
+  std::ostringstream json;
+  json << toml::json_formatter{model};
+  c.model_json = json.str();
+
+  const TomlFields train(table("train"), path + ": train");
+  train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "log_every", "checkpoint_every",
+              "keep_last", "keep_every", "max_skips", "tokenizer"});
+  c.steps = train.integer_or("steps", c.steps);
+  c.seed = uint64_t(train.integer_or("seed", 0));
+  c.accumulation = train.integer_or("accumulation", 1);
+  c.grad_clip = train.number_or("grad_clip", c.grad_clip);
+  c.z_loss = train.number_or("z_loss", 0);
+  c.log_every = train.integer_or("log_every", c.log_every);
+  c.checkpoint_every = train.integer_or("checkpoint_every", 0);
+  c.keep = {train.integer_or("keep_last", 3), train.integer_or("keep_every", 0)};
+  c.max_skips = train.integer_or("max_skips", c.max_skips);
+  if (train.has("tokenizer")) {
+    const std::filesystem::path t(train.text("tokenizer"));
+    c.tokenizer = t.is_absolute() ? t.string() : (base / t).lexically_normal().string();
+  }
+
+  const TomlFields optimizer(table("optimizer"), path + ": optimizer");
+  optimizer.only({"kind", "weight_decay", "beta1", "beta2", "eps", "momentum", "dampening", "nesterov"});
+  c.optimizer = optimizer.text_or("kind", "adamw");
+  c.weight_decay = optimizer.number_or("weight_decay", c.weight_decay);
+  c.adamw = {optimizer.number_or("beta1", 0.9), optimizer.number_or("beta2", 0.95),
+             optimizer.number_or("eps", 1e-8)};
+  c.sgd = {optimizer.number_or("momentum", 0.9), optimizer.number_or("dampening", 0),
+           optimizer.flag_or("nesterov", false)};
+  c.lion = {optimizer.number_or("beta1", 0.9), optimizer.number_or("beta2", 0.99)};
+
+  const TomlFields schedule(table("schedule"), path + ": schedule");
+  schedule.only({"shape", "peak_lr", "warmup_steps", "min_lr_ratio", "decay_fraction"});
+  const std::string shape = schedule.text_or("shape", "cosine");
+  DEW_REQUIRE(shape == "cosine" || shape == "linear" || shape == "constant" || shape == "wsd",
+              "{}: schedule.shape \"{}\"; expected cosine, linear, constant or wsd", path, shape);
+  c.schedule.shape = shape == "cosine"   ? LrSchedule::Shape::cosine
+                     : shape == "linear" ? LrSchedule::Shape::linear
+                     : shape == "wsd"    ? LrSchedule::Shape::wsd
+                                         : LrSchedule::Shape::constant;
+  c.schedule.peak_lr = schedule.number_or("peak_lr", c.schedule.peak_lr);
+  c.schedule.warmup_steps = schedule.integer_or("warmup_steps", 0);
+  c.schedule.min_lr_ratio = schedule.number_or("min_lr_ratio", c.schedule.min_lr_ratio);
+  c.schedule.decay_fraction = schedule.number_or("decay_fraction", c.schedule.decay_fraction);
+  return c;
+}
+
+}  // namespace dew::train
