@@ -1,8 +1,8 @@
 // Training's parts that stand alone: optimizers (AdamW as torch.optim.AdamW computes it, SGD with
-// momentum or Nesterov as torch.optim.SGD, Lion), learning-rate schedules and gradient clipping by
+// momentum or Nesterov as torch.optim.SGD, Lion, Muon), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
 // And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
-// yet: Muon, SFT masks, mixed precision, evaluation and samples, MFU, `dew report` (issue 6).
+// yet: SFT masks, mixed precision, evaluation and samples, MFU, `dew report` (issue 6).
 #pragma once
 
 #include <dew/data.h>
@@ -41,6 +41,13 @@ struct SgdOptions {
 struct LionOptions {
   double beta1 = 0.9, beta2 = 0.99;
 };
+// Muon for 2-D hidden matrices; AdamW (with `adamw`) for embeddings, the head, norms and biases.
+struct MuonOptions {
+  double momentum = 0.95;
+  bool nesterov = true;
+  int ns_steps = 5;  // Newton-Schulz iterations
+  AdamWOptions adamw;
+};
 
 class Optimizer {
  public:
@@ -69,6 +76,7 @@ class Optimizer {
 std::unique_ptr<Optimizer> make_adamw(std::vector<Param> params, const AdamWOptions& options = {});
 std::unique_ptr<Optimizer> make_sgd(std::vector<Param> params, const SgdOptions& options = {});
 std::unique_ptr<Optimizer> make_lion(std::vector<Param> params, const LionOptions& options = {});
+std::unique_ptr<Optimizer> make_muon(std::vector<Param> params, const MuonOptions& options = {});
 
 // Linear warmup over `warmup_steps` (lr = peak (step+1)/warmup), then cosine, linear or constant
 // to `min_lr_ratio` x peak at total_steps; or WSD: warmup, stable at peak, then a linear decay over
@@ -144,10 +152,11 @@ struct TrainerConfig {
   uint64_t seed = 0;                // the initialization's
   int64_t steps = 100;              // optimizer steps
   int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
-  std::string optimizer = "adamw";  // adamw, sgd or lion
+  std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;
   LionOptions lion;
+  MuonOptions muon;
   double weight_decay = 0.1;  // on matrices (default_groups)
   LrSchedule schedule;        // total_steps 0 or 1: `steps`
   double grad_clip = 1.0;     // global norm; 0: measured, not clipped
@@ -161,7 +170,8 @@ struct TrainerConfig {
 
 // The [model], [train], [optimizer] and [schedule] tables of a TOML config (docs/training.md), with
 // "key=value" overrides; the [data] table is data::chain_from_config's.
-TrainerConfig trainer_config_from_toml(const std::string& path, const std::vector<std::string>& overrides = {});
+TrainerConfig trainer_config_from_toml(const std::string& path,
+                                       const std::vector<std::string>& overrides = {});
 
 // The step: for each microbatch, lm_loss / accumulation and backward; the gradients' global norm
 // (clipped); the optimizer at the schedule's lr — or, when the loss or the norm is not finite, no

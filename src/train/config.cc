@@ -46,7 +46,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   }
 
   const TomlFields optimizer(table("optimizer"), path + ": optimizer");
-  optimizer.only({"kind", "weight_decay", "beta1", "beta2", "eps", "momentum", "dampening", "nesterov"});
+  optimizer.only(
+      {"kind", "weight_decay", "beta1", "beta2", "eps", "momentum", "dampening", "nesterov", "ns_steps"});
   c.optimizer = optimizer.text_or("kind", "adamw");
   c.weight_decay = optimizer.number_or("weight_decay", c.weight_decay);
   c.adamw = {optimizer.number_or("beta1", 0.9), optimizer.number_or("beta2", 0.95),
@@ -54,6 +55,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.sgd = {optimizer.number_or("momentum", 0.9), optimizer.number_or("dampening", 0),
            optimizer.flag_or("nesterov", false)};
   c.lion = {optimizer.number_or("beta1", 0.9), optimizer.number_or("beta2", 0.99)};
+  c.muon = {optimizer.number_or("momentum", 0.95), optimizer.flag_or("nesterov", true),
+            int(optimizer.integer_or("ns_steps", 5)), c.adamw};
 
   const TomlFields schedule(table("schedule"), path + ": schedule");
   schedule.only({"shape", "peak_lr", "warmup_steps", "min_lr_ratio", "decay_fraction"});

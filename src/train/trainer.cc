@@ -31,7 +31,8 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainerConfig& c, const std::vec
   if (c.optimizer == "adamw") return make_adamw(params, c.adamw);
   if (c.optimizer == "sgd") return make_sgd(params, c.sgd);
   if (c.optimizer == "lion") return make_lion(params, c.lion);
-  fail("[train] optimizer \"{}\"; expected adamw, sgd or lion", c.optimizer);
+  if (c.optimizer == "muon") return make_muon(params, c.muon);
+  fail("[train] optimizer \"{}\"; expected adamw, sgd, lion or muon", c.optimizer);
 }
 
 // Keeps the metrics lines up to `step`: lines a crashed run logged after its last checkpoint are

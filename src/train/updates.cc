@@ -5,57 +5,56 @@
 #include <dew/runtime.h>
 #include <dew/train.h>
 
+#include "train/updates.h"
+
 #include <cmath>
 
 namespace dew::train {
+namespace detail {
+
+void check_adamw(const AdamWOptions& o) {
+  DEW_REQUIRE(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0,
+              "[adamw] betas ({}, {}) and eps {}; expected betas in [0, 1) and eps > 0", o.beta1, o.beta2,
+              o.eps);
+}
+
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWOptions& o,
+                  int64_t step, double lr, double weight_decay) {
+  const double bc1 = 1 - std::pow(o.beta1, double(step)),
+               bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step)));
+  const float decay = float(1 - lr * weight_decay), w1 = float(1 - o.beta1), beta2 = float(o.beta2),
+              w2 = float(1 - o.beta2), root = float(bc2_sqrt), eps = float(o.eps),
+              step_size = float(-(lr / bc1));
+  parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      p[k] = p[k] * decay;
+      m[k] = m[k] + w1 * (g[k] - m[k]);
+      v[k] = v[k] * beta2;
+      v[k] = v[k] + w2 * g[k] * g[k];
+      const float denom = std::sqrt(v[k]) / root + eps;
+      p[k] = p[k] + step_size * (m[k] / denom);
+    }
+  });
+}
+
+}  // namespace detail
+
 namespace {
 
-constexpr int64_t kGrain = 1 << 14;
-
-// body(param, grad, i0, i1) for each parameter with a gradient.
-template <class Body>
-void for_each_gradient(std::vector<Param>& params, Body&& body) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor grad = params[i].tensor.grad();
-    if (!grad.defined()) continue;
-    DEW_REQUIRE(grad.dtype() == DType::f32 && grad.shape() == params[i].tensor.shape(),
-                "[optimizer] the gradient of {} is {}; expected f32 of its shape", params[i].name,
-                grad.describe());
-    const Tensor g = grad.contiguous();
-    body(i, params[i].tensor.data<float>(), g.data<float>(), params[i].tensor.numel());
-    params[i].tensor.bump_version();  // written in place: a rule that saved it would now refuse
-  }
-}
+using detail::for_each_gradient;
+using detail::kGrain;
 
 class AdamW : public Optimizer {
  public:
   AdamW(std::vector<Param> params, const AdamWOptions& o)
       : Optimizer(std::move(params), {"exp_avg", "exp_avg_sq"}), o_(o) {
-    DEW_REQUIRE(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0,
-                "[adamw] betas ({}, {}) and eps {}; expected betas in [0, 1) and eps > 0", o.beta1, o.beta2,
-                o.eps);
+    detail::check_adamw(o);
   }
   void step(double lr) override {
     ++steps_;
-    const double bc1 = 1 - std::pow(o_.beta1, double(steps_)),
-                 bc2_sqrt = std::sqrt(1 - std::pow(o_.beta2, double(steps_)));
     for_each_gradient(params_, [&](size_t i, float* p, const float* g, int64_t n) {
-      const double group_lr = lr * params_[i].lr_scale;
-      const float decay = float(1 - group_lr * params_[i].weight_decay), w1 = float(1 - o_.beta1),
-                  beta2 = float(o_.beta2), w2 = float(1 - o_.beta2), root = float(bc2_sqrt),
-                  eps = float(o_.eps), step_size = float(-(group_lr / bc1));
-      float* m = buffer(0, i);
-      float* v = buffer(1, i);
-      parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
-        for (int64_t k = begin; k < end; ++k) {
-          p[k] = p[k] * decay;
-          m[k] = m[k] + w1 * (g[k] - m[k]);
-          v[k] = v[k] * beta2;
-          v[k] = v[k] + w2 * g[k] * g[k];
-          const float denom = std::sqrt(v[k]) / root + eps;
-          p[k] = p[k] + step_size * (m[k] / denom);
-        }
-      });
+      detail::adamw_update(p, g, buffer(0, i), buffer(1, i), n, o_, steps_, lr * params_[i].lr_scale,
+                           params_[i].weight_decay);
     });
   }
 

@@ -42,9 +42,11 @@ std::vector<Param> fresh_params(double weight_decay) {
   return params;
 }
 
+// The fixture's gradients of step `step` (by position: w, b, e), times `scale`.
 void set_grads(std::vector<Param>& params, int step, double scale = 1) {
-  for (Param& p : params) {
-    Tensor g = fixture().load("grad" + std::to_string(step) + "." + p.name);
+  for (size_t i = 0; i < params.size(); ++i) {
+    Param& p = params[i];
+    Tensor g = fixture().load("grad" + std::to_string(step) + "." + kNames[i]);
     if (scale != 1) {
       for (int64_t i = 0; i < g.numel(); ++i) g.data<float>()[i] *= float(scale);
     }
@@ -103,6 +105,82 @@ TEST(Optimizers, LionIsItsFormulaInFloat64WithinRounding) {
             << params[i].name << "[" << k << "] step " << step;
       }
     }
+  }
+}
+
+// Muon on a (rows, cols) matrix, plainly, at precision T: momentum (Nesterov), five quintic
+// Newton-Schulz steps on the wide side, Moonlight's scale, decoupled decay.
+template <class T>
+struct PlainMuon {
+  int64_t rows, cols;
+  std::vector<T> p, buf;
+  static std::vector<T> product(const std::vector<T>& a, const std::vector<T>& b, int64_t n, int64_t k,
+                                int64_t m,
+                                bool transpose_b) {  // (n, k) x (k, m), or x (m, k)ᵀ
+    std::vector<T> c(size_t(n * m), T(0));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) {
+        T s = 0;
+        for (int64_t l = 0; l < k; ++l)
+          s += a[size_t(i * k + l)] * (transpose_b ? b[size_t(j * k + l)] : b[size_t(l * m + j)]);
+        c[size_t(i * m + j)] = s;
+      }
+    return c;
+  }
+  void step(const std::vector<float>& g, double lr, double wd) {
+    std::vector<T> u(p.size());
+    for (size_t k = 0; k < p.size(); ++k)
+      buf[k] = T(0.95) * buf[k] + T(g[k]), u[k] = T(g[k]) + T(0.95) * buf[k];
+    const bool tall = rows > cols;
+    const int64_t r = tall ? cols : rows, c = tall ? rows : cols;
+    std::vector<T> x(u.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        x[size_t(tall ? j * rows + i : i * cols + j)] = u[size_t(i * cols + j)];
+    double squares = 0;
+    for (T v : x) squares += double(v) * double(v);
+    const T inverse = T(1 / (std::sqrt(squares) + 1e-7));
+    for (T& v : x) v *= inverse;
+    for (int s = 0; s < 5; ++s) {
+      const std::vector<T> a = product(x, x, r, c, r, true);
+      std::vector<T> b = product(a, a, r, r, r, false);
+      for (size_t k = 0; k < b.size(); ++k) b[k] = T(-4.7750f) * a[k] + T(2.0315f) * b[k];
+      std::vector<T> bx = product(b, x, r, r, c, false);
+      for (size_t k = 0; k < bx.size(); ++k) x[k] = T(3.4445f) * x[k] + bx[k];
+    }
+    const T scale = T(lr * 0.2 * std::sqrt(double(std::max(rows, cols)))), decay = T(1 - lr * wd);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        p[size_t(i * cols + j)] =
+            p[size_t(i * cols + j)] * decay - scale * x[size_t(tall ? j * rows + i : i * cols + j)];
+  }
+};
+
+TEST(Optimizers, MuonOrthogonalizesMatricesAndGivesTheRestAdamW) {
+  std::vector<Param> params = fresh_params(0.1);
+  params[2].name = "model.embed_tokens.weight";  // an embedding: AdamW's update
+  std::vector<Param> adamw_params = fresh_params(0.1);
+  auto muon = make_muon(params);
+  auto adamw = make_adamw(adamw_params);
+  const std::vector<double> w0 = params[0].tensor.to_f64_vector();
+  PlainMuon<double> truth{7, 5, w0, std::vector<double>(35, 0.0)};
+  PlainMuon<float> base{7, 5, std::vector<float>(w0.begin(), w0.end()), std::vector<float>(35, 0.0f)};
+  for (int step = 0; step < 4; ++step) {
+    set_grads(params, step);
+    set_grads(adamw_params, step);
+    const Tensor g = params[0].tensor.grad();
+    const std::vector<float> grad(g.data<float>(), g.data<float>() + g.numel());
+    truth.step(grad, kLrs[step], 0.1);
+    base.step(grad, kLrs[step], 0.1);
+    muon->step(kLrs[step]);
+    adamw->step(kLrs[step]);
+    const std::vector<double> ours = params[0].tensor.to_f64_vector();
+    double err = 0, base_err = 0;
+    for (size_t k = 0; k < ours.size(); ++k)
+      err += std::pow(ours[k] - truth.p[k], 2), base_err += std::pow(double(base.p[k]) - truth.p[k], 2);
+    EXPECT_LE(std::sqrt(err), 1.5 * std::sqrt(base_err)) << "step " << step;
+    for (size_t i : {size_t(1), size_t(2)})  // the bias and the embedding: AdamW's update, bit for bit
+      EXPECT_EQ(params[i].tensor.to_f64_vector(), adamw_params[i].tensor.to_f64_vector()) << params[i].name;
   }
 }
 
