@@ -2,7 +2,7 @@
 // momentum or Nesterov as torch.optim.SGD, Lion, Muon), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
 // And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
-// yet: SFT masks, mixed precision, evaluation and samples, MFU, `dew report` (issue 6).
+// yet: SFT masks, mixed precision, evaluation and samples, `dew report` (issue 6).
 #pragma once
 
 #include <dew/data.h>
@@ -166,7 +166,13 @@ struct TrainerConfig {
   CheckpointPolicy keep;
   std::string tokenizer;  // copied into each checkpoint
   int64_t max_skips = 5;  // consecutive steps with a non-finite loss or norm that end the run
+  double peak_flops = 0;  // this machine's FLOP/s (sgemm), for MFU; 0: not reported
 };
+
+// Training FLOPs per token of a model at sequence length T (NOTE [training FLOPs], trainer.cc):
+// 6 N + 12 L H D T, N the parameters that multiply (every matrix but the embedding lookups, the head
+// counted once even when tied).
+double training_flops_per_token(const CausalLM& model, int64_t T);
 
 // The [model], [train], [optimizer] and [schedule] tables of a TOML config (docs/training.md), with
 // "key=value" overrides; the [data] table is data::chain_from_config's.
@@ -176,7 +182,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path,
 // The step: for each microbatch, lm_loss / accumulation and backward; the gradients' global norm
 // (clipped); the optimizer at the schedule's lr — or, when the loss or the norm is not finite, no
 // update (counted). It writes RUN_DIR/metrics.jsonl (a line per log step: step, tokens, loss, lr,
-// grad_norm, tokens_per_s, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
+// grad_norm, tokens_per_s, mfu, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
 // directory with a committed checkpoint resumes from it — the weights, the optimizer, the counters
 // and the data chain's position — and continues exactly as if it had not stopped.
 class Trainer {

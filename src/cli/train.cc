@@ -4,10 +4,14 @@
 #include <dew/error.h>
 #include <dew/train.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 
+#include "ceilings.h"
 #include "cli/commands.h"
 
 namespace dew::cli {
@@ -26,11 +30,30 @@ int run_train(const TrainOptions& options) {
                                   ? "runs/" + std::filesystem::path(options.config).stem().string()
                                   : options.run_dir;
   train::TrainerConfig config = train::trainer_config_from_toml(options.config, options.overrides);
+  config.peak_flops = bench::sgemm_gflop_per_s(1024, 3) * 1e9;  // for MFU, measured now (the host drifts)
   train::Trainer trainer(config, data::chain_from_config(options.config, options.overrides), run_dir);
-  trainer.on_log = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
+  // On a terminal one live line (step, loss, rate, ETA) is rewritten each step and the log's step lines
+  // stay in metrics.jsonl; otherwise every log line is printed as it comes.
+  const bool terminal = ::isatty(::fileno(stderr));
+  const auto started = std::chrono::steady_clock::now();
+  int64_t first_step = -1;
+  trainer.on_step = [&](int64_t step, double loss) {
+    if (!terminal) return;
+    if (first_step < 0) first_step = step - 1;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double per_step = elapsed / double(step - first_step);
+    const int64_t eta = int64_t(per_step * double(config.steps - step));
+    fmt::print(stderr, "\r\033[Kstep {}/{}  loss {:.4f}  {:.2f} s/step  ETA {}:{:02d}:{:02d}", step,
+               config.steps, loss, per_step, eta / 3600, eta / 60 % 60, eta % 60);
+  };
+  trainer.on_log = [&](const std::string& line) {
+    if (terminal && line.rfind("step ", 0) == 0) return;  // the live line shows it
+    fmt::print(stderr, "{}{}\n", terminal ? "\r\033[K" : "", line);
+  };
   std::signal(SIGINT, request_stop);
   std::signal(SIGTERM, request_stop);
   const train::Trainer::Outcome outcome = trainer.run(&stop_requested);
+  if (terminal) fmt::print(stderr, "\n");
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (outcome.stopped)

@@ -52,6 +52,25 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 
 }  // namespace
 
+// NOTE [training FLOPs]
+// A token costs 2 FLOPs per weight it multiplies in the forward pass and 4 in the backward (the
+// input and the weight gradients): 6 N, N counting every matrix (the head once, tied or not) but the
+// embedding lookups, which multiply nothing. Attention adds its two products, QKᵀ and PV, each
+// 2·D per head per key: 4 L H D T forward and twice that backward, 12 L H D T at sequence length T
+// (PaLM's appendix B; causal masking is not discounted, as there).
+double training_flops_per_token(const CausalLM& model, int64_t T) {
+  const ModelConfig& c = model.config();
+  double n = 0;
+  for (const auto& [name, p] : model.parameters()) {
+    const bool lookup = name.find("embed_tokens") != std::string::npos ||
+                        name.find("wte") != std::string::npos || name.find("wpe") != std::string::npos;
+    if (p.dim() >= 2 && !lookup) n += double(p.numel());
+  }
+  if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
+  const double head_dim = double(c.head_dim ? c.head_dim : c.hidden_size / c.num_attention_heads);
+  return 6 * n + 12 * double(c.num_hidden_layers) * double(c.num_attention_heads) * head_dim * double(T);
+}
+
 Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir)
     : config_(std::move(config)), chain_(std::move(chain)), run_dir_(std::move(run_dir)) {
   DEW_REQUIRE(
@@ -122,6 +141,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
 
   Outcome outcome;
   int64_t consecutive_skips = 0;
+  double flops_per_token = 0;
   reset_peak_memory();
   while (step < config_.steps) {
     const auto start = Clock::now();
@@ -135,6 +155,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                   "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
                   step, config_.steps);
       step_tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
+      if (flops_per_token == 0)
+        flops_per_token = training_flops_per_token(model, batch->tokens.shape()[1] - 1);
       const LmLoss lm = lm_loss(model, *batch, {.z_loss = config_.z_loss});
       loss_sum += lm.loss.to_f64_vector()[0];
       backward(config_.accumulation == 1
@@ -164,16 +186,24 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     tokens += step_tokens;
     outcome.last_loss = loss;
     if (on_step) on_step(step, loss);
-    const double step_s = seconds_since(start);
+    const double step_s = seconds_since(start), rate = double(step_tokens) / step_s;
+    const double mfu = config_.peak_flops > 0 ? rate * flops_per_token / config_.peak_flops : 0;
     if (step % config_.log_every == 0 || step == config_.steps) {
-      nlohmann::json line = {
-          {"step", step},      {"tokens", tokens},         {"loss", loss},
-          {"lr", lr},          {"grad_norm", norm},        {"tokens_per_s", double(step_tokens) / step_s},
-          {"step_s", step_s},  {"data_wait_s", data_wait}, {"peak_bytes", cpu_memory_stats().peak_bytes},
-          {"skipped", skipped}};
+      nlohmann::json line = {{"step", step},
+                             {"tokens", tokens},
+                             {"loss", loss},
+                             {"lr", lr},
+                             {"grad_norm", norm},
+                             {"tokens_per_s", rate},
+                             {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+                             {"step_s", step_s},
+                             {"data_wait_s", data_wait},
+                             {"peak_bytes", cpu_memory_stats().peak_bytes},
+                             {"skipped", skipped}};
       metrics << line.dump() << "\n" << std::flush;
-      say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s", step,
-                      config_.steps, loss, lr, norm, double(step_tokens) / step_s));
+      say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}", step,
+                      config_.steps, loss, lr, norm, rate,
+                      mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : ""));
     }
     const bool stopping = stop && stop->load();
     if (stopping || step == config_.steps ||

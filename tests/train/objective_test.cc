@@ -53,5 +53,11 @@ TEST(LmObjective, PaddingNeverChangesTheLossAndGradientsFlow) {
   EXPECT_EQ(row31, 0);
 }
 
+TEST(LmObjective, TrainingFlopsCountEveryMatrixAndAttention) {
+  // hidden 16, 2 heads of 8, 1 KV head, MLP 32, vocab 32, untied, 1 layer:
+  // q 256 + k 128 + v 128 + o 256 + gate, up, down 3 x 512 + head 512 = 2816 weights that multiply.
+  EXPECT_EQ(training_flops_per_token(tiny_model(), 7), 6.0 * 2816 + 12.0 * 1 * 2 * 8 * 7);
+}
+
 }  // namespace
 }  // namespace dew::train
