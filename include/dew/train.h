@@ -2,7 +2,7 @@
 // momentum or Nesterov as torch.optim.SGD, Lion, Muon), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
 // And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
-// yet: SFT masks, mixed precision, evaluation and samples, `dew report` (issue 6).
+// yet: SFT masks, mixed precision, evaluation and samples (issue 6).
 #pragma once
 
 #include <dew/data.h>
@@ -185,6 +185,10 @@ TrainerConfig trainer_config_from_toml(const std::string& path,
 // grad_norm, tokens_per_s, mfu, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
 // directory with a committed checkpoint resumes from it — the weights, the optimizer, the counters
 // and the data chain's position — and continues exactly as if it had not stopped.
+// Writes RUN_DIR/report.html: a self-contained page of SVG charts (loss and eval_loss, lr, grad_norm,
+// tokens/s, MFU) from metrics.jsonl. Returns its path.
+std::string write_report(const std::string& run_dir);
+
 class Trainer {
  public:
   Trainer(TrainerConfig config, data::Chain chain, std::string run_dir);

@@ -65,5 +65,6 @@ struct TrainOptions {
   std::vector<std::string> overrides;
 };
 int run_train(const TrainOptions& options);
+int run_report(const std::string& run_dir);
 
 }  // namespace dew::cli

@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--run-dir", train.run_dir,
                         "where metrics and checkpoints go (default: runs/CONFIG_NAME)");
   train_cmd->add_option("--set", train.overrides, "override a config key: train.steps=200 (repeatable)");
+  std::string report_dir;
+  auto* report_cmd = app.add_subcommand("report", "write RUN_DIR/report.html: charts of a run's metrics");
+  report_cmd->add_option("run_dir", report_dir, "a `dew train` run directory")->required();
   dew::cli::DataOptions data;
   auto* data_cmd = app.add_subcommand("data", "the data chain of a config: its stages, statistics, batches");
   data_cmd->require_subcommand(1);
@@ -189,6 +192,7 @@ int main(int argc, char** argv) {
     if (*tokenize_cmd) return dew::cli::run_tokenize(tokenize);
     if (*data_cmd) return dew::cli::run_data(data);
     if (*train_cmd) return dew::cli::run_train(train);
+    if (*report_cmd) return dew::cli::run_report(report_dir);
     if (*generate_cmd) return dew::cli::run_generate(gen);
     if (*tokenizer_train_cmd) return dew::cli::run_tokenizer_train(tokenizer_train);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);

@@ -65,4 +65,9 @@ int run_train(const TrainOptions& options) {
   return 0;
 }
 
+int run_report(const std::string& run_dir) {
+  fmt::print("{}\n", train::write_report(run_dir));
+  return 0;
+}
+
 }  // namespace dew::cli

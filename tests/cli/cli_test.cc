@@ -479,6 +479,16 @@ TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {
                          "/run/checkpoints/step-00000016 --prompt 'a small' "
                          "--max-new-tokens 4");
   EXPECT_EQ(generated.exit_code, 0) << generated.out;
+  // The report: a chart per metric, each point a logged step (4, 8, 12, 16).
+  Result report = run("report " + dir + "/run");
+  ASSERT_EQ(report.exit_code, 0) << report.out;
+  std::ifstream page(dir + "/run/report.html");
+  const std::string html((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  for (const char* title : {">loss<", ">lr<", ">grad_norm<", ">tokens_per_s<", ">mfu<"})
+    EXPECT_NE(html.find(title), std::string::npos) << title;
+  const size_t points = html.find("points=\""), end = html.find('"', points + 8);
+  EXPECT_EQ(std::count(html.begin() + long(points), html.begin() + long(end), ','), 4);
+  EXPECT_EQ(run("report " + dir).exit_code, 1);
   Result reseeded = run("train " + dir + "/run.toml --run-dir " + dir + "/run --set train.seed=3");
   EXPECT_EQ(reseeded.exit_code, 1);
   EXPECT_NE(reseeded.out.find("was trained with seed 0 and the config now says 3"), std::string::npos)
