@@ -176,6 +176,8 @@ struct Phase {
 
 // A chain from the [data] table of a TOML config (docs/data.md); relative paths are relative to
 // the config file's directory. `overrides` are "key=value" pairs (`data.stage.2.seed=5`).
-Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides = {});
+// `table` names the chain's table: "data", or "eval.data" for a held-out chain.
+Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides = {},
+                        const std::string& table = "data");
 
 }  // namespace dew::data

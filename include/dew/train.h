@@ -2,7 +2,7 @@
 // momentum or Nesterov as torch.optim.SGD, Lion, Muon), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
 // And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
-// yet: SFT masks, mixed precision, evaluation and samples (issue 6).
+// yet: SFT masks, mixed precision, the default job, `dew bench train` (issue 6).
 #pragma once
 
 #include <dew/data.h>
@@ -164,9 +164,14 @@ struct TrainerConfig {
   int64_t log_every = 10;
   int64_t checkpoint_every = 0;  // 0: at the end (and when stopped) only
   CheckpointPolicy keep;
-  std::string tokenizer;  // copied into each checkpoint
-  int64_t max_skips = 5;  // consecutive steps with a non-finite loss or norm that end the run
-  double peak_flops = 0;  // this machine's FLOP/s (sgemm), for MFU; 0: not reported
+  std::string tokenizer;     // copied into each checkpoint
+  int64_t max_skips = 5;     // consecutive steps with a non-finite loss or norm that end the run
+  double peak_flops = 0;     // this machine's FLOP/s (sgemm), for MFU; 0: not reported
+  int64_t eval_every = 0;    // steps between held-out evaluations; 0: none
+  int64_t eval_batches = 4;  // the first this many batches of a fresh held-out chain, each time
+  int64_t sample_every = 0;  // steps between samples; 0: none
+  int64_t sample_tokens = 32;
+  std::vector<std::string> sample_prompts;  // greedy continuations, logged and in samples.jsonl
 };
 
 // Training FLOPs per token of a model at sequence length T (NOTE [training FLOPs], trainer.cc):
@@ -184,14 +189,18 @@ TrainerConfig trainer_config_from_toml(const std::string& path,
 // update (counted). It writes RUN_DIR/metrics.jsonl (a line per log step: step, tokens, loss, lr,
 // grad_norm, tokens_per_s, mfu, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
 // directory with a committed checkpoint resumes from it — the weights, the optimizer, the counters
-// and the data chain's position — and continues exactly as if it had not stopped.
+// and the data chain's position — and continues exactly as if it had not stopped. Every eval_every
+// steps a line {"step", "eval_loss", "eval_targets"} joins metrics.jsonl; every sample_every steps the
+// greedy continuations of sample_prompts go to the log and RUN_DIR/samples.jsonl.
 // Writes RUN_DIR/report.html: a self-contained page of SVG charts (loss and eval_loss, lr, grad_norm,
 // tokens/s, MFU) from metrics.jsonl. Returns its path.
 std::string write_report(const std::string& run_dir);
 
 class Trainer {
  public:
-  Trainer(TrainerConfig config, data::Chain chain, std::string run_dir);
+  // `eval_chain` makes the held-out chain (a fresh one for each evaluation); needed with eval_every.
+  Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
+          std::function<data::Chain()> eval_chain = {});
   struct Outcome {
     int64_t step = 0;
     bool stopped = false;  // by the stop flag, with a checkpoint written
@@ -208,6 +217,7 @@ class Trainer {
   TrainerConfig config_;
   data::Chain chain_;
   std::string run_dir_;
+  std::function<data::Chain()> eval_chain_;
 };
 
 }  // namespace dew::train

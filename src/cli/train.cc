@@ -30,8 +30,12 @@ int run_train(const TrainOptions& options) {
                                   ? "runs/" + std::filesystem::path(options.config).stem().string()
                                   : options.run_dir;
   train::TrainerConfig config = train::trainer_config_from_toml(options.config, options.overrides);
-  config.peak_flops = bench::sgemm_gflop_per_s(1024, 3) * 1e9;  // for MFU, measured now (the host drifts)
-  train::Trainer trainer(config, data::chain_from_config(options.config, options.overrides), run_dir);
+  config.peak_flops = bench::sgemm_gflop_per_s(2048, 3) * 1e9;  // for MFU, measured now (the host drifts)
+  std::function<data::Chain()> held_out;
+  if (config.eval_every)
+    held_out = [&options] { return data::chain_from_config(options.config, options.overrides, "eval.data"); };
+  train::Trainer trainer(config, data::chain_from_config(options.config, options.overrides), run_dir,
+                         held_out);
   // On a terminal one live line (step, loss, rate, ETA) is rewritten each step and the log's step lines
   // stay in metrics.jsonl; otherwise every log line is printed as it comes.
   const bool terminal = ::isatty(::fileno(stderr));

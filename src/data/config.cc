@@ -156,13 +156,14 @@ Chain chain_from_table(const toml::table& table, const std::string& where, const
 
 }  // namespace
 
-Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides) {
+Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides,
+                        const std::string& table) {
   const toml::table root = load_toml(config_path, overrides);
-  const toml::table* data = root["data"].as_table();
-  DEW_REQUIRE(data, "{}: no [data] table; expected [data.source] and [[data.stage]] (docs/data.md)",
-              config_path);
+  const toml::table* data = root.at_path(table).as_table();
+  DEW_REQUIRE(data, "{}: no [{}] table; expected [{}.source] and [[{}.stage]] (docs/data.md)", config_path,
+              table, table, table);
   const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
-  const std::string where = config_path + ": data";
+  const std::string where = config_path + ": " + table;
   // [data] cache, cache_dir, cache_max_bytes: for the chain, or for each phase of a schedule.
   const TomlFields fields(*data, where);
   CacheOptions cache{fields.flag_or("cache", true), fields.text_or("cache_dir", ""),

@@ -12,7 +12,7 @@ namespace dew::train {
 
 TrainerConfig trainer_config_from_toml(const std::string& path, const std::vector<std::string>& overrides) {
   const toml::table root = load_toml(path, overrides);
-  TomlFields(root, path).only({"model", "train", "optimizer", "schedule", "data"});
+  TomlFields(root, path).only({"model", "train", "optimizer", "schedule", "data", "eval", "sample"});
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   const auto table = [&](const char* name) -> const toml::table& {
     static const toml::table empty;
@@ -57,6 +57,16 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.lion = {optimizer.number_or("beta1", 0.9), optimizer.number_or("beta2", 0.99)};
   c.muon = {optimizer.number_or("momentum", 0.95), optimizer.flag_or("nesterov", true),
             int(optimizer.integer_or("ns_steps", 5)), c.adamw};
+
+  const TomlFields eval(table("eval"), path + ": eval");
+  eval.only({"every", "batches", "data"});
+  c.eval_every = eval.integer_or("every", 0);
+  c.eval_batches = eval.integer_or("batches", c.eval_batches);
+  const TomlFields sample(table("sample"), path + ": sample");
+  sample.only({"every", "tokens", "prompts"});
+  c.sample_every = sample.integer_or("every", 0);
+  c.sample_tokens = sample.integer_or("tokens", c.sample_tokens);
+  if (sample.has("prompts")) c.sample_prompts = sample.texts("prompts");
 
   const TomlFields schedule(table("schedule"), path + ": schedule");
   schedule.only({"shape", "peak_lr", "warmup_steps", "min_lr_ratio", "decay_fraction"});

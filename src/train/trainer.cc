@@ -71,8 +71,17 @@ double training_flops_per_token(const CausalLM& model, int64_t T) {
   return 6 * n + 12 * double(c.num_hidden_layers) * double(c.num_attention_heads) * head_dim * double(T);
 }
 
-Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir)
-    : config_(std::move(config)), chain_(std::move(chain)), run_dir_(std::move(run_dir)) {
+Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
+                 std::function<data::Chain()> eval_chain)
+    : config_(std::move(config)),
+      chain_(std::move(chain)),
+      run_dir_(std::move(run_dir)),
+      eval_chain_(std::move(eval_chain)) {
+  DEW_REQUIRE(config_.eval_every == 0 || (eval_chain_ && config_.eval_batches >= 1),
+              "[train] eval_every {} needs a held-out chain ([eval.data]) and eval_batches >= 1",
+              config_.eval_every);
+  DEW_REQUIRE(config_.sample_every == 0 || (!config_.sample_prompts.empty() && config_.sample_tokens >= 1),
+              "[train] sample_every {} needs prompts and sample_tokens >= 1", config_.sample_every);
   DEW_REQUIRE(
       config_.steps >= 1 && config_.accumulation >= 1 && config_.log_every >= 1 &&
           config_.checkpoint_every >= 0 && config_.grad_clip >= 0 && config_.max_skips >= 1,
@@ -204,6 +213,45 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}", step,
                       config_.steps, loss, lr, norm, rate,
                       mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : ""));
+    }
+    if (config_.eval_every && step % config_.eval_every == 0) {
+      // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
+      NoGrad no_grad;
+      data::Chain held_out = eval_chain_();
+      double weighted = 0;
+      int64_t targets = 0;
+      for (int64_t b = 0; b < config_.eval_batches; ++b) {
+        std::optional<data::Batch> batch = held_out.next_batch();
+        if (!batch) break;
+        const LmLoss lm = lm_loss(model, *batch);
+        weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
+        targets += lm.targets;
+      }
+      const double eval_loss = targets ? weighted / double(targets) : NAN;
+      metrics << nlohmann::json{{"step", step}, {"eval_loss", eval_loss}, {"eval_targets", targets}}.dump()
+              << "\n"
+              << std::flush;
+      say(fmt::format("step {}: eval loss {:.4f} over {} held-out targets", step, eval_loss, targets));
+    }
+    if (config_.sample_every && step % config_.sample_every == 0) {
+      const Tokenizer* tokenizer = chain_.tokenizer();
+      DEW_REQUIRE(tokenizer,
+                  "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
+      NoGrad no_grad;
+      std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
+      for (const std::string& prompt : config_.sample_prompts) {
+        GenerationOptions options{.max_new_tokens = config_.sample_tokens};
+        if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
+        const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
+        // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
+        std::vector<int64_t> produced = generate(model, {ids}, options)[0];
+        std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
+        const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
+        samples << nlohmann::json{{"step", step}, {"prompt", prompt}, {"text", text}}.dump(
+                       -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
+        say(fmt::format("step {}: sample {} → {}", step, prompt, text));
+      }
     }
     const bool stopping = stop && stop->load();
     if (stopping || step == config_.steps ||

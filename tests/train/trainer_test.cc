@@ -28,6 +28,11 @@ class TrainerRuns : public ::testing::Test {
     config_.log_every = 2;
     config_.schedule = {.shape = LrSchedule::Shape::cosine, .peak_lr = 3e-3, .warmup_steps = 2};
     config_.tokenizer = dir_.path("tok");
+    config_.eval_every = 4;
+    config_.eval_batches = 2;
+    config_.sample_every = 4;
+    config_.sample_tokens = 4;
+    config_.sample_prompts = {"a small"};
   }
   data::Chain chain() {
     data::Chain c = data::Chain::text_files({dir_.path("corpus.txt")}, data::TextUnit::line, {.epochs = 0});
@@ -36,7 +41,7 @@ class TrainerRuns : public ::testing::Test {
   }
   // Runs in `run_dir` and returns the losses of the steps it took, by step.
   std::map<int64_t, double> train(const std::string& run_dir, int64_t stop_at = 0) {
-    Trainer trainer(config_, chain(), dir_.path(run_dir));
+    Trainer trainer(config_, chain(), dir_.path(run_dir), [this] { return chain(); });
     std::map<int64_t, double> losses;
     std::atomic<bool> stop{false};
     trainer.on_step = [&](int64_t step, double loss) {
@@ -70,11 +75,25 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
   for (int64_t s = 1; s <= 8; ++s) EXPECT_EQ((s <= 4 ? first : second).at(s), straight.at(s)) << "step " << s;
   EXPECT_EQ(final_weights("interrupted"), final_weights("straight"));
 
-  // The metrics: a line per log step, the same losses.
+  // The metrics: a line per log step, the same losses; the held-out evaluations are the same too.
+  const auto eval_lines = [&](const std::string& run) {
+    std::vector<std::string> out;
+    std::ifstream in(dir_.path(run + "/metrics.jsonl"));
+    for (std::string line; std::getline(in, line);)
+      if (line.find("eval_loss") != std::string::npos) out.push_back(line);
+    return out;
+  };
+  EXPECT_EQ(eval_lines("interrupted"), eval_lines("straight"));
+  EXPECT_EQ(eval_lines("straight").size(), 2u);
+  std::ifstream samples(dir_.path("straight/samples.jsonl"));
+  int sample_lines = 0;
+  for (std::string line; std::getline(samples, line);) ++sample_lines;
+  EXPECT_EQ(sample_lines, 2);
   std::ifstream metrics(dir_.path("interrupted/metrics.jsonl"));
   std::vector<int64_t> steps;
   for (std::string line; std::getline(metrics, line);) {
     const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("eval_loss")) continue;
     steps.push_back(j["step"]);
     EXPECT_EQ(j["loss"].get<double>(), straight.at(j["step"].get<int64_t>()));
     for (const char* key :
