@@ -10,6 +10,7 @@
 #include <dew/tensor.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -190,8 +191,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path,
 // grad_norm, tokens_per_s, mfu, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
 // directory with a committed checkpoint resumes from it — the weights, the optimizer, the counters
 // and the data chain's position — and continues exactly as if it had not stopped. Every eval_every
-// steps a line {"step", "eval_loss", "eval_targets"} joins metrics.jsonl; every sample_every steps the
-// greedy continuations of sample_prompts go to the log and RUN_DIR/samples.jsonl.
+// steps a line {"step", "eval_loss", "eval_targets", "unigram_entropy"} joins metrics.jsonl; every
+// sample_every steps the greedy continuations of sample_prompts go to the log and RUN_DIR/samples.jsonl.
 // Writes RUN_DIR/report.html: a self-contained page of SVG charts (loss and eval_loss, lr, grad_norm,
 // tokens/s, MFU) from metrics.jsonl. Returns its path.
 std::string write_report(const std::string& run_dir);
@@ -206,6 +207,9 @@ class Trainer {
     bool stopped = false;  // by the stop flag, with a checkpoint written
     std::string checkpoint;
     double last_loss = 0;
+    // The last held-out evaluation (NaN when none ran): its loss and the unigram entropy of its
+    // targets, the loss of a model that knew only token frequencies — both in nats.
+    double eval_loss = NAN, unigram_entropy = NAN;
   };
   // Trains until config.steps, or until *stop becomes true (checked after each step; the step is
   // finished and checkpointed first).

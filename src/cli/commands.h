@@ -64,7 +64,8 @@ struct TrainOptions {
   std::string config, run_dir;
   std::vector<std::string> overrides;
 };
-int run_train(const TrainOptions& options);
+int run_train(const TrainOptions& options);  // no config: examples/default.toml (the default job)
+int train_with(const TrainOptions& options);
 int run_report(const std::string& run_dir);
 
 }  // namespace dew::cli

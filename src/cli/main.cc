@@ -138,9 +138,10 @@ int main(int argc, char** argv) {
   dew::cli::TrainOptions train;
   auto* train_cmd =
       app.add_subcommand("train", "train a config's model on its data, resuming a run directory");
-  train_cmd
-      ->add_option("config", train.config, "a TOML config: [model], [train], [optimizer], [schedule], [data]")
-      ->required();
+  train_cmd->add_option(
+      "config", train.config,
+      "a TOML config: [model], [train], [optimizer], [schedule], [data]; none: the default job "
+      "(examples/default.toml)");
   train_cmd->add_option("--run-dir", train.run_dir,
                         "where metrics and checkpoints go (default: runs/CONFIG_NAME)");
   train_cmd->add_option("--set", train.overrides, "override a config key: train.steps=200 (repeatable)");

@@ -6,13 +6,16 @@
 
 #include <unistd.h>
 
+#include <glob.h>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "ceilings.h"
 #include "cli/commands.h"
+#include "io/toml.h"
 
 namespace dew::cli {
 namespace {
@@ -23,9 +26,46 @@ extern "C" void request_stop(int) {
   stop_requested = true;
 }
 
+// A config's [tokenizer] table: train a byte-level BPE at `path` from `train_files` (globs, relative
+// to the config) unless `path` already holds a tokenizer.json.
+void prepare_tokenizer(const std::string& config_path) {
+  const toml::table root = load_toml(config_path);
+  const toml::table* table = root["tokenizer"].as_table();
+  if (!table) return;
+  const TomlFields fields(*table, config_path + ": tokenizer");
+  fields.only({"path", "train_files", "vocab_size", "special_tokens"});
+  const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
+  const std::filesystem::path path = base / fields.text("path");
+  if (std::filesystem::is_regular_file(path / "tokenizer.json")) return;
+  TokenizerTrainOptions train;
+  for (const std::string& pattern : fields.texts("train_files")) {
+    glob_t matches{};
+    const std::string full = (base / pattern).string();
+    if (::glob(full.c_str(), 0, nullptr, &matches) == 0)
+      for (size_t i = 0; i < matches.gl_pathc; ++i) train.files.emplace_back(matches.gl_pathv[i]);
+    ::globfree(&matches);
+    DEW_REQUIRE(!train.files.empty(), "{}: tokenizer.train_files {} matches no file", config_path, full);
+  }
+  train.vocab_size = fields.integer_or("vocab_size", 8192);
+  if (fields.has("special_tokens")) train.special_tokens = fields.texts("special_tokens");
+  train.output = path.lexically_normal().string();
+  fmt::print(stderr, "training the tokenizer {} on {} files first\n", train.output, train.files.size());
+  run_tokenizer_train(train);
+}
+
 }  // namespace
 
 int run_train(const TrainOptions& options) {
+  TrainOptions with_config = options;
+  if (with_config.config.empty()) {  // the default job
+    with_config.config = std::string(DEW_SOURCE_DIR) + "/examples/default.toml";
+    if (with_config.run_dir.empty()) with_config.run_dir = "runs/default";
+  }
+  prepare_tokenizer(with_config.config);
+  return train_with(with_config);
+}
+
+int train_with(const TrainOptions& options) {
   const std::string run_dir = options.run_dir.empty()
                                   ? "runs/" + std::filesystem::path(options.config).stem().string()
                                   : options.run_dir;
@@ -66,6 +106,9 @@ int run_train(const TrainOptions& options) {
   else
     fmt::print("trained {} steps in {}; loss {:.4f}; checkpoint {}\n", outcome.step, run_dir,
                outcome.last_loss, outcome.checkpoint);
+  if (!std::isnan(outcome.eval_loss))
+    fmt::print("held-out loss {:.4f} nats; the held-out tokens' unigram entropy {:.4f} nats\n",
+               outcome.eval_loss, outcome.unigram_entropy);
   return 0;
 }
 

@@ -12,7 +12,9 @@ namespace dew::train {
 
 TrainerConfig trainer_config_from_toml(const std::string& path, const std::vector<std::string>& overrides) {
   const toml::table root = load_toml(path, overrides);
-  TomlFields(root, path).only({"model", "train", "optimizer", "schedule", "data", "eval", "sample"});
+  // [tokenizer] is `dew train`'s (a tokenizer to train before the run when it does not exist yet).
+  TomlFields(root, path)
+      .only({"model", "train", "optimizer", "schedule", "data", "eval", "sample", "tokenizer"});
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   const auto table = [&](const char* name) -> const toml::table& {
     static const toml::table empty;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 namespace dew::train {
@@ -220,18 +221,32 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       data::Chain held_out = eval_chain_();
       double weighted = 0;
       int64_t targets = 0;
+      std::map<int64_t, int64_t> counts;  // of the held-out targets, for their unigram entropy
       for (int64_t b = 0; b < config_.eval_batches; ++b) {
         std::optional<data::Batch> batch = held_out.next_batch();
         if (!batch) break;
         const LmLoss lm = lm_loss(model, *batch);
         weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
         targets += lm.targets;
+        const Tensor y = next_token_targets(*batch);
+        for (int64_t i = 0; i < y.numel(); ++i)
+          if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
       }
-      const double eval_loss = targets ? weighted / double(targets) : NAN;
-      metrics << nlohmann::json{{"step", step}, {"eval_loss", eval_loss}, {"eval_targets", targets}}.dump()
+      double entropy = 0;
+      for (const auto& [id, n] : counts)
+        entropy -= double(n) / double(targets) * std::log(double(n) / double(targets));
+      outcome.eval_loss = targets ? weighted / double(targets) : NAN;
+      outcome.unigram_entropy = entropy;
+      metrics << nlohmann::json{{"step", step},
+                                {"eval_loss", outcome.eval_loss},
+                                {"eval_targets", targets},
+                                {"unigram_entropy", entropy}}
+                     .dump()
               << "\n"
               << std::flush;
-      say(fmt::format("step {}: eval loss {:.4f} over {} held-out targets", step, eval_loss, targets));
+      say(fmt::format(
+          "step {}: eval loss {:.4f} nats over {} held-out targets (their unigram entropy {:.4f})", step,
+          outcome.eval_loss, targets, entropy));
     }
     if (config_.sample_every && step % config_.sample_every == 0) {
       const Tokenizer* tokenizer = chain_.tokenizer();

