@@ -56,8 +56,6 @@ std::string brown_text() {
   return text;
 }
 
-namespace {
-
 std::vector<std::string_view> lines_of(const std::string& text) {
   std::vector<std::string_view> lines;
   size_t start = 0;
@@ -66,6 +64,8 @@ std::vector<std::string_view> lines_of(const std::string& text) {
   if (start < text.size()) lines.push_back(std::string_view(text).substr(start));
   return lines;
 }
+
+namespace {
 
 // tokenizers.js's figures from tools/tokenizer-oracle/encode.mjs --bench; null when Node is missing.
 nlohmann::json tokenizers_js(const std::string& tokenizer, const std::string& text_file) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dew::bench {
@@ -17,6 +18,8 @@ int run_tokenize_bench(const TokenizeBenchOptions& options);
 // The Brown corpus (tools/tokenizer-oracle) as plain English, a sentence per line: each tagged line
 // "The/at jury/nn" becomes "The jury".
 std::string brown_text();
+// The lines of `text`, without their "\n" (views into it).
+std::vector<std::string_view> lines_of(const std::string& text);
 // The directory of a tokenizer of tools/tokenizer-oracle ("llama3", "qwen3", "deepseek_v3", "llama2").
 std::string oracle_tokenizer(const std::string& name);
 

@@ -31,6 +31,8 @@ struct Param {
 // Decay on matrices, none on norms, biases and embeddings (1-D tensors, and names of embedding
 // tables: embed_tokens, wte, wpe), as GPT-2 and Llama recipes do.
 std::vector<Param> default_groups(std::map<std::string, Tensor>& parameters, double weight_decay);
+// Whether a parameter is an embedding table (embed_tokens, wte, wpe): looked up by id, not multiplied.
+bool is_embedding_table(const std::string& name);
 
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8;
@@ -107,6 +109,7 @@ struct LmLossOptions {
 struct LmLoss {
   Tensor loss;  // scalar: mean cross-entropy over real targets (plus the z-loss), differentiable
   int64_t targets = 0, correct = 0;  // real targets, and those the argmax predicts (token accuracy)
+  Tensor target_ids;                 // (rows, T) i64: next_token_targets(batch)
   double accuracy() const { return targets ? double(correct) / double(targets) : 0; }
 };
 LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options = {});

@@ -6,7 +6,6 @@
 
 #include <unistd.h>
 
-#include <glob.h>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -15,6 +14,7 @@
 
 #include "ceilings.h"
 #include "cli/commands.h"
+#include "io/files.h"
 #include "io/toml.h"
 
 namespace dew::cli {
@@ -38,14 +38,9 @@ void prepare_tokenizer(const std::string& config_path) {
   const std::filesystem::path path = base / fields.text("path");
   if (std::filesystem::is_regular_file(path / "tokenizer.json")) return;
   TokenizerTrainOptions train;
-  for (const std::string& pattern : fields.texts("train_files")) {
-    glob_t matches{};
-    const std::string full = (base / pattern).string();
-    if (::glob(full.c_str(), 0, nullptr, &matches) == 0)
-      for (size_t i = 0; i < matches.gl_pathc; ++i) train.files.emplace_back(matches.gl_pathv[i]);
-    ::globfree(&matches);
-    DEW_REQUIRE(!train.files.empty(), "{}: tokenizer.train_files {} matches no file", config_path, full);
-  }
+  std::vector<std::string> patterns = fields.texts("train_files");
+  for (std::string& p : patterns) p = (base / p).string();
+  train.files = expand_paths(patterns, config_path + ": tokenizer.train_files");
   train.vocab_size = fields.integer_or("vocab_size", 8192);
   if (fields.has("special_tokens")) train.special_tokens = fields.texts("special_tokens");
   train.output = path.lexically_normal().string();

@@ -2,46 +2,14 @@
 #include "data/files.h"
 
 #include <dew/error.h>
-#include <glob.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <filesystem>
 
 namespace dew::data::detail {
-namespace {
-
-bool is_pattern(const std::string& path) {
-  return path.find_first_of("*?[") != std::string::npos;
-}
-
-std::vector<std::string> expand(const std::vector<std::string>& paths, const std::string& kind) {
-  DEW_REQUIRE(!paths.empty(), "[data] {}: no paths given; expected files or glob patterns", kind);
-  std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    if (!is_pattern(path)) {
-      DEW_REQUIRE(std::filesystem::is_regular_file(path), "[data] {}: {} does not exist or is not a file",
-                  kind, path);
-      files.push_back(path);
-      continue;
-    }
-    glob_t matches{};
-    const int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
-    std::vector<std::string> found;
-    for (size_t i = 0; rc == 0 && i < matches.gl_pathc; ++i)
-      if (std::filesystem::is_regular_file(matches.gl_pathv[i])) found.emplace_back(matches.gl_pathv[i]);
-    ::globfree(&matches);
-    DEW_REQUIRE(!found.empty(), "[data] {}: the pattern {} matches no file", kind, path);
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
-}
-
-}  // namespace
-
 SourceFiles::SourceFiles(const std::vector<std::string>& paths, const std::string& kind) {
-  for (const std::string& path : expand(paths, kind)) {
+  for (const std::string& path : expand_paths(paths, "[data] " + kind)) {
     files_.push_back(std::make_unique<MappedFile>(path));
     hashes_.push_back(XXH3_64bits(files_.back()->data(), files_.back()->size()));
   }

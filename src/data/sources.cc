@@ -174,30 +174,32 @@ class MemorySource : public Source {
  public:
   MemorySource(std::vector<Record> records, SourceOptions options)
       : Source(options), records_(std::move(records)) {
-    for (size_t i = 0; i < records_.size(); ++i)
-      if (records_[i].origin.empty()) records_[i].origin = "records[" + std::to_string(i) + "]";
-  }
-  int64_t size() const override { return int64_t(records_.size()); }
-  std::optional<Record> read(int64_t i) override { return records_[size_t(i)]; }
-  // The content is part of the description (hashed), so that a resumed position refuses other records.
-  Json describe() const override {
+    // The content is part of the description (hashed once: the records never change), so that a
+    // resumed position refuses other records.
     XXH3_state_t* state = XXH3_createState();
     XXH3_64bits_reset(state);
-    for (const Record& r : records_) {
+    for (size_t i = 0; i < records_.size(); ++i) {
+      Record& r = records_[i];
+      if (r.origin.empty()) r.origin = "records[" + std::to_string(i) + "]";
       const uint64_t sizes[2] = {r.text.size(), r.tokens.size()};
       XXH3_64bits_update(state, sizes, sizeof sizes);
       XXH3_64bits_update(state, r.text.data(), r.text.size());
       XXH3_64bits_update(state, r.tokens.data(), r.tokens.size() * sizeof(int32_t));
     }
-    const uint64_t hash = XXH3_64bits_digest(state);
+    hash_ = XXH3_64bits_digest(state);
     XXH3_freeState(state);
-    Json d = {{"stage", "records"}, {"records", records_.size()}, {"xxh3", fmt::format("{:016x}", hash)}};
+  }
+  int64_t size() const override { return int64_t(records_.size()); }
+  std::optional<Record> read(int64_t i) override { return records_[size_t(i)]; }
+  Json describe() const override {
+    Json d = {{"stage", "records"}, {"records", records_.size()}, {"xxh3", fmt::format("{:016x}", hash_)}};
     d.update(describe_options());
     return d;
   }
 
  private:
   std::vector<Record> records_;
+  uint64_t hash_ = 0;
 };
 
 }  // namespace

@@ -3,10 +3,12 @@
 
 #include <dew/error.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -109,6 +111,33 @@ void flush_directory(const std::string& dir) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+static bool is_pattern(const std::string& path) {
+  return path.find_first_of("*?[") != std::string::npos;
+}
+
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, const std::string& what) {
+  DEW_REQUIRE(!paths.empty(), "{}: no paths given; expected files or glob patterns", what);
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    if (!is_pattern(path)) {
+      DEW_REQUIRE(std::filesystem::is_regular_file(path), "{}: {} does not exist or is not a file", what,
+                  path);
+      files.push_back(path);
+      continue;
+    }
+    glob_t matches{};
+    const int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &matches);
+    std::vector<std::string> found;
+    for (size_t i = 0; rc == 0 && i < matches.gl_pathc; ++i)
+      if (std::filesystem::is_regular_file(matches.gl_pathv[i])) found.emplace_back(matches.gl_pathv[i]);
+    ::globfree(&matches);
+    DEW_REQUIRE(!found.empty(), "{}: the pattern {} matches no file", what, path);
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
 }
 
 std::string read_text_file(const std::string& path) {

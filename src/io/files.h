@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dew {
 
@@ -46,6 +47,10 @@ class AtomicFile {
 
 // Flushes a directory's entries (a rename into it, a new file) to disk.
 void flush_directory(const std::string& dir);
+
+// Files and glob patterns (* ? [) to the files they name: a pattern's matches sorted, each pattern
+// required to match and each plain path to exist; `what` names the list in errors.
+std::vector<std::string> expand_paths(const std::vector<std::string>& paths, const std::string& what);
 
 // Reads a whole (small) file: config.json, an index, a tokenizer.
 std::string read_text_file(const std::string& path);

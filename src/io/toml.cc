@@ -84,6 +84,8 @@ toml::table load_toml(const std::string& path, const std::vector<std::string>& o
   return root;
 }
 
+namespace {
+
 // The number of single-character edits between two keys (Levenshtein), for "did you mean".
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -99,6 +101,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   }
   return row[b.size()];
 }
+
+}  // namespace
 
 void TomlFields::only(std::initializer_list<const char*> known) const {
   for (const auto& [key, value] : table_) {

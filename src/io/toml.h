@@ -8,7 +8,6 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace dew {
@@ -17,8 +16,6 @@ namespace dew {
 // value is read as TOML ("5", "true", "[1, 2]", "\"x\"") or, failing that, as a bare string; tables
 // on the way are created, an array index must exist.
 toml::table load_toml(const std::string& path, const std::vector<std::string>& overrides = {});
-
-size_t edit_distance(std::string_view a, std::string_view b);  // Levenshtein, for suggestions
 
 // The members of one table, read by type; `where` names the table in errors ("config.toml: data.source").
 class TomlFields {

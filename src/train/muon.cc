@@ -42,10 +42,7 @@ Tensor newton_schulz(const Tensor& x, int steps) {
 }
 
 bool orthogonalized(const Param& p) {
-  const bool embedding = p.name.find("embed_tokens") != std::string::npos ||
-                         p.name.find("wte") != std::string::npos || p.name.find("wpe") != std::string::npos ||
-                         p.name.find("lm_head") != std::string::npos;
-  return p.tensor.dim() == 2 && !embedding;
+  return p.tensor.dim() == 2 && !is_embedding_table(p.name) && p.name.find("lm_head") == std::string::npos;
 }
 
 class Muon : public Optimizer {

@@ -32,6 +32,7 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
   const Tensor targets = next_token_targets(batch);
   const Tensor logits = model.forward(ids, positions, nullptr, segments);
   LmLoss out;
+  out.target_ids = targets;
   out.loss = cross_entropy(logits, targets, {.ignore_index = kIgnoreTarget, .z_loss = options.z_loss}).loss;
   // Accuracy: the argmax of each real target's row is the target.
   const Tensor predicted = argmax(logits.detach(), -1);

@@ -8,12 +8,16 @@
 
 namespace dew::train {
 
+bool is_embedding_table(const std::string& name) {
+  for (const char* table : {"embed_tokens", "wte", "wpe"})
+    if (name.find(table) != std::string::npos) return true;
+  return false;
+}
+
 std::vector<Param> default_groups(std::map<std::string, Tensor>& parameters, double weight_decay) {
   std::vector<Param> out;
   for (auto& [name, tensor] : parameters) {
-    const bool embedding = name.find("embed_tokens") != std::string::npos ||
-                           name.find("wte") != std::string::npos || name.find("wpe") != std::string::npos;
-    const bool decays = tensor.dim() >= 2 && !embedding;
+    const bool decays = tensor.dim() >= 2 && !is_embedding_table(name);
     out.push_back({name, tensor, 1.0, decays ? weight_decay : 0.0});
   }
   return out;

@@ -63,9 +63,7 @@ double training_flops_per_token(const CausalLM& model, int64_t T) {
   const ModelConfig& c = model.config();
   double n = 0;
   for (const auto& [name, p] : model.parameters()) {
-    const bool lookup = name.find("embed_tokens") != std::string::npos ||
-                        name.find("wte") != std::string::npos || name.find("wpe") != std::string::npos;
-    if (p.dim() >= 2 && !lookup) n += double(p.numel());
+    if (p.dim() >= 2 && !is_embedding_table(name)) n += double(p.numel());
   }
   if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
   const double head_dim = double(c.head_dim ? c.head_dim : c.hidden_size / c.num_attention_heads);
@@ -228,7 +226,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
         const LmLoss lm = lm_loss(model, *batch);
         weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
         targets += lm.targets;
-        const Tensor y = next_token_targets(*batch);
+        const Tensor& y = lm.target_ids;
         for (int64_t i = 0; i < y.numel(); ++i)
           if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
       }
