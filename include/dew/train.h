@@ -2,7 +2,7 @@
 // momentum or Nesterov as torch.optim.SGD, Lion, Muon), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
 // And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
-// yet: SFT masks, mixed precision, the default job, `dew bench train` (issue 6).
+// yet: SFT masks, mixed precision and `dew bench train` (issue 6).
 #pragma once
 
 #include <dew/data.h>
@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,24 @@ struct LmLoss {
 };
 LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options = {});
 
+// One optimizer step: for each of `accumulation` microbatches from next_batch, lm_loss / accumulation
+// and backward; the gradients' global norm, clipped to grad_clip (0: measured only); the optimizer at
+// `lr` — unless the loss or the norm is not finite (applied = false) — and the gradients zeroed. When
+// next_batch runs dry, nothing is updated (complete = false).
+struct StepOptions {
+  int64_t accumulation = 1;
+  double lr = 0, grad_clip = 1.0, z_loss = 0;
+};
+struct StepResult {
+  bool complete = false, applied = false;
+  double loss = NAN, grad_norm = NAN;  // the microbatches' mean loss; the norm before clipping
+  int64_t tokens = 0, T = 0;           // the step's input tokens; the batches' sequence length
+  double data_wait_s = 0;              // time spent in next_batch
+};
+StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
+                      const StepOptions& options,
+                      const std::function<std::optional<data::Batch>()>& next_batch);
+
 // Checkpoints: RUN_DIR/checkpoints/step-NNNNNNNN/ holds config.json and model.safetensors (so that
 // `dew generate` and `dew score` load it as a model), the tokenizer's files, optimizer.safetensors,
 // checkpoint.json (step, optimizer steps), trainer.json (the caller's state: counters, RNG counters,
@@ -176,7 +195,14 @@ struct TrainerConfig {
   int64_t sample_every = 0;  // steps between samples; 0: none
   int64_t sample_tokens = 32;
   std::vector<std::string> sample_prompts;  // greedy continuations, logged and in samples.jsonl
+  // A new run's initial weights (not its optimizer, counters or data position): a model directory, a
+  // checkpoint, or a run directory (its newest checkpoint). Empty: a fresh initialization from `seed`.
+  std::string init_from;
+  std::string source_json;  // the config as given (TOML as JSON, overrides applied), for run.json
 };
+
+// The resolved config (every field, defaults included) as JSON, for run.json.
+std::string describe_config(const TrainerConfig& config);
 
 // Training FLOPs per token of a model at sequence length T (NOTE [training FLOPs], trainer.cc):
 // 6 N + 12 L H D T, N the parameters that multiply (every matrix but the embedding lookups, the head
@@ -196,6 +222,9 @@ TrainerConfig trainer_config_from_toml(const std::string& path,
 // and the data chain's position — and continues exactly as if it had not stopped. Every eval_every
 // steps a line {"step", "eval_loss", "eval_targets", "unigram_entropy"} joins metrics.jsonl; every
 // sample_every steps the greedy continuations of sample_prompts go to the log and RUN_DIR/samples.jsonl.
+// RUN_DIR/run.json (and each checkpoint's) records the resolved config, the config as given, the data
+// chain, the routes the ops took, library versions and the machine. Running out of memory (OutOfMemory
+// or std::bad_alloc) ends the run with an Error naming the step and the last checkpoint, left intact.
 // Writes RUN_DIR/report.html: a self-contained page of SVG charts (loss and eval_loss, lr, grad_norm,
 // tokens/s, MFU) from metrics.jsonl. Returns its path.
 std::string write_report(const std::string& run_dir);

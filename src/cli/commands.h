@@ -62,6 +62,7 @@ int run_data(const DataOptions& options);
 
 struct TrainOptions {
   std::string config, run_dir;
+  std::string restart;  // a checkpoint, run or model directory: a new run from its weights only
   std::vector<std::string> overrides;
 };
 int run_train(const TrainOptions& options);  // no config: examples/default.toml (the default job)

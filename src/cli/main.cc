@@ -10,6 +10,7 @@
 #include "memory_bench.h"
 #include "ops_bench.h"
 #include "tokenize_bench.h"
+#include "train_bench.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"dew: train and serve language and diffusion models"};
@@ -135,6 +136,20 @@ int main(int argc, char** argv) {
                                  "tokenizer directories (default: the four of tools/tokenizer-oracle)");
   bench_tokenize_cmd->add_option("--text", bench_tokenize.text,
                                  "a UTF-8 text file (default: the Brown corpus)");
+  dew::bench::TrainBenchOptions bench_train;
+  auto* bench_train_cmd = bench_cmd->add_subcommand(
+      "train", "training steps of a model against PyTorch training the same architecture in the same run");
+  bench_train_cmd
+      ->add_option("model", bench_train.model,
+                   "gpt2-124m, default (the default job's model) or a TOML config")
+      ->default_val("gpt2-124m");
+  bench_train_cmd->add_option("--batch", bench_train.batch, "B (default: 4 for gpt2-124m, else 8)");
+  bench_train_cmd->add_option("--tokens", bench_train.tokens, "T")->default_val(256);
+  bench_train_cmd->add_option("--steps", bench_train.steps, "timed steps per round, after a warm-up step")
+      ->default_val(4);
+  bench_train_cmd->add_option("--rounds", bench_train.rounds, "rounds, Dew and PyTorch alternating")
+      ->default_val(2);
+  bench_train_cmd->add_flag("!--no-pytorch", bench_train.pytorch, "skip PyTorch's run");
   dew::cli::TrainOptions train;
   auto* train_cmd =
       app.add_subcommand("train", "train a config's model on its data, resuming a run directory");
@@ -145,6 +160,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--run-dir", train.run_dir,
                         "where metrics and checkpoints go (default: runs/CONFIG_NAME)");
   train_cmd->add_option("--set", train.overrides, "override a config key: train.steps=200 (repeatable)");
+  train_cmd->add_option("--restart", train.restart,
+                        "begin a new run from the weights (only) of a checkpoint, a run directory's newest "
+                        "checkpoint, or a model directory");
   std::string report_dir;
   auto* report_cmd = app.add_subcommand("report", "write RUN_DIR/report.html: charts of a run's metrics");
   report_cmd->add_option("run_dir", report_dir, "a `dew train` run directory")->required();
@@ -200,6 +218,7 @@ int main(int argc, char** argv) {
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);
     if (*bench_decode_cmd) return dew::bench::run_decode_bench(bench_decode);
+    if (*bench_train_cmd) return dew::bench::run_train_bench(bench_train);
     if (*bench_tokenize_cmd) return dew::bench::run_tokenize_bench(bench_tokenize);
     if (*bench_data_cmd) return dew::bench::run_data_bench(bench_data);
   } catch (const dew::Error& e) {

@@ -65,6 +65,8 @@ int train_with(const TrainOptions& options) {
                                   ? "runs/" + std::filesystem::path(options.config).stem().string()
                                   : options.run_dir;
   train::TrainerConfig config = train::trainer_config_from_toml(options.config, options.overrides);
+  if (!options.restart.empty())
+    config.init_from = std::filesystem::absolute(options.restart).lexically_normal().string();
   config.peak_flops = bench::sgemm_gflop_per_s(2048, 3) * 1e9;  // for MFU, measured now (the host drifts)
   std::function<data::Chain()> held_out;
   if (config.eval_every)

@@ -4,6 +4,7 @@
 // cached blocks match again without wasting more than 12.5%.
 #include "core/allocator.h"
 
+#include <dew/error.h>
 #include <dew/runtime.h>
 
 #include <cstdlib>
@@ -15,10 +16,21 @@
 namespace dew::detail {
 namespace {
 
+int64_t limit_from_environment() {
+  const char* env = std::getenv("DEW_MEMORY_LIMIT");
+  if (!env) return 0;
+  char* end = nullptr;
+  const long long n = std::strtoll(env, &end, 10);
+  DEW_REQUIRE(end != env && *end == '\0' && n >= 0,
+              "DEW_MEMORY_LIMIT='{}' is not a byte count; expected an integer >= 0 (0: no limit)", env);
+  return n;
+}
+
 struct CpuAllocator {
   std::mutex mutex;
   std::map<size_t, std::vector<void*>> cache;  // size class -> free blocks
   MemoryStats stats;
+  int64_t limit = limit_from_environment();  // bytes in use allowed; 0: none
 
   static size_t size_class(size_t nbytes) {
     if (nbytes <= (size_t(1) << 20)) return (nbytes + 63) & ~size_t(63);
@@ -33,6 +45,14 @@ CpuAllocator& allocator() {
   return *a;
 }
 
+// Frees every cached block; the caller holds the mutex.
+void release_cache_locked(CpuAllocator& a) {
+  for (auto& [cls, blocks] : a.cache)
+    for (void* p : blocks) std::free(p);
+  a.cache.clear();
+  a.stats.bytes_cached = 0;
+}
+
 }  // namespace
 
 void* cpu_allocate(size_t nbytes, size_t* actual) {
@@ -41,6 +61,11 @@ void* cpu_allocate(size_t nbytes, size_t* actual) {
   *actual = cls;
   {
     std::lock_guard lock(a.mutex);
+    if (a.limit > 0 && a.stats.bytes_in_use + int64_t(cls) > a.limit)
+      throw OutOfMemory(fmt::format(
+          "[allocator] out of memory: {} more bytes on cpu would pass the limit of {} ({} in use); raise "
+          "DEW_MEMORY_LIMIT or need less",
+          cls, a.limit, a.stats.bytes_in_use));
     a.stats.bytes_in_use += int64_t(cls);
     if (a.stats.bytes_in_use > a.stats.peak_bytes) a.stats.peak_bytes = a.stats.bytes_in_use;
     auto it = a.cache.find(cls);
@@ -52,10 +77,16 @@ void* cpu_allocate(size_t nbytes, size_t* actual) {
     }
   }
   void* p = std::aligned_alloc(64, cls);
-  if (!p) {
+  if (!p) {  // blocks cached in other size classes may be what the system lacks
     std::lock_guard lock(a.mutex);
-    a.stats.bytes_in_use -= int64_t(cls);
-    fail("[allocator] out of memory allocating {} bytes on cpu ({} bytes in use)", cls, a.stats.bytes_in_use);
+    release_cache_locked(a);
+    p = std::aligned_alloc(64, cls);
+    if (!p) {
+      a.stats.bytes_in_use -= int64_t(cls);
+      throw OutOfMemory(
+          fmt::format("[allocator] out of memory: the system refused {} bytes on cpu ({} in use)", cls,
+                      a.stats.bytes_in_use));
+    }
   }
   return p;
 }
@@ -87,10 +118,14 @@ void reset_peak_memory() {
 void release_cached_memory() {
   auto& a = detail::allocator();
   std::lock_guard lock(a.mutex);
-  for (auto& [cls, blocks] : a.cache)
-    for (void* p : blocks) std::free(p);
-  a.cache.clear();
-  a.stats.bytes_cached = 0;
+  detail::release_cache_locked(a);
+}
+
+void set_memory_limit(int64_t bytes) {
+  DEW_REQUIRE(bytes >= 0, "set_memory_limit({}): expected bytes >= 0 (0: no limit)", bytes);
+  auto& a = detail::allocator();
+  std::lock_guard lock(a.mutex);
+  a.limit = bytes;
 }
 
 }  // namespace dew

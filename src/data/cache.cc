@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[8] = {'D', 'E', 'W', 'C', 'A', 'C', 'H', '1'};
+constexpr char kMagic[8] = {'D', 'E', 'W', 'C', 'A', 'C', 'H', '2'};
 constexpr uint64_t kFooter = 24;  // count, table offset, magic
 
 template <class T>
@@ -28,7 +28,8 @@ void put(std::string& out, const T& value) {
   out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
 
-// A record as the file stores it: flags (1: continues), origin, text, tokens, each with its length.
+// A record as the file stores it: flags (1: continues), origin, text, tokens, loss mask, each with its
+// length.
 std::string encode(const Record& r) {
   std::string out;
   put(out, uint8_t(r.continues ? 1 : 0));
@@ -38,6 +39,8 @@ std::string encode(const Record& r) {
   out += r.text;
   put(out, uint64_t(r.tokens.size()));
   out.append(reinterpret_cast<const char*>(r.tokens.data()), r.tokens.size() * sizeof(int32_t));
+  put(out, uint64_t(r.loss_mask.size()));
+  out.append(reinterpret_cast<const char*>(r.loss_mask.data()), r.loss_mask.size());
   return out;
 }
 
@@ -76,6 +79,9 @@ class CachedPrefix : public Source {
     const std::string_view ids = bytes(at, n > table_ / 4 ? table_ : n * 4, i);
     r.tokens.resize(n);
     std::memcpy(r.tokens.data(), ids.data(), ids.size());
+    const uint64_t masked = take<uint64_t>(at, i);
+    const std::string_view mask = bytes(at, masked > table_ ? table_ : masked, i);
+    r.loss_mask.assign(mask.begin(), mask.end());
     return r;
   }
   Json describe() const override { return {{"stage", "cache"}, {"path", file_->path()}}; }

@@ -93,6 +93,11 @@ Chain& Chain::tokenize(const std::string& tokenizer_path, const TokenizeOptions&
   });
   return *this;
 }
+Chain& Chain::chat(const std::string& tokenizer_path, const ChatStageOptions& options) {
+  state_->grow(
+      "chat", [&](auto upstream) { return detail::make_chat(std::move(upstream), tokenizer_path, options); });
+  return *this;
+}
 Chain& Chain::pack(int64_t T) {
   state_->grow("pack", [&](auto upstream) { return detail::make_pack(std::move(upstream), T); });
   return *this;
@@ -166,7 +171,9 @@ std::optional<Batch> Chain::State::build_batch() {
   batch.tokens = Tensor::zeros({local, width}, DType::i64);
   batch.segment_ids = Tensor::zeros({local, width}, DType::i64);
   batch.positions = Tensor::zeros({local, width}, DType::i64);
+  batch.loss_mask = Tensor::zeros({local, width}, DType::i64);
   int64_t* tokens = batch.tokens.data<int64_t>();
+  int64_t* loss_mask = batch.loss_mask.data<int64_t>();
   int64_t* segments = batch.segment_ids.data<int64_t>();
   int64_t* positions = batch.positions.data<int64_t>();
   for (int64_t r = 0; r < local && first + r < int64_t(rows.size()); ++r) {
@@ -175,6 +182,7 @@ std::optional<Batch> Chain::State::build_batch() {
       tokens[r * width + t] = row.tokens[size_t(t)];
       segments[r * width + t] = row.segment_ids[size_t(t)];
       positions[r * width + t] = row.positions[size_t(t)];
+      loss_mask[r * width + t] = row.loss_mask.empty() ? 1 : row.loss_mask[size_t(t)];
       batch.real_tokens += row.segment_ids[size_t(t)] != 0;
     }
   }

@@ -79,6 +79,9 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
     chain.tokenize(
         resolve(base, f.text("tokenizer")),
         {f.flag_or("special_tokens", true), f.flag_or("append_eos", false), int(f.integer_or("workers", 1))});
+  } else if (kind == "chat") {
+    f.only({"kind", "tokenizer", "template"});
+    chain.chat(resolve(base, f.text("tokenizer")), {f.text_or("template", "")});
   } else if (kind == "pack") {
     f.only({"kind", "T", "mode", "block"});
     DEW_REQUIRE(f.has("T"), "{}: T is missing; expected the tokens per window (windows hold T+1)", f.where());
@@ -98,8 +101,8 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
     chain.prefetch(f.integer_or("batches", 4));
   } else {
     fail(
-        "{}: kind \"{}\"; expected quality, dedup, near_dedup, decontaminate, shuffle, tokenize, pack, batch "
-        "or prefetch",
+        "{}: kind \"{}\"; expected quality, dedup, near_dedup, decontaminate, shuffle, tokenize, chat, pack, "
+        "batch or prefetch",
         f.where(), kind);
   }
 }

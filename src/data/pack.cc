@@ -53,6 +53,7 @@ class Pack : public Stage {
     w.tokens.reserve(length);
     w.segment_ids.reserve(length);
     w.positions.reserve(length);
+    w.loss_mask.reserve(length);
     int32_t segment = 1;
     for (;;) {
       const size_t take = std::min(length - w.tokens.size(), doc_->tokens.size() - offset_);
@@ -60,6 +61,11 @@ class Pack : public Stage {
       w.tokens.insert(w.tokens.end(), from, from + long(take));
       w.segment_ids.insert(w.segment_ids.end(), take, segment);
       for (size_t i = 0; i < take; ++i) w.positions.push_back(int32_t(base_ + int64_t(offset_ + i)));
+      if (doc_->loss_mask.empty())
+        w.loss_mask.insert(w.loss_mask.end(), take, 1);
+      else
+        w.loss_mask.insert(w.loss_mask.end(), doc_->loss_mask.begin() + long(offset_),
+                           doc_->loss_mask.begin() + long(offset_ + take));
       offset_ += take;
       if (w.tokens.size() == length) break;
       const int64_t next_base = base_ + int64_t(doc_->tokens.size());
@@ -75,6 +81,7 @@ class Pack : public Stage {
       w.tokens.resize(length, 0);
       w.segment_ids.resize(length, 0);
       w.positions.resize(length, 0);
+      w.loss_mask.resize(length, 0);
       return w;
     }
     offset_ -= 1;  // the next window begins at this one's last token

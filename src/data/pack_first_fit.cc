@@ -79,6 +79,11 @@ class PackFirstFit : public Stage {
                             doc->tokens.begin() + long(std::min(doc->tokens.size(), at + length)));
         piece.positions.resize(piece.tokens.size());
         std::iota(piece.positions.begin(), piece.positions.end(), int32_t(at));
+        if (doc->loss_mask.empty())
+          piece.loss_mask.assign(piece.tokens.size(), 1);
+        else
+          piece.loss_mask.assign(doc->loss_mask.begin() + long(at),
+                                 doc->loss_mask.begin() + long(at + piece.tokens.size()));
         pieces.push_back(std::move(piece));
       }
     }
@@ -100,11 +105,13 @@ class PackFirstFit : public Stage {
       window.tokens.insert(window.tokens.end(), piece.tokens.begin(), piece.tokens.end());
       window.positions.insert(window.positions.end(), piece.positions.begin(), piece.positions.end());
       window.segment_ids.insert(window.segment_ids.end(), piece.tokens.size(), segment);
+      window.loss_mask.insert(window.loss_mask.end(), piece.loss_mask.begin(), piece.loss_mask.end());
     }
     for (Record& window : windows_) {
       window.tokens.resize(length, 0);
       window.segment_ids.resize(length, 0);
       window.positions.resize(length, 0);
+      window.loss_mask.resize(length, 0);
     }
   }
   int64_t T_, block_;

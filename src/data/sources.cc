@@ -142,21 +142,24 @@ class JsonlSource : public FileRecords {
           break;
         }
       }
-      if (problem.empty() && at->is_string()) {
+      // A string is the text; an array or object its JSON (a conversation, for the chat stage).
+      if (problem.empty() && (at->is_string() || at->is_array() || at->is_object())) {
         Record r;
-        r.text = at->get<std::string>();
+        r.text = at->is_string() ? at->get<std::string>() : at->dump();
         r.origin = origin;
         return r;
       }
       if (problem.empty())
-        problem = fmt::format("\"{}\" holds {}, not a string", field_, json_type_name(at->type()));
+        problem =
+            fmt::format("\"{}\" holds {}, not a string, array or object", field_, json_type_name(at->type()));
     } catch (const Error& e) {
       problem = e.what();
     }
-    DEW_REQUIRE(options_.skip_malformed,
-                "[data] JSONL source: {}: {}; expected a JSON object with a string at \"{}\" (or set "
-                "skip_malformed to skip such lines)",
-                origin, problem, field_);
+    DEW_REQUIRE(
+        options_.skip_malformed,
+        "[data] JSONL source: {}: {}; expected a JSON object with a string (or messages) at \"{}\" (or set "
+        "skip_malformed to skip such lines)",
+        origin, problem, field_);
     return std::nullopt;
   }
   Json describe() const override {

@@ -138,7 +138,12 @@ std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, cons
 std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t seed, int64_t window);
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options);
+std::unique_ptr<Stage> make_chat(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
+                                 const ChatStageOptions& options);
 std::unique_ptr<Stage> make_pack(std::unique_ptr<Stage> upstream, int64_t T);
+// XXH3-64 of the files that decide a tokenizer's ids and chat renderings (tokenizer.json, and
+// tokenizer_config.json and chat_template.jinja beside it), for stage descriptions.
+std::string tokenizer_content_hash(const std::string& path);
 std::unique_ptr<Stage> make_pack_first_fit(std::unique_ptr<Stage> upstream, int64_t T, int64_t block);
 // Dedup and decontamination (dedup.cc, decontaminate.cc): `upstream` is the source or such a stage.
 std::unique_ptr<Stage> make_dedup(std::unique_ptr<Stage> upstream);

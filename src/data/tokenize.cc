@@ -19,17 +19,6 @@ namespace {
 
 constexpr size_t kRecordsPerWorker = 32;  // a block is workers x this many records
 
-// XXH3-64 over the files that decide the ids (tokenizer.json and tokenizer_config.json beside it).
-std::string tokenizer_content_hash(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path json = fs::is_directory(path) ? fs::path(path) / "tokenizer.json" : fs::path(path);
-  const fs::path config = json.parent_path() / "tokenizer_config.json";
-  std::string content = read_text_file(json.string());
-  content += '\0';
-  if (fs::is_regular_file(config)) content += read_text_file(config.string());
-  return fmt::format("{:016x}", XXH3_64bits(content.data(), content.size()));
-}
-
 // Threads that live as long as the stage (their thread-local regex scratch with them; not the compute
 // pool, which training's kernels use while the chain prefetches beside them), running
 // body(i) for i in [0, n) split round-robin; run() returns when all are done, rethrowing the first error.
@@ -178,6 +167,18 @@ class Tokenize : public Stage {
 };
 
 }  // namespace
+
+std::string tokenizer_content_hash(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path json = fs::is_directory(path) ? fs::path(path) / "tokenizer.json" : fs::path(path);
+  std::string content = read_text_file(json.string());
+  for (const char* beside : {"tokenizer_config.json", "chat_template.jinja"}) {
+    content += '\0';
+    if (fs::is_regular_file(json.parent_path() / beside))
+      content += read_text_file((json.parent_path() / beside).string());
+  }
+  return fmt::format("{:016x}", XXH3_64bits(content.data(), content.size()));
+}
 
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options) {

@@ -3,6 +3,7 @@
 #include <dew/error.h>
 #include <dew/train.h>
 
+#include "io/json.h"
 #include "io/toml.h"
 
 #include <filesystem>
@@ -26,13 +27,15 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   const toml::table& model = table("model");
   DEW_REQUIRE(!model.empty(),
               "{}: no [model] table; expected a config.json's fields (model_type = \"llama\", ...)", path);
-  std::ostringstream json;
+  std::ostringstream json, source;
   json << toml::json_formatter{model};
   c.model_json = json.str();
+  source << toml::json_formatter{root};
+  c.source_json = source.str();
 
   const TomlFields train(table("train"), path + ": train");
   train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "log_every", "checkpoint_every",
-              "keep_last", "keep_every", "max_skips", "tokenizer"});
+              "keep_last", "keep_every", "max_skips", "tokenizer", "init_from"});
   c.steps = train.integer_or("steps", c.steps);
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
@@ -42,10 +45,11 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.checkpoint_every = train.integer_or("checkpoint_every", 0);
   c.keep = {train.integer_or("keep_last", 3), train.integer_or("keep_every", 0)};
   c.max_skips = train.integer_or("max_skips", c.max_skips);
-  if (train.has("tokenizer")) {
-    const std::filesystem::path t(train.text("tokenizer"));
-    c.tokenizer = t.is_absolute() ? t.string() : (base / t).lexically_normal().string();
-  }
+  const auto relative_to_config = [&](const std::string& p) {
+    return std::filesystem::absolute(base / p).lexically_normal().string();  // `p` if absolute
+  };
+  if (train.has("tokenizer")) c.tokenizer = relative_to_config(train.text("tokenizer"));
+  if (train.has("init_from")) c.init_from = relative_to_config(train.text("init_from"));
 
   const TomlFields optimizer(table("optimizer"), path + ": optimizer");
   optimizer.only(
@@ -84,6 +88,44 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.schedule.min_lr_ratio = schedule.number_or("min_lr_ratio", c.schedule.min_lr_ratio);
   c.schedule.decay_fraction = schedule.number_or("decay_fraction", c.schedule.decay_fraction);
   return c;
+}
+
+std::string describe_config(const TrainerConfig& c) {
+  static const char* const shapes[] = {"cosine", "linear", "constant", "wsd"};
+  const nlohmann::json j = {
+      {"model", nlohmann::json::parse(c.model_json)},
+      {"seed", c.seed},
+      {"steps", c.steps},
+      {"accumulation", c.accumulation},
+      {"optimizer", c.optimizer},
+      {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},
+      {"sgd", {{"momentum", c.sgd.momentum}, {"dampening", c.sgd.dampening}, {"nesterov", c.sgd.nesterov}}},
+      {"lion", {{"beta1", c.lion.beta1}, {"beta2", c.lion.beta2}}},
+      {"muon", {{"momentum", c.muon.momentum}, {"nesterov", c.muon.nesterov}, {"ns_steps", c.muon.ns_steps}}},
+      {"weight_decay", c.weight_decay},
+      {"schedule",
+       {{"shape", shapes[int(c.schedule.shape)]},
+        {"peak_lr", c.schedule.peak_lr},
+        {"warmup_steps", c.schedule.warmup_steps},
+        {"total_steps", c.schedule.total_steps},
+        {"min_lr_ratio", c.schedule.min_lr_ratio},
+        {"decay_fraction", c.schedule.decay_fraction}}},
+      {"grad_clip", c.grad_clip},
+      {"z_loss", c.z_loss},
+      {"log_every", c.log_every},
+      {"checkpoint_every", c.checkpoint_every},
+      {"keep_last", c.keep.keep_last},
+      {"keep_every", c.keep.keep_every},
+      {"tokenizer", c.tokenizer},
+      {"max_skips", c.max_skips},
+      {"eval_every", c.eval_every},
+      {"eval_batches", c.eval_batches},
+      {"sample_every", c.sample_every},
+      {"sample_tokens", c.sample_tokens},
+      {"sample_prompts", c.sample_prompts},
+      {"init_from", c.init_from},
+  };
+  return j.dump();
 }
 
 }  // namespace dew::train

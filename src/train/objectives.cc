@@ -15,11 +15,13 @@ Tensor next_token_targets(const data::Batch& batch) {
   Tensor targets = Tensor::empty({rows, T}, DType::i64);
   const int64_t* tokens = batch.tokens.data<int64_t>();
   const int64_t* segments = batch.segment_ids.data<int64_t>();
+  const int64_t* mask = batch.loss_mask.defined() ? batch.loss_mask.data<int64_t>() : nullptr;
   int64_t* out = targets.data<int64_t>();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t t = 0; t < T; ++t) {
       const int64_t here = segments[r * width + t], next = segments[r * width + t + 1];
-      out[r * T + t] = here != 0 && here == next ? tokens[r * width + t + 1] : kIgnoreTarget;
+      const bool counts = !mask || mask[r * width + t + 1] != 0;
+      out[r * T + t] = here != 0 && here == next && counts ? tokens[r * width + t + 1] : kIgnoreTarget;
     }
   return targets;
 }

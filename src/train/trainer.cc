@@ -9,13 +9,14 @@
 
 #include "io/files.h"
 #include "io/json.h"
+#include "train/environment.h"
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
+#include <new>
 #include <sstream>
 
 namespace dew::train {
@@ -48,6 +49,32 @@ void truncate_metrics(const fs::path& path, int64_t step) {
   }
   AtomicFile out(path.string());
   out.write(kept.data(), kept.size());
+  out.commit();
+}
+
+// Copies `from`'s weights into `into`: the same names, shapes, f32 — else it is another model.
+void copy_weights(CausalLM& from, CausalLM& into, const std::string& source) {
+  for (auto& [name, p] : into.parameters()) {
+    const auto it = from.parameters().find(name);
+    DEW_REQUIRE(
+        it != from.parameters().end() && it->second.shape() == p.shape() && it->second.dtype() == DType::f32,
+        "[train] {} holds no f32 {} of this model's shape {}; it is a checkpoint of another model", source,
+        name, p.shape());
+    std::copy(it->second.data<float>(), it->second.data<float>() + p.numel(), p.data<float>());
+  }
+}
+
+nlohmann::json route_list() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RouteRecord& r : routes())
+    out.push_back(
+        {{"op", r.op}, {"implementation", r.implementation}, {"case", r.case_label}, {"count", r.count}});
+  return out;
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  AtomicFile out(path.string());
+  out.write(text.data(), text.size());
   out.commit();
 }
 
@@ -108,16 +135,17 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   for (const std::string& why : scan.ignored) say("ignored " + why);
   if (!scan.latest.empty()) {
     LoadedCheckpoint loaded = load_checkpoint(scan.latest);
-    for (auto& [name, p] : model.parameters()) {
-      const auto it = loaded.model.parameters().find(name);
-      DEW_REQUIRE(it != loaded.model.parameters().end() && it->second.shape() == p.shape() &&
-                      it->second.dtype() == DType::f32,
-                  "[train] {} holds no f32 {} of this model's shape; it is a checkpoint of another model",
-                  scan.latest, name);
-      std::copy(it->second.data<float>(), it->second.data<float>() + p.numel(), p.data<float>());
-    }
+    copy_weights(loaded.model, model, scan.latest);
     optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
     const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
+    DEW_REQUIRE(state.value("init_from", std::string()) == config_.init_from,
+                "[train] {} already holds a run (checkpoint {}){}; a new run from {} needs a run directory "
+                "of its own",
+                run_dir_, scan.latest,
+                state.value("init_from", std::string()).empty()
+                    ? std::string()
+                    : " begun from " + state.value("init_from", std::string()),
+                config_.init_from.empty() ? "a fresh initialization" : config_.init_from);
     const uint64_t seed = state.at("seed").get<uint64_t>();
     DEW_REQUIRE(
         seed == config_.seed,
@@ -129,7 +157,25 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     skipped = state.at("skipped").get<int64_t>();
     chain_.resume(state.at("data").get<std::string>());
     say(fmt::format("resumed from {} at step {}", scan.latest, step));
+  } else if (!config_.init_from.empty()) {
+    // A run directory stands for its newest checkpoint; anything else is a model directory.
+    const CheckpointScan from_run = find_checkpoints(config_.init_from);
+    const std::string from = from_run.latest.empty() ? config_.init_from : from_run.latest;
+    CausalLM initial = CausalLM::load(from, DType::f32);
+    copy_weights(initial, model, from);
+    say("initialized from the weights of " + from);
   }
+  reset_routes();
+  const auto run_description = [&] {
+    nlohmann::json run = environment_description();
+    run["config"] = nlohmann::json::parse(describe_config(config_));
+    run["source"] =
+        config_.source_json.empty() ? nlohmann::json() : nlohmann::json::parse(config_.source_json);
+    run["data"] = nlohmann::json::parse(chain_.description());
+    run["routes"] = route_list();
+    return run.dump(2);
+  };
+  write_file(fs::path(run_dir_) / "run.json", run_description());
   const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
   truncate_metrics(metrics_path, step);
   std::ofstream metrics(metrics_path, std::ios::app);
@@ -139,11 +185,11 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                                   {"tokens", tokens},
                                   {"skipped", skipped},
                                   {"seed", config_.seed},
+                                  {"init_from", config_.init_from},
                                   {"data", chain_.position()}};
-    const nlohmann::json run = {{"model", nlohmann::json::parse(config_.model_json)},
-                                {"data", nlohmann::json::parse(chain_.description())}};
-    return save_checkpoint(run_dir_, step,
-                           {&model, optimizer.get(), state.dump(), config_.tokenizer, run.dump(2)},
+    const std::string run = run_description();
+    write_file(fs::path(run_dir_) / "run.json", run);
+    return save_checkpoint(run_dir_, step, {&model, optimizer.get(), state.dump(), config_.tokenizer, run},
                            config_.keep);
   };
 
@@ -151,131 +197,140 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   int64_t consecutive_skips = 0;
   double flops_per_token = 0;
   reset_peak_memory();
-  while (step < config_.steps) {
-    const auto start = Clock::now();
-    double loss_sum = 0, data_wait = 0;
-    int64_t step_tokens = 0;
-    for (int64_t micro = 0; micro < config_.accumulation; ++micro) {
-      const auto wait = Clock::now();
-      std::optional<data::Batch> batch = chain_.next_batch();
-      data_wait += seconds_since(wait);
-      DEW_REQUIRE(batch,
+  // Running out of memory ends the run; a checkpoint is renamed into place only whole, so the last
+  // committed one is intact whatever was being allocated.
+  std::string last_checkpoint = scan.latest;
+  const int64_t first_step = step;
+  const auto out_of_memory = [&](const std::string& what) {
+    fail(
+        "[train] out of memory at step {} of {} ({}; {:.1f} MiB in use at the peak): fewer tokens per "
+        "microbatch (a smaller batch or T, with accumulation for the same update) or a smaller model need "
+        "less; {}",
+        step + 1, config_.steps, what, double(cpu_memory_stats().peak_bytes) / (1 << 20),
+        last_checkpoint.empty() ? "no checkpoint had been written"
+                                : "the last checkpoint " + last_checkpoint + " is intact");
+  };
+  try {
+    while (step < config_.steps) {
+      const auto start = Clock::now();
+      const double lr = config_.schedule.at(step);
+      const StepResult result = train_step(model, params, *optimizer,
+                                           {.accumulation = config_.accumulation,
+                                            .lr = lr,
+                                            .grad_clip = config_.grad_clip,
+                                            .z_loss = config_.z_loss},
+                                           [&] { return chain_.next_batch(); });
+      DEW_REQUIRE(result.complete,
                   "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
                   step, config_.steps);
-      step_tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
-      if (flops_per_token == 0)
-        flops_per_token = training_flops_per_token(model, batch->tokens.shape()[1] - 1);
-      const LmLoss lm = lm_loss(model, *batch, {.z_loss = config_.z_loss});
-      loss_sum += lm.loss.to_f64_vector()[0];
-      backward(config_.accumulation == 1
-                   ? lm.loss
-                   : mul(lm.loss, Tensor::full({}, 1.0 / double(config_.accumulation), DType::f32)));
-    }
-    const double loss = loss_sum / double(config_.accumulation);
-    const double norm = clip_grad_norm(
-        params, config_.grad_clip > 0 ? config_.grad_clip : std::numeric_limits<double>::infinity());
-    const double lr = config_.schedule.at(step);
-    const bool finite = std::isfinite(loss) && std::isfinite(norm);
-    if (finite) {
-      optimizer->step(lr);
-      consecutive_skips = 0;
-    } else {
-      ++skipped;
-      say(fmt::format("step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped",
-                      step + 1, loss, norm));
-      DEW_REQUIRE(++consecutive_skips < config_.max_skips,
-                  "[train] stopped at step {}: {} consecutive steps had a non-finite loss or gradient norm "
-                  "(lower the "
-                  "learning rate, or check the data); the last checkpoint is intact",
-                  step + 1, consecutive_skips);
-    }
-    optimizer->zero_grad();
-    ++step;
-    tokens += step_tokens;
-    outcome.last_loss = loss;
-    if (on_step) on_step(step, loss);
-    const double step_s = seconds_since(start), rate = double(step_tokens) / step_s;
-    const double mfu = config_.peak_flops > 0 ? rate * flops_per_token / config_.peak_flops : 0;
-    if (step % config_.log_every == 0 || step == config_.steps) {
-      nlohmann::json line = {{"step", step},
-                             {"tokens", tokens},
-                             {"loss", loss},
-                             {"lr", lr},
-                             {"grad_norm", norm},
-                             {"tokens_per_s", rate},
-                             {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
-                             {"step_s", step_s},
-                             {"data_wait_s", data_wait},
-                             {"peak_bytes", cpu_memory_stats().peak_bytes},
-                             {"skipped", skipped}};
-      metrics << line.dump() << "\n" << std::flush;
-      say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}", step,
-                      config_.steps, loss, lr, norm, rate,
-                      mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : ""));
-    }
-    if (config_.eval_every && step % config_.eval_every == 0) {
-      // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
-      NoGrad no_grad;
-      data::Chain held_out = eval_chain_();
-      double weighted = 0;
-      int64_t targets = 0;
-      std::map<int64_t, int64_t> counts;  // of the held-out targets, for their unigram entropy
-      for (int64_t b = 0; b < config_.eval_batches; ++b) {
-        std::optional<data::Batch> batch = held_out.next_batch();
-        if (!batch) break;
-        const LmLoss lm = lm_loss(model, *batch);
-        weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
-        targets += lm.targets;
-        const Tensor& y = lm.target_ids;
-        for (int64_t i = 0; i < y.numel(); ++i)
-          if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
+      const double loss = result.loss, norm = result.grad_norm, data_wait = result.data_wait_s;
+      const int64_t step_tokens = result.tokens;
+      if (flops_per_token == 0) flops_per_token = training_flops_per_token(model, result.T);
+      if (result.applied) {
+        consecutive_skips = 0;
+      } else {
+        ++skipped;
+        say(fmt::format(
+            "step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped", step + 1,
+            loss, norm));
+        DEW_REQUIRE(++consecutive_skips < config_.max_skips,
+                    "[train] stopped at step {}: {} consecutive steps had a non-finite loss or gradient norm "
+                    "(lower the learning rate, or check the data); the last checkpoint is intact",
+                    step + 1, consecutive_skips);
       }
-      double entropy = 0;
-      for (const auto& [id, n] : counts)
-        entropy -= double(n) / double(targets) * std::log(double(n) / double(targets));
-      outcome.eval_loss = targets ? weighted / double(targets) : NAN;
-      outcome.unigram_entropy = entropy;
-      metrics << nlohmann::json{{"step", step},
-                                {"eval_loss", outcome.eval_loss},
-                                {"eval_targets", targets},
-                                {"unigram_entropy", entropy}}
-                     .dump()
-              << "\n"
-              << std::flush;
-      say(fmt::format(
-          "step {}: eval loss {:.4f} nats over {} held-out targets (their unigram entropy {:.4f})", step,
-          outcome.eval_loss, targets, entropy));
-    }
-    if (config_.sample_every && step % config_.sample_every == 0) {
-      const Tokenizer* tokenizer = chain_.tokenizer();
-      DEW_REQUIRE(tokenizer,
-                  "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
-      NoGrad no_grad;
-      std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
-      for (const std::string& prompt : config_.sample_prompts) {
-        GenerationOptions options{.max_new_tokens = config_.sample_tokens};
-        if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
-        const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
-        // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
-        std::vector<int64_t> produced = generate(model, {ids}, options)[0];
-        std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
-        const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
-        samples << nlohmann::json{{"step", step}, {"prompt", prompt}, {"text", text}}.dump(
-                       -1, ' ', false, nlohmann::json::error_handler_t::replace)
-                << "\n";
-        say(fmt::format("step {}: sample {} → {}", step, prompt, text));
+      ++step;
+      tokens += step_tokens;
+      outcome.last_loss = loss;
+      if (on_step) on_step(step, loss);
+      if (step == first_step + 1)
+        write_file(fs::path(run_dir_) / "run.json", run_description());  // routes now known
+      const double step_s = seconds_since(start), rate = double(step_tokens) / step_s;
+      const double mfu = config_.peak_flops > 0 ? rate * flops_per_token / config_.peak_flops : 0;
+      if (step % config_.log_every == 0 || step == config_.steps) {
+        nlohmann::json line = {{"step", step},
+                               {"tokens", tokens},
+                               {"loss", loss},
+                               {"lr", lr},
+                               {"grad_norm", norm},
+                               {"tokens_per_s", rate},
+                               {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+                               {"step_s", step_s},
+                               {"data_wait_s", data_wait},
+                               {"peak_bytes", cpu_memory_stats().peak_bytes},
+                               {"skipped", skipped}};
+        metrics << line.dump() << "\n" << std::flush;
+        say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}", step,
+                        config_.steps, loss, lr, norm, rate,
+                        mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : ""));
+      }
+      if (config_.eval_every && step % config_.eval_every == 0) {
+        // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
+        NoGrad no_grad;
+        data::Chain held_out = eval_chain_();
+        double weighted = 0;
+        int64_t targets = 0;
+        std::map<int64_t, int64_t> counts;  // of the held-out targets, for their unigram entropy
+        for (int64_t b = 0; b < config_.eval_batches; ++b) {
+          std::optional<data::Batch> batch = held_out.next_batch();
+          if (!batch) break;
+          const LmLoss lm = lm_loss(model, *batch);
+          weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
+          targets += lm.targets;
+          const Tensor& y = lm.target_ids;
+          for (int64_t i = 0; i < y.numel(); ++i)
+            if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
+        }
+        double entropy = 0;
+        for (const auto& [id, n] : counts)
+          entropy -= double(n) / double(targets) * std::log(double(n) / double(targets));
+        outcome.eval_loss = targets ? weighted / double(targets) : NAN;
+        outcome.unigram_entropy = entropy;
+        metrics << nlohmann::json{{"step", step},
+                                  {"eval_loss", outcome.eval_loss},
+                                  {"eval_targets", targets},
+                                  {"unigram_entropy", entropy}}
+                       .dump()
+                << "\n"
+                << std::flush;
+        say(fmt::format(
+            "step {}: eval loss {:.4f} nats over {} held-out targets (their unigram entropy {:.4f})", step,
+            outcome.eval_loss, targets, entropy));
+      }
+      if (config_.sample_every && step % config_.sample_every == 0) {
+        const Tokenizer* tokenizer = chain_.tokenizer();
+        DEW_REQUIRE(tokenizer,
+                    "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
+        NoGrad no_grad;
+        std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
+        for (const std::string& prompt : config_.sample_prompts) {
+          GenerationOptions options{.max_new_tokens = config_.sample_tokens};
+          if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
+          const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
+          // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
+          std::vector<int64_t> produced = generate(model, {ids}, options)[0];
+          std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
+          const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
+          samples << nlohmann::json{{"step", step}, {"prompt", prompt}, {"text", text}}.dump(
+                         -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
+          say(fmt::format("step {}: sample {} → {}", step, prompt, text));
+        }
+      }
+      const bool stopping = stop && stop->load();
+      if (stopping || step == config_.steps ||
+          (config_.checkpoint_every && step % config_.checkpoint_every == 0)) {
+        outcome.checkpoint = last_checkpoint = checkpoint();
+        say("checkpoint " + outcome.checkpoint);
+      }
+      if (stopping) {
+        outcome.stopped = true;
+        break;
       }
     }
-    const bool stopping = stop && stop->load();
-    if (stopping || step == config_.steps ||
-        (config_.checkpoint_every && step % config_.checkpoint_every == 0)) {
-      outcome.checkpoint = checkpoint();
-      say("checkpoint " + outcome.checkpoint);
-    }
-    if (stopping) {
-      outcome.stopped = true;
-      break;
-    }
+  } catch (const OutOfMemory& e) {
+    out_of_memory(e.what());
+  } catch (const std::bad_alloc&) {
+    out_of_memory("the system refused an allocation");
   }
   outcome.step = step;
   return outcome;

@@ -493,8 +493,38 @@ TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {
   EXPECT_EQ(reseeded.exit_code, 1);
   EXPECT_NE(reseeded.out.find("was trained with seed 0 and the config now says 3"), std::string::npos)
       << reseeded.out;
+  // --restart: a new run from the weights of the run's newest checkpoint, in a run directory of its own.
+  Result restarted = run("train " + dir + "/run.toml --run-dir " + dir + "/again --restart " + dir +
+                         "/run --set train.steps=2");
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.out;
+  EXPECT_NE(restarted.out.find(
+                "initialized from the weights of " +
+                (std::filesystem::path(dir) / "run/checkpoints/step-00000016").lexically_normal().string()),
+            std::string::npos)
+      << restarted.out;
+  EXPECT_NE(restarted.out.find("trained 2 steps"), std::string::npos) << restarted.out;
+  Result over = run("train " + dir + "/run.toml --run-dir " + dir + "/run --restart " + dir + "/again");
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_NE(over.out.find("already holds a run"), std::string::npos) << over.out;
   Result typo = run("train " + dir + "/run.toml --set train.stepz=3");
   EXPECT_NE(typo.out.find("unknown key stepz; did you mean steps?"), std::string::npos) << typo.out;
+}
+
+TEST(Cli, BenchTrainTimesDewAndPyTorchOnTheSameArchitecture) {
+  const std::string dir = train_config("cli_bench_train");
+  Result r = run("bench train " + dir + "/run.toml --batch 2 --tokens 16 --steps 1 --rounds 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out.substr(r.out.rfind("{\"bench\"")));
+  EXPECT_EQ(j["B"], 2);
+  EXPECT_EQ(j["T"], 16);
+  EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+  EXPECT_GT(j["peak_bytes"].get<double>(), 0);
+  // PyTorch's side runs wherever Debian's python3-torch is installed; a broken script shows here.
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) {
+    ASSERT_TRUE(j["pytorch"].is_object()) << r.out;
+    EXPECT_GT(j["pytorch"]["tokens_per_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(run("bench train gpt3").exit_code, 1);
 }
 
 TEST(Cli, TrainStopsOnSigtermWithACheckpoint) {

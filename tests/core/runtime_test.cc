@@ -1,4 +1,5 @@
 // Philox known answers, thread-count independence of fills, the allocator's counters and the pool.
+#include <dew/error.h>
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
@@ -104,6 +105,24 @@ TEST(Allocator, ReusesACachedBlockOfTheSameSize) {
   }
   Tensor b = Tensor::empty({123457}, DType::f32);
   EXPECT_EQ(b.raw_data(), first);
+}
+
+TEST(Allocator, RefusesPastTheMemoryLimitWithOutOfMemory) {
+  const int64_t in_use = cpu_memory_stats().bytes_in_use;
+  set_memory_limit(in_use + (1 << 20));
+  Tensor fits = Tensor::empty({1 << 17}, DType::f32);  // 512 KiB
+  std::string message;
+  try {
+    Tensor too_much = Tensor::empty({1 << 18}, DType::f32);  // 1 MiB more
+  } catch (const OutOfMemory& e) {
+    message = e.what();
+  }
+  set_memory_limit(0);
+  EXPECT_NE(message.find("would pass the limit of " + std::to_string(in_use + (1 << 20))), std::string::npos)
+      << message;
+  EXPECT_EQ(cpu_memory_stats().bytes_in_use, in_use + (1 << 19)) << "the refused bytes are not counted";
+  Tensor now_fits = Tensor::empty({1 << 18}, DType::f32);
+  EXPECT_NE(now_fits.raw_data(), nullptr);
 }
 
 TEST(Threads, ParallelForCoversEveryIndexOnceAndPropagatesErrors) {

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "data_files.h"
 #include "error_of.h"
@@ -122,6 +123,76 @@ TEST_F(TrainerRuns, NonFiniteStepsAreSkippedThenStopTheRun) {
   config_.max_skips = 2;
   const std::string e = testing::error_of([&] { train("exploding"); });
   EXPECT_NE(e.find("2 consecutive steps had a non-finite loss or gradient norm"), std::string::npos) << e;
+}
+
+TEST_F(TrainerRuns, RunJsonRecordsConfigChainRoutesLibrariesAndMachine) {
+  config_.steps = 2;
+  config_.eval_every = config_.sample_every = 0;
+  train("recorded");
+  std::ifstream in(dir_.path("recorded/run.json"));
+  const nlohmann::json run = nlohmann::json::parse(in);
+  EXPECT_EQ(run["config"]["steps"], 2);
+  EXPECT_EQ(run["config"]["accumulation"], 2);
+  EXPECT_EQ(run["config"]["model"]["hidden_size"], 32);
+  EXPECT_EQ(run["config"]["schedule"]["shape"], "cosine");
+  EXPECT_NE(run["data"].dump().find("corpus.txt"), std::string::npos) << run["data"];
+  std::set<std::string> ops;
+  for (const auto& r : run["routes"]) ops.insert(r["op"].get<std::string>());
+  for (const char* op : {"matmul", "attention", "rms_norm", "cross_entropy"})
+    EXPECT_TRUE(ops.count(op)) << op;
+  EXPECT_FALSE(run["libraries"]["onednn"].get<std::string>().empty());
+  EXPECT_EQ(run["machine"]["threads"], num_threads());
+  EXPECT_GT(run["machine"]["memory_bytes"].get<double>(), 0);
+  // The checkpoint carries the same record.
+  std::ifstream in_checkpoint(find_checkpoints(dir_.path("recorded")).latest + "/run.json");
+  EXPECT_EQ(nlohmann::json::parse(in_checkpoint)["routes"], run["routes"]);
+}
+
+TEST_F(TrainerRuns, InitFromStartsANewRunFromWeightsOnly) {
+  config_.steps = 3;
+  config_.eval_every = config_.sample_every = 0;
+  train("pretrained");
+  config_.accumulation = 1;
+  config_.steps = 1;
+  config_.schedule.warmup_steps = 0;
+  config_.init_from = dir_.path("pretrained");  // a run directory: its newest checkpoint
+  const auto losses = train("restarted");
+  // Its first loss is the pretrained model's on the chain's first batch: its weights, a fresh data position.
+  LoadedCheckpoint pretrained = load_checkpoint(find_checkpoints(dir_.path("pretrained")).latest);
+  data::Chain fresh = chain();
+  const double expected = lm_loss(pretrained.model, *fresh.next_batch()).loss.to_f64_vector()[0];
+  EXPECT_EQ(losses.at(1), expected);
+  const LoadedCheckpoint restarted = load_checkpoint(find_checkpoints(dir_.path("restarted")).latest);
+  EXPECT_EQ(restarted.step, 1);
+  EXPECT_EQ(restarted.optimizer_steps, 1) << "a fresh optimizer";
+
+  // Its run directory resumes only the same restart; another start there is refused.
+  config_.init_from.clear();
+  const std::string e = testing::error_of([&] { train("restarted"); });
+  EXPECT_NE(e.find("already holds a run"), std::string::npos) << e;
+  EXPECT_NE(e.find("begun from " + dir_.path("pretrained")), std::string::npos) << e;
+  config_.init_from = dir_.path("missing");
+  EXPECT_NE(testing::error_of([&] { train("elsewhere"); }).find("missing"), std::string::npos);
+}
+
+TEST_F(TrainerRuns, OutOfMemoryEndsTheRunAndLeavesTheLastCheckpointIntact) {
+  config_.steps = 6;
+  config_.checkpoint_every = 2;
+  config_.eval_every = config_.sample_every = 0;
+  Trainer trainer(config_, chain(), dir_.path("oom"));
+  trainer.on_step = [](int64_t step, double) {  // after step 3, nothing more fits
+    if (step == 3) set_memory_limit(cpu_memory_stats().bytes_in_use + 1);
+  };
+  const std::string e = testing::error_of([&] { trainer.run(); });
+  set_memory_limit(0);
+  EXPECT_NE(e.find("out of memory at step 4 of 6"), std::string::npos) << e;
+  EXPECT_NE(e.find("the last checkpoint " + dir_.path("oom") + "/checkpoints/step-00000002 is intact"),
+            std::string::npos)
+      << e;
+  const CheckpointScan scan = find_checkpoints(dir_.path("oom"));
+  EXPECT_EQ(scan.step, 2);
+  EXPECT_TRUE(scan.ignored.empty());
+  EXPECT_EQ(train("oom").size(), 4u) << "it resumes from step 2";
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // matmul's public function, validation, output rule, cases and registry.
 #include "ops/matmul/matmul.h"
 
+#include "core/autograd.h"
 #include "core/strided.h"
 #include "ops/activation.h"
+#include "ops/unary/unary.h"
 
 namespace dew::ops {
 
@@ -169,6 +171,20 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
 namespace dew {
 
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
+  // When a gradient will be taken, an activation runs as its own op after the product, so the tape keeps
+  // the pre-activation for it: matmul's own rule would recompute that product in the backward (a third
+  // more work for an MLP's first projection), as PyTorch keeps it too. Without gradients it stays fused.
+  using detail::needs_grad;
+  const bool recorded = detail::grad_mode() && (needs_grad(a) || needs_grad(b) || needs_grad(options.bias) ||
+                                                needs_grad(options.residual));
+  if (options.activation != Activation::none && recorded) {
+    MatmulOptions product = options;
+    product.activation = Activation::none;
+    product.residual = Tensor();
+    const Tensor z = ops::run_op<ops::Matmul>(ops::MatmulArgs{a, b, product})[0];
+    const Tensor y = ops::run_op<ops::Unary>(ops::UnaryArgs{z, ops::unary_of(options.activation)})[0];
+    return options.residual.defined() ? add(y, options.residual) : y;
+  }
   return ops::run_op<ops::Matmul>(ops::MatmulArgs{a, b, options})[0];
 }
 

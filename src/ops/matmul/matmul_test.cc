@@ -1,4 +1,5 @@
 // matmul's own tests beyond OpSuite: refusals of bad arguments, and values on a hand-checked product.
+#include <dew/autodiff.h>
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
@@ -23,6 +24,24 @@ TEST(Matmul, HandCheckedProductWithEpilogue) {
   o.scale = 0.5;
   // a^T@b = [[26,30],[38,44]]
   EXPECT_EQ(matmul(a, b, o).to_f64_vector(), (std::vector<double>{13, 15, 19, 22}));
+}
+
+// With a gradient to take, the activation is its own op, so backward uses the kept pre-activation:
+// two products (for a and b), not a third to recompute the forward's.
+TEST(Matmul, AnActivationUnderGradientKeepsItsPreActivationInsteadOfRecomputingIt) {
+  Tensor a = Tensor::from_values({1, -2, 3, 4, 0.5, -1}, {2, 3}, DType::f32).requires_grad_();
+  Tensor b = Tensor::from_values({0.5, -1, 2, 1, -0.5, 0.25}, {3, 2}, DType::f32).requires_grad_();
+  MatmulOptions o;
+  o.activation = Activation::gelu_tanh;
+  o.residual = Tensor::from_values({1, 2, 3, 4}, {2, 2}, DType::f32);
+  const Tensor y = matmul(a, b, o);
+  EXPECT_EQ(y.to_f64_vector(), add(gelu(matmul(a, b), true), o.residual).to_f64_vector());
+  reset_routes();
+  backward(sum(y));
+  int64_t products = 0;
+  for (const RouteRecord& r : routes()) products += r.op == "matmul" ? r.count : 0;
+  EXPECT_EQ(products, 2);
+  EXPECT_TRUE(a.grad().defined() && b.grad().defined());
 }
 
 TEST(Matmul, RefusesBadShapesAndDtypesNamingThem) {

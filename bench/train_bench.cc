@@ -1,0 +1,172 @@
+// train_bench.h. Each round: Dew's steps in this process, then PyTorch's in a child process, each
+// after one warm-up step; figures are min / median / max over every timed step of every round. MFU is
+// training_flops_per_token × tokens/s over this machine's sgemm rate measured in the same run, as
+// `dew train` reports it.
+#include "train_bench.h"
+
+#include <dew/error.h>
+#include <dew/runtime.h>
+#include <dew/train.h>
+#include <fmt/core.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "ceilings.h"
+#include "command.h"
+#include "models/families.h"
+
+namespace dew::bench {
+namespace {
+
+constexpr const char* kGpt2Small =
+    R"({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024})";
+constexpr const char* kJemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+struct Figures {
+  std::vector<double> step_s;
+  double peak_bytes = 0;  // Dew: its tensors' peak; both: the process's peak resident bytes below
+  double max_rss_bytes = 0;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// Rows of T+1 ids from Philox, one document each (segment 1, positions from 0): a plain causal batch.
+data::Batch random_batch(int64_t B, int64_t T, int64_t vocab, uint64_t index) {
+  data::Batch batch;
+  batch.index = int64_t(index);
+  batch.tokens = Tensor::empty({B, T + 1}, DType::i64);
+  fill_randint(batch.tokens, {.seed = 1, .stream = 0, .counter_base = index * uint64_t(B * (T + 1))}, 0,
+               vocab);
+  batch.segment_ids = Tensor::full({B, T + 1}, 1, DType::i64);
+  std::vector<double> positions;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t <= T; ++t) positions.push_back(double(t));
+  batch.positions = Tensor::from_values(positions, {B, T + 1}, DType::i64);
+  batch.real_tokens = B * (T + 1);
+  return batch;
+}
+
+std::string describe(const std::vector<double>& step_s, int64_t tokens_per_step, double flops_per_token,
+                     double peak_flops) {
+  const double best = *std::min_element(step_s.begin(), step_s.end());
+  const double worst = *std::max_element(step_s.begin(), step_s.end());
+  const double rate = double(tokens_per_step) / median(step_s);
+  return fmt::format("{:>8.1f} {:>8.1f} {:>8.1f} {:>7.1f}%", double(tokens_per_step) / worst, rate,
+                     double(tokens_per_step) / best, 100 * rate * flops_per_token / peak_flops);
+}
+
+}  // namespace
+
+int run_train_bench(const TrainBenchOptions& o) {
+  std::string model_json = o.model == "gpt2-124m" ? kGpt2Small : "";
+  if (o.model == "default" || o.model.ends_with(".toml")) {
+    const std::string path =
+        o.model == "default" ? std::string(DEW_SOURCE_DIR) + "/examples/default.toml" : o.model;
+    model_json = train::trainer_config_from_toml(path).model_json;
+  }
+  DEW_REQUIRE(!model_json.empty(), "[bench train] model \"{}\"; expected gpt2-124m, default or a TOML config",
+              o.model);
+  DEW_REQUIRE(o.steps >= 1 && o.rounds >= 1 && o.tokens >= 1 && o.batch >= 0,
+              "[bench train] --steps {}, --rounds {}, --tokens {}, --batch {}; expected positive counts",
+              o.steps, o.rounds, o.tokens, o.batch);
+  const int64_t B = o.batch ? o.batch : o.model == "gpt2-124m" ? 4 : 8, T = o.tokens;
+
+  CausalLM model = CausalLM::init(parse_model_config(model_json, o.model), DType::f32, 0);
+  for (auto& [name, p] : model.parameters()) p.requires_grad_();
+  const std::vector<train::Param> params = train::default_groups(model.parameters(), 0.1);
+  std::unique_ptr<train::Optimizer> optimizer = train::make_adamw(params);
+  int64_t n = 0;
+  for (const auto& [name, p] : model.parameters()) n += p.numel();
+  const double flops_per_token = train::training_flops_per_token(model, T);
+  const double peak_flops = sgemm_gflop_per_s(2048, 3) * 1e9;
+  const int64_t vocab = model.config().vocab_size;
+  const bool pytorch = o.pytorch && std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+  const bool jemalloc = std::filesystem::exists(kJemalloc);
+  fmt::print(
+      "train: {} ({:.1f} M parameters), B {} T {}, AdamW, f32, {} threads; {} timed steps x {} rounds; "
+      "{:.0f} MFLOP/token; sgemm {:.1f} GFLOP/s\n",
+      o.model, double(n) / 1e6, B, T, num_threads(), o.steps, o.rounds, flops_per_token / 1e6,
+      peak_flops / 1e9);
+
+  const std::string config_path =
+      (std::filesystem::temp_directory_path() / fmt::format("dew_bench_train_{}.json", ::getpid())).string();
+  std::ofstream(config_path) << models::model_config_json(model.config());  // every default written out
+  Figures dew, torch;
+  std::string torch_version, torch_error;
+  uint64_t batch_index = 0;
+  for (int round = 0; round < o.rounds; ++round) {
+    reset_peak_memory();
+    for (int s = 0; s <= o.steps; ++s) {  // step 0 warms up
+      std::optional<data::Batch> batch = random_batch(B, T, vocab, batch_index++);
+      const auto start = std::chrono::steady_clock::now();
+      const train::StepResult result = train::train_step(model, params, *optimizer, {.lr = 3e-4},
+                                                         [&] { return std::exchange(batch, std::nullopt); });
+      DEW_REQUIRE(result.applied, "[bench train] step {}: loss {}, gradient norm {}", s, result.loss,
+                  result.grad_norm);
+      if (s > 0)
+        dew.step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    dew.peak_bytes = std::max(dew.peak_bytes, double(cpu_memory_stats().peak_bytes));
+    if (!pytorch) continue;
+    const std::string command = fmt::format(
+        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {}",
+        jemalloc ? fmt::format("LD_PRELOAD={} MALLOC_CONF=background_thread:true,dirty_decay_ms:-1,"
+                               "muzzy_decay_ms:-1 ",
+                               kJemalloc)
+                 : "",
+        DEW_SOURCE_DIR, config_path, B, T, o.steps, num_threads());
+    const testing::CommandResult python = testing::run_command(command + " 2>&1");
+    const std::string last = python.out.substr(python.out.rfind('\n', python.out.size() - 2) + 1);
+    const nlohmann::json j = nlohmann::json::parse(python.exit_code == 0 ? last : "", nullptr, false);
+    if (!j.is_object()) {
+      torch_error = python.out;
+      break;
+    }
+    for (double s : j["step_s"]) torch.step_s.push_back(s);
+    torch.max_rss_bytes = std::max(torch.max_rss_bytes, j["max_rss_bytes"].get<double>());
+    torch_version = j["torch"].get<std::string>();
+  }
+  std::filesystem::remove(config_path);
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  dew.max_rss_bytes = double(usage.ru_maxrss) * 1024;
+
+  const int64_t tokens_per_step = B * T;
+  fmt::print("{:<16} {:>8} {:>8} {:>8} {:>8} {:>16} {:>12}\n", "system", "min", "median", "max", "MFU",
+             "tensor peak MiB", "peak RSS MiB");
+  fmt::print("{:<16} {} {:>16.0f} {:>12.0f}   (tokens/s)\n", "dew",
+             describe(dew.step_s, tokens_per_step, flops_per_token, peak_flops), dew.peak_bytes / (1 << 20),
+             dew.max_rss_bytes / (1 << 20));
+  std::string torch_json = "null";
+  if (!torch.step_s.empty()) {
+    const double ratio = median(torch.step_s) / median(dew.step_s);
+    fmt::print("{:<16} {} {:>16} {:>12.0f}   (PyTorch {}{})\n", "pytorch",
+               describe(torch.step_s, tokens_per_step, flops_per_token, peak_flops), "",
+               torch.max_rss_bytes / (1 << 20), torch_version, jemalloc ? ", jemalloc" : ", no jemalloc");
+    fmt::print("dew / pytorch: {:.2f}x (median tokens/s)\n", ratio);
+    torch_json = fmt::format(
+        R"({{"version":"{}","tokens_per_s":{:.2f},"max_rss_bytes":{:.0f},"ratio":{:.3f}}})", torch_version,
+        double(tokens_per_step) / median(torch.step_s), torch.max_rss_bytes, ratio);
+  } else if (o.pytorch) {
+    fmt::print("(no PyTorch comparison: {})\n",
+               pytorch ? "train_pytorch.py failed:\n" + torch_error : "apt-get install python3-torch");
+  }
+  const double rate = double(tokens_per_step) / median(dew.step_s);
+  fmt::print(
+      R"({{"bench":"train","model":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"pytorch":{}}})"
+      "\n",
+      o.model, B, T, n, rate, rate * flops_per_token / peak_flops, peak_flops / 1e9, dew.peak_bytes,
+      dew.max_rss_bytes, torch_json);
+  return 0;
+}
+
+}  // namespace dew::bench

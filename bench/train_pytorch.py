@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""PyTorch's side of `dew bench train`: trains the architecture of a Dew config.json (gpt2 or the
+llama family, as Dew computes them) with the same batch, objective, optimizer and clipping as
+Dew's train_step: next-token cross-entropy over (B, T) random ids, AdamW (betas 0.9/0.95, weight
+decay 0.1 on matrices but the embeddings), global-norm clipping at 1.0, f32. Written as PyTorch is
+used at its best on a CPU (../shared/BENCHMARKS.md): nn.Linear (one addmm with the bias), q, k and v
+in one product and the gate and up projections in another, fused F.layer_norm and F.gelu, foreach
+AdamW; `dew bench train` runs it with jemalloc preloaded and
+OMP_WAIT_POLICY=PASSIVE. torch 1.13 has no scaled_dot_product_attention: attention is the matmul,
+masked softmax, matmul of nanoGPT's non-flash path.
+
+Usage: train_pytorch.py CONFIG_JSON B T STEPS THREADS. Prints one JSON line: the seconds of each
+step after one warm-up step, and the process's peak resident bytes.
+"""
+import json
+import math
+import resource
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c, bias):
+        super().__init__()
+        self.H = c["heads"]
+        self.KV = c["kv_heads"]
+        self.D = c["head_dim"]
+        C = c["hidden"]
+        self.qkv = nn.Linear(C, (self.H + 2 * self.KV) * self.D, bias=bias)  # one product for q, k and v
+        self.o = nn.Linear(self.H * self.D, C, bias=bias)
+
+    def forward(self, x, mask, rope):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).split([self.H * self.D, self.KV * self.D, self.KV * self.D], dim=-1)
+        q = q.view(B, T, self.H, self.D).transpose(1, 2)
+        k = k.view(B, T, self.KV, self.D).transpose(1, 2)
+        v = v.view(B, T, self.KV, self.D).transpose(1, 2)
+        if rope is not None:
+            cos, sin = rope
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+        if self.KV != self.H:
+            k = k.repeat_interleave(self.H // self.KV, dim=1)
+            v = v.repeat_interleave(self.H // self.KV, dim=1)
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(self.D))
+        attended = scores.masked_fill(mask, float("-inf")).softmax(-1) @ v
+        return self.o(attended.transpose(1, 2).reshape(B, T, self.H * self.D))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, C, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(C))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.gpt2 = c["model_type"] == "gpt2"
+        C, F_ = c["hidden"], c["intermediate"]
+        if self.gpt2:
+            self.norm1, self.norm2 = nn.LayerNorm(C, eps=c["eps"]), nn.LayerNorm(C, eps=c["eps"])
+            self.attn = CausalSelfAttention(c, bias=True)
+            self.fc, self.proj = nn.Linear(C, F_), nn.Linear(F_, C)
+        else:
+            self.norm1, self.norm2 = RMSNorm(C, c["eps"]), RMSNorm(C, c["eps"])
+            self.attn = CausalSelfAttention(c, bias=False)
+            self.gate_up = nn.Linear(C, 2 * F_, bias=False)  # one product for the gate and the up projection
+            self.down = nn.Linear(F_, C, bias=False)
+
+    def forward(self, x, mask, rope):
+        x = x + self.attn(self.norm1(x), mask, rope)
+        h = self.norm2(x)
+        if self.gpt2:
+            return x + self.proj(F.gelu(self.fc(h), approximate="tanh"))
+        gate, up = self.gate_up(h).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+
+class Model(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed = nn.Embedding(c["vocab"], c["hidden"])
+        if c["model_type"] == "gpt2":
+            self.positions = nn.Embedding(c["max_positions"], c["hidden"])
+            self.norm = nn.LayerNorm(c["hidden"], eps=c["eps"])
+        else:
+            self.norm = RMSNorm(c["hidden"], c["eps"])
+        self.blocks = nn.ModuleList(Block(c) for _ in range(c["layers"]))
+        self.head = None if c["tied"] else nn.Linear(c["hidden"], c["vocab"], bias=False)
+
+    def forward(self, ids):
+        B, T = ids.shape
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+        x = self.embed(ids)
+        rope = None
+        if self.c["model_type"] == "gpt2":
+            x = x + self.positions(torch.arange(T))
+        else:
+            D = self.c["head_dim"]
+            inv_freq = 1.0 / (self.c["theta"] ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+            angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
+            angles = torch.cat((angles, angles), -1)
+            rope = (angles.cos().float(), angles.sin().float())
+        for block in self.blocks:
+            x = block(x, mask, rope)
+        x = self.norm(x)
+        return F.linear(x, self.embed.weight if self.head is None else self.head.weight)
+
+
+def read_config(path):
+    with open(path) as f:
+        j = json.load(f)
+    if j["model_type"] == "gpt2":
+        C, H = j["n_embd"], j["n_head"]
+        return {"model_type": "gpt2", "vocab": j["vocab_size"], "hidden": C, "intermediate": j.get("n_inner") or 4 * C,
+                "layers": j["n_layer"], "heads": H, "kv_heads": H, "head_dim": C // H,
+                "max_positions": j["n_positions"], "eps": j["layer_norm_epsilon"],
+                "tied": j.get("tie_word_embeddings", True)}
+    if j["model_type"] not in ("llama", "mistral", "qwen2", "qwen3") or j.get("rope_scaling"):
+        raise SystemExit(f"train_pytorch.py: model_type {j['model_type']} with these fields is not written here")
+    C, H = j["hidden_size"], j["num_attention_heads"]
+    return {"model_type": "llama", "vocab": j["vocab_size"], "hidden": C, "intermediate": j["intermediate_size"],
+            "layers": j["num_hidden_layers"], "heads": H, "kv_heads": j.get("num_key_value_heads", H),
+            "head_dim": j.get("head_dim", C // H), "eps": j.get("rms_norm_eps", 1e-6),
+            "theta": j.get("rope_theta", 10000.0), "tied": j.get("tie_word_embeddings", False)}
+
+
+def main():
+    config_path, B, T, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    c = read_config(config_path)
+    model = Model(c)
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n and "positions" not in n]
+    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "positions" not in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                                  lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=True)
+    generator = torch.Generator().manual_seed(1)
+    times = []
+    for step in range(steps + 1):
+        tokens = torch.randint(0, c["vocab"], (B, T + 1), generator=generator)
+        start = time.perf_counter()
+        logits = model(tokens[:, :T])
+        loss = F.cross_entropy(logits.reshape(B * T, c["vocab"]), tokens[:, 1:].reshape(B * T))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss.item()
+        if step > 0:  # the first step warms the allocator and the kernels' first-use paths
+            times.append(time.perf_counter() - start)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"step_s": times, "max_rss_bytes": peak, "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,12 @@
+// What a run ran on, for run.json (DESIGN.md "Training"): Dew's and its libraries' versions, the
+// compiler, and the machine (CPU model, cores, threads used, memory, instruction sets, OS). Not the
+// routes: those are the route log's (ops.h), read when run.json is written.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace dew::train {
+
+nlohmann::json environment_description();
+
+}  // namespace dew::train

@@ -1,0 +1,43 @@
+// One optimizer step (train.h train_step): the Trainer's and `dew bench train`'s, so the benchmark
+// times exactly what a run does.
+#include <dew/autodiff.h>
+#include <dew/error.h>
+#include <dew/ops.h>
+#include <dew/train.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace dew::train {
+
+StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
+                      const StepOptions& options,
+                      const std::function<std::optional<data::Batch>()>& next_batch) {
+  DEW_REQUIRE(options.accumulation >= 1, "[train] accumulation {}; expected >= 1", options.accumulation);
+  StepResult out;
+  double loss_sum = 0;
+  for (int64_t micro = 0; micro < options.accumulation; ++micro) {
+    const auto wait = std::chrono::steady_clock::now();
+    std::optional<data::Batch> batch = next_batch();
+    out.data_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait).count();
+    if (!batch) return out;  // the data ended: no update
+    out.tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
+    out.T = batch->tokens.shape()[1] - 1;
+    const LmLoss lm = lm_loss(model, *batch, {.z_loss = options.z_loss});
+    loss_sum += lm.loss.to_f64_vector()[0];
+    backward(options.accumulation == 1
+                 ? lm.loss
+                 : mul(lm.loss, Tensor::full({}, 1.0 / double(options.accumulation), DType::f32)));
+  }
+  out.complete = true;
+  out.loss = loss_sum / double(options.accumulation);
+  out.grad_norm = clip_grad_norm(
+      params, options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity());
+  out.applied = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
+  if (out.applied) optimizer.step(options.lr);
+  optimizer.zero_grad();
+  return out;
+}
+
+}  // namespace dew::train
