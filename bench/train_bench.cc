@@ -79,6 +79,9 @@ int run_train_bench(const TrainBenchOptions& o) {
               "[bench train] --steps {}, --rounds {}, --tokens {}, --batch {}; expected positive counts",
               o.steps, o.rounds, o.tokens, o.batch);
   const int64_t B = o.batch ? o.batch : o.model == "gpt2-124m" ? 4 : 8, T = o.tokens;
+  DEW_REQUIRE(o.precision == "f32" || o.precision == "bf16",
+              "[bench train] --precision {}; expected f32 or bf16", o.precision);
+  const DType compute = o.precision == "bf16" ? DType::bf16 : DType::f32;
 
   CausalLM model = CausalLM::init(parse_model_config(model_json, o.model), DType::f32, 0);
   for (auto& [name, p] : model.parameters()) p.requires_grad_();
@@ -92,10 +95,10 @@ int run_train_bench(const TrainBenchOptions& o) {
   const bool pytorch = o.pytorch && std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
   const bool jemalloc = std::filesystem::exists(kJemalloc);
   fmt::print(
-      "train: {} ({:.1f} M parameters), B {} T {}, AdamW, f32, {} threads; {} timed steps x {} rounds; "
+      "train: {} ({:.1f} M parameters), B {} T {}, AdamW, {}, {} threads; {} timed steps x {} rounds; "
       "{:.0f} MFLOP/token; sgemm {:.1f} GFLOP/s\n",
-      o.model, double(n) / 1e6, B, T, num_threads(), o.steps, o.rounds, flops_per_token / 1e6,
-      peak_flops / 1e9);
+      o.model, double(n) / 1e6, B, T, o.precision == "bf16" ? "bf16 mixed precision" : "f32", num_threads(),
+      o.steps, o.rounds, flops_per_token / 1e6, peak_flops / 1e9);
 
   const std::string config_path =
       (std::filesystem::temp_directory_path() / fmt::format("dew_bench_train_{}.json", ::getpid())).string();
@@ -108,8 +111,9 @@ int run_train_bench(const TrainBenchOptions& o) {
     for (int s = 0; s <= o.steps; ++s) {  // step 0 warms up
       std::optional<data::Batch> batch = random_batch(B, T, vocab, batch_index++);
       const auto start = std::chrono::steady_clock::now();
-      const train::StepResult result = train::train_step(model, params, *optimizer, {.lr = 3e-4},
-                                                         [&] { return std::exchange(batch, std::nullopt); });
+      const train::StepResult result =
+          train::train_step(model, params, *optimizer, {.lr = 3e-4, .compute = compute},
+                            [&] { return std::exchange(batch, std::nullopt); });
       DEW_REQUIRE(result.applied, "[bench train] step {}: loss {}, gradient norm {}", s, result.loss,
                   result.grad_norm);
       if (s > 0)
@@ -118,12 +122,12 @@ int run_train_bench(const TrainBenchOptions& o) {
     dew.peak_bytes = std::max(dew.peak_bytes, double(cpu_memory_stats().peak_bytes));
     if (!pytorch) continue;
     const std::string command = fmt::format(
-        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {}",
+        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {} {}",
         jemalloc ? fmt::format("LD_PRELOAD={} MALLOC_CONF=background_thread:true,dirty_decay_ms:-1,"
                                "muzzy_decay_ms:-1 ",
                                kJemalloc)
                  : "",
-        DEW_SOURCE_DIR, config_path, B, T, o.steps, num_threads());
+        DEW_SOURCE_DIR, config_path, B, T, o.steps, num_threads(), o.precision);
     const testing::CommandResult python = testing::run_command(command + " 2>&1");
     const std::string last = python.out.substr(python.out.rfind('\n', python.out.size() - 2) + 1);
     const nlohmann::json j = nlohmann::json::parse(python.exit_code == 0 ? last : "", nullptr, false);
@@ -162,10 +166,10 @@ int run_train_bench(const TrainBenchOptions& o) {
   }
   const double rate = double(tokens_per_step) / median(dew.step_s);
   fmt::print(
-      R"({{"bench":"train","model":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"pytorch":{}}})"
+      R"({{"bench":"train","model":"{}","precision":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"pytorch":{}}})"
       "\n",
-      o.model, B, T, n, rate, rate * flops_per_token / peak_flops, peak_flops / 1e9, dew.peak_bytes,
-      dew.max_rss_bytes, torch_json);
+      o.model, o.precision, B, T, n, rate, rate * flops_per_token / peak_flops, peak_flops / 1e9,
+      dew.peak_bytes, dew.max_rss_bytes, torch_json);
   return 0;
 }
 

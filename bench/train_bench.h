@@ -15,6 +15,7 @@ struct TrainBenchOptions {
   int64_t batch = 0, tokens = 256;  // B (0: the model's: 4 for gpt2-124m, else 8) and T
   int steps = 4, rounds = 2;        // timed steps per round (after one warm-up step); rounds alternate
   bool pytorch = true;
+  std::string precision = "f32";  // or bf16: mixed precision (PyTorch: autocast to bf16)
 };
 int run_train_bench(const TrainBenchOptions& options);
 

@@ -9,7 +9,10 @@ AdamW; `dew bench train` runs it with jemalloc preloaded and
 OMP_WAIT_POLICY=PASSIVE. torch 1.13 has no scaled_dot_product_attention: attention is the matmul,
 masked softmax, matmul of nanoGPT's non-flash path.
 
-Usage: train_pytorch.py CONFIG_JSON B T STEPS THREADS. Prints one JSON line: the seconds of each
+With PRECISION bf16, forward and loss run under torch.autocast("cpu", dtype=torch.bfloat16): bf16
+matmul operands and activations, f32 master weights and optimizer state (Dew's mixed precision).
+
+Usage: train_pytorch.py CONFIG_JSON B T STEPS THREADS [PRECISION]. Prints one JSON line: the seconds of each
 step after one warm-up step, and the process's peak resident bytes.
 """
 import json
@@ -142,6 +145,7 @@ def read_config(path):
 
 def main():
     config_path, B, T, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    bf16 = len(sys.argv) > 6 and sys.argv[6] == "bf16"
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     c = read_config(config_path)
@@ -155,8 +159,9 @@ def main():
     for step in range(steps + 1):
         tokens = torch.randint(0, c["vocab"], (B, T + 1), generator=generator)
         start = time.perf_counter()
-        logits = model(tokens[:, :T])
-        loss = F.cross_entropy(logits.reshape(B * T, c["vocab"]), tokens[:, 1:].reshape(B * T))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = model(tokens[:, :T])
+            loss = F.cross_entropy(logits.reshape(B * T, c["vocab"]), tokens[:, 1:].reshape(B * T))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()

@@ -119,9 +119,13 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
 // and backward; the gradients' global norm, clipped to grad_clip (0: measured only); the optimizer at
 // `lr` — unless the loss or the norm is not finite (applied = false) — and the gradients zeroed. When
 // next_batch runs dry, nothing is updated (complete = false).
+// compute bf16 is mixed precision: each microbatch runs on a bf16 copy of the weights (a recorded cast,
+// so gradients arrive in the f32 master weights), activations and matmul operands in bf16 with f32
+// accumulation; the loss, the gradients, their norm and the optimizer state stay f32.
 struct StepOptions {
   int64_t accumulation = 1;
   double lr = 0, grad_clip = 1.0, z_loss = 0;
+  DType compute = DType::f32;  // f32, or bf16 (mixed precision)
 };
 struct StepResult {
   bool complete = false, applied = false;
@@ -184,6 +188,7 @@ struct TrainerConfig {
   LrSchedule schedule;        // total_steps 0 or 1: `steps`
   double grad_clip = 1.0;     // global norm; 0: measured, not clipped
   double z_loss = 0;
+  DType compute = DType::f32;  // [train] precision: "auto" (bf16 on CPUs with AVX-512 BF16), "f32", "bf16"
   int64_t log_every = 10;
   int64_t checkpoint_every = 0;  // 0: at the end (and when stopped) only
   CheckpointPolicy keep;

@@ -150,6 +150,8 @@ int main(int argc, char** argv) {
   bench_train_cmd->add_option("--rounds", bench_train.rounds, "rounds, Dew and PyTorch alternating")
       ->default_val(2);
   bench_train_cmd->add_flag("!--no-pytorch", bench_train.pytorch, "skip PyTorch's run");
+  bench_train_cmd->add_option("--precision", bench_train.precision, "f32, or bf16 (mixed precision)")
+      ->default_val("f32");
   dew::cli::TrainOptions train;
   auto* train_cmd =
       app.add_subcommand("train", "train a config's model on its data, resuming a run directory");

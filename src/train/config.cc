@@ -1,6 +1,7 @@
 // A run from a TOML config: [model] (a config.json's fields), [train], [optimizer], [schedule] and
 // [data] (docs/training.md lists the keys). Unknown keys are refused with the nearest valid one.
 #include <dew/error.h>
+#include <dew/runtime.h>
 #include <dew/train.h>
 
 #include "io/json.h"
@@ -35,12 +36,20 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
 
   const TomlFields train(table("train"), path + ": train");
   train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "log_every", "checkpoint_every",
-              "keep_last", "keep_every", "max_skips", "tokenizer", "init_from"});
+              "keep_last", "keep_every", "max_skips", "tokenizer", "init_from", "precision"});
   c.steps = train.integer_or("steps", c.steps);
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
   c.grad_clip = train.number_or("grad_clip", c.grad_clip);
   c.z_loss = train.number_or("z_loss", 0);
+  // auto: bf16 where the CPU multiplies bf16 natively (AVX-512 BF16), where it measured faster at the
+  // same loss (docs/perf.md, "Mixed precision"); f32 elsewhere, where bf16 products are widened first.
+  const std::string precision = train.text_or("precision", "auto");
+  DEW_REQUIRE(precision == "auto" || precision == "f32" || precision == "bf16",
+              "{}: train.precision \"{}\"; expected \"auto\", \"f32\" or \"bf16\" (mixed precision)", path,
+              precision);
+  c.compute =
+      precision == "bf16" || (precision == "auto" && cpu_features().avx512bf16) ? DType::bf16 : DType::f32;
   c.log_every = train.integer_or("log_every", c.log_every);
   c.checkpoint_every = train.integer_or("checkpoint_every", 0);
   c.keep = {train.integer_or("keep_last", 3), train.integer_or("keep_every", 0)};
@@ -112,6 +121,7 @@ std::string describe_config(const TrainerConfig& c) {
         {"decay_fraction", c.schedule.decay_fraction}}},
       {"grad_clip", c.grad_clip},
       {"z_loss", c.z_loss},
+      {"precision", dtype_name(c.compute)},
       {"log_every", c.log_every},
       {"checkpoint_every", c.checkpoint_every},
       {"keep_last", c.keep.keep_last},

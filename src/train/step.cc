@@ -15,6 +15,9 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
                       const StepOptions& options,
                       const std::function<std::optional<data::Batch>()>& next_batch) {
   DEW_REQUIRE(options.accumulation >= 1, "[train] accumulation {}; expected >= 1", options.accumulation);
+  DEW_REQUIRE(options.compute == DType::f32 || options.compute == DType::bf16,
+              "[train] compute dtype {}; expected f32, or bf16 for mixed precision",
+              dtype_name(options.compute));
   StepResult out;
   double loss_sum = 0;
   for (int64_t micro = 0; micro < options.accumulation; ++micro) {
@@ -24,7 +27,10 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
     if (!batch) return out;  // the data ended: no update
     out.tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
     out.T = batch->tokens.shape()[1] - 1;
-    const LmLoss lm = lm_loss(model, *batch, {.z_loss = options.z_loss});
+    // A fresh cast per microbatch: each backward consumes the graph it runs through.
+    const LmLoss lm = options.compute == DType::f32
+                          ? lm_loss(model, *batch, {.z_loss = options.z_loss})
+                          : lm_loss(model.to(options.compute), *batch, {.z_loss = options.z_loss});
     loss_sum += lm.loss.to_f64_vector()[0];
     backward(options.accumulation == 1
                  ? lm.loss

@@ -218,7 +218,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                                            {.accumulation = config_.accumulation,
                                             .lr = lr,
                                             .grad_clip = config_.grad_clip,
-                                            .z_loss = config_.z_loss},
+                                            .z_loss = config_.z_loss,
+                                            .compute = config_.compute},
                                            [&] { return chain_.next_batch(); });
       DEW_REQUIRE(result.complete,
                   "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",

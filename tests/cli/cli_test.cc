@@ -506,6 +506,11 @@ TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {
   Result over = run("train " + dir + "/run.toml --run-dir " + dir + "/run --restart " + dir + "/again");
   EXPECT_EQ(over.exit_code, 1);
   EXPECT_NE(over.out.find("already holds a run"), std::string::npos) << over.out;
+  Result precision = run("train " + dir + "/run.toml --run-dir " + dir + "/fp16 --set train.precision=fp16");
+  EXPECT_EQ(precision.exit_code, 1);
+  EXPECT_NE(precision.out.find("train.precision \"fp16\"; expected \"auto\", \"f32\" or \"bf16\""),
+            std::string::npos)
+      << precision.out;
   Result typo = run("train " + dir + "/run.toml --set train.stepz=3");
   EXPECT_NE(typo.out.find("unknown key stepz; did you mean steps?"), std::string::npos) << typo.out;
 }

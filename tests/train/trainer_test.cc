@@ -53,6 +53,17 @@ class TrainerRuns : public ::testing::Test {
     EXPECT_EQ(outcome.stopped, stop_at > 0);
     return losses;
   }
+  // The losses of the same run at 1 thread and at 2, in run directories PREFIX_1_threads and _2_threads.
+  std::pair<std::map<int64_t, double>, std::map<int64_t, double>> at_one_and_two_threads(
+      const std::string& prefix) {
+    const int threads = num_threads();
+    set_num_threads(1);
+    auto one = train(prefix + "_1_threads");
+    set_num_threads(2);
+    auto two = train(prefix + "_2_threads");
+    set_num_threads(threads);
+    return {std::move(one), std::move(two)};
+  }
   std::map<std::string, std::vector<double>> final_weights(const std::string& run_dir) {
     std::map<std::string, std::vector<double>> out;
     const LoadedCheckpoint loaded = load_checkpoint(find_checkpoints(dir_.path(run_dir)).latest);
@@ -108,13 +119,24 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
 }
 
 TEST_F(TrainerRuns, OneThreadAndTwoThreadsTrainTheSame) {
-  const int threads = num_threads();
-  set_num_threads(1);
-  const auto one = train("one_thread");
-  set_num_threads(2);
-  const auto two = train("two_threads");
-  set_num_threads(threads);
+  const auto [one, two] = at_one_and_two_threads("threads");
   EXPECT_EQ(one, two);
+}
+
+// bf16 mixed precision: bf16 copies of the weights do the work, the f32 master weights learn; the run
+// is its own (other losses than f32's) and as deterministic (1 thread = 2 threads).
+TEST_F(TrainerRuns, MixedPrecisionTrainsTheF32MasterWeightsDeterministically) {
+  config_.eval_every = config_.sample_every = 0;
+  const auto f32 = train("full_precision");
+  config_.compute = DType::bf16;
+  const auto [one, two] = at_one_and_two_threads("mixed");
+  EXPECT_EQ(one, two);
+  ASSERT_EQ(two.size(), 8u);
+  EXPECT_LT(two.at(8), two.at(1)) << "the loss falls";
+  EXPECT_NE(two.at(1), f32.at(1)) << "the forward ran in bf16";
+  const LoadedCheckpoint mixed = load_checkpoint(find_checkpoints(dir_.path("mixed_2_threads")).latest);
+  for (const auto& [name, t] : mixed.model.parameters()) EXPECT_EQ(t.dtype(), DType::f32) << name;
+  for (const auto& [name, t] : mixed.optimizer_state) EXPECT_EQ(t.dtype(), DType::f32) << name;
 }
 
 TEST_F(TrainerRuns, NonFiniteStepsAreSkippedThenStopTheRun) {

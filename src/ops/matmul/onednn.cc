@@ -115,10 +115,31 @@ bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
   const bf16* residual_p = residual.defined() ? residual.data<bf16>() : nullptr;
   const float* C = c.data<float>();
   bf16* Y = out.data<bf16>();
-  parallel_for(out.numel(), 16384, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i)
-      Y[i] = narrow<bf16>(matmul_epilogue<float>(o, C[i], bias_p ? widen<float>(bias_p[i % g.N]) : 0.0f,
-                                                 residual_p ? widen<float>(residual_p[i]) : 0.0f));
+  // By rows, so that the bias is indexed without a division per element; without an activation (the
+  // common case under a gradient, matmul.cc) the loop is the epilogue's arithmetic written out, which
+  // the compiler vectorizes.
+  const int64_t N = g.N, rows = out.numel() / N;
+  const float scale = float(o.scale);
+  parallel_for(rows, std::max<int64_t>(1, 16384 / N), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* c = C + r * N;
+      const bf16* res = residual_p ? residual_p + r * N : nullptr;
+      bf16* y = Y + r * N;
+      if (o.activation != Activation::none) {
+        for (int64_t n = 0; n < N; ++n)
+          y[n] = narrow<bf16>(matmul_epilogue<float>(o, c[n], bias_p ? widen<float>(bias_p[n]) : 0.0f,
+                                                     res ? widen<float>(res[n]) : 0.0f));
+      } else if (bias_p && res) {
+        for (int64_t n = 0; n < N; ++n)
+          y[n] = f32_to_bf16((scale * c[n] + bf16_to_f32(bias_p[n])) + bf16_to_f32(res[n]));
+      } else if (bias_p) {
+        for (int64_t n = 0; n < N; ++n) y[n] = f32_to_bf16((scale * c[n] + bf16_to_f32(bias_p[n])) + 0.0f);
+      } else if (res) {
+        for (int64_t n = 0; n < N; ++n) y[n] = f32_to_bf16((scale * c[n] + 0.0f) + bf16_to_f32(res[n]));
+      } else {
+        for (int64_t n = 0; n < N; ++n) y[n] = f32_to_bf16((scale * c[n] + 0.0f) + 0.0f);
+      }
+    }
   });
   return true;
 }

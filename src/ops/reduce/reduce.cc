@@ -130,6 +130,8 @@ std::vector<Truth> Reduce::reference(const Args& args) {
 const select::Registry<ReduceArgs>& Reduce::registry() {
   static const select::Registry<ReduceArgs> r = [] {
     select::Registry<ReduceArgs> reg;
+    avx512::add_reduce_cpu(reg);
+    avx2::add_reduce_cpu(reg);
     reg.add({"portable", {select::on_cpu<ReduceArgs>()}, [](const ReduceArgs& a, std::vector<Tensor>& outs) {
                ReduceArgs n = a;
                n.axes = normalize_axes(a.axes, a.x.dim(), reduce_name(a.fn).data());
@@ -150,6 +152,8 @@ std::vector<Case<ReduceArgs>> Reduce::cases(std::string_view op) {
     return {{"last_axis", {"ci"}, all, make({6, 500}, {-1}, false)},
             {"first_axis_keepdim", {"ci", "edge"}, all, make({33, 5, 2}, {0}, true)}};
   return {{"last_axis", {"ci"}, all, make({6, 500}, {-1}, false)},
+          {"leading_axes", {"ci"}, all, make({4, 9, 70}, {0, 1}, false)},
+          {"leading_axes_large", {"bench"}, all, make({16, 64, 768}, {0, 1}, false)},
           {"middle_axis_keepdim", {"ci", "edge"}, all, make({4, 77, 3}, {1}, true)},
           {"two_axes", {"ci"}, all, make({5, 6, 7}, {0, 2}, false)},
           {"all_axes", {"ci"}, all, make({9, 130}, {}, false)},

@@ -17,6 +17,9 @@ struct ReduceArgs : OneInputArgs {
   ReduceFn fn;
 };
 
+// cpu.<tier>.columns: sum and mean over leading axes (cpu.cc).
+DEW_DECLARE_CPU_TIERS(void add_reduce_cpu(select::Registry<ReduceArgs>& r))
+
 struct Reduce {
   using Args = ReduceArgs;
   static std::string_view name(const Args& a) { return reduce_name(a.fn); }
