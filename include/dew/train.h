@@ -1,8 +1,8 @@
 // Training's parts that stand alone: optimizers (AdamW as torch.optim.AdamW computes it, SGD with
 // momentum or Nesterov as torch.optim.SGD, Lion, Muon), learning-rate schedules and gradient clipping by
 // global norm. Parameters are float32 leaves (master weights); their .grad() holds the gradient.
-// And the next-token objective over packed batches, checkpoint directories and the Trainer. Not here
-// yet: SFT masks, mixed precision and `dew bench train` (issue 6).
+// And the next-token objective over packed batches (SFT: the batch's loss_mask), one training step (f32
+// or bf16 mixed precision), checkpoint directories and the Trainer.
 #pragma once
 
 #include <dew/data.h>
@@ -131,6 +131,7 @@ struct StepResult {
   bool complete = false, applied = false;
   double loss = NAN, grad_norm = NAN;  // the microbatches' mean loss; the norm before clipping
   int64_t tokens = 0, T = 0;           // the step's input tokens; the batches' sequence length
+  int64_t targets = 0, correct = 0;    // real targets, and those the argmax predicted (token accuracy)
   double data_wait_s = 0;              // time spent in next_batch
 };
 StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
@@ -222,10 +223,12 @@ TrainerConfig trainer_config_from_toml(const std::string& path,
 // The step: for each microbatch, lm_loss / accumulation and backward; the gradients' global norm
 // (clipped); the optimizer at the schedule's lr — or, when the loss or the norm is not finite, no
 // update (counted). It writes RUN_DIR/metrics.jsonl (a line per log step: step, tokens, loss, lr,
-// grad_norm, tokens_per_s, mfu, step_s, data_wait_s, peak_bytes, skipped) and checkpoints; a run
+// grad_norm, tokens_per_s, mfu, step_s, data_wait_s, peak_bytes, skipped, accuracy, perplexity) and
+// checkpoints; a run
 // directory with a committed checkpoint resumes from it — the weights, the optimizer, the counters
 // and the data chain's position — and continues exactly as if it had not stopped. Every eval_every
-// steps a line {"step", "eval_loss", "eval_targets", "unigram_entropy"} joins metrics.jsonl; every
+// steps a line {"step", "eval_loss", "eval_targets", "eval_accuracy", "eval_perplexity",
+// "unigram_entropy"} joins metrics.jsonl; every
 // sample_every steps the greedy continuations of sample_prompts go to the log and RUN_DIR/samples.jsonl.
 // RUN_DIR/run.json (and each checkpoint's) records the resolved config, the config as given, the data
 // chain, the routes the ops took, library versions and the machine. Running out of memory (OutOfMemory

@@ -24,7 +24,10 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
     const auto wait = std::chrono::steady_clock::now();
     std::optional<data::Batch> batch = next_batch();
     out.data_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait).count();
-    if (!batch) return out;  // the data ended: no update
+    if (!batch) {  // the data ended: no update, and no half-accumulated gradient left behind
+      optimizer.zero_grad();
+      return out;
+    }
     out.tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
     out.T = batch->tokens.shape()[1] - 1;
     // A fresh cast per microbatch: each backward consumes the graph it runs through.
@@ -32,6 +35,8 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
                           ? lm_loss(model, *batch, {.z_loss = options.z_loss})
                           : lm_loss(model.to(options.compute), *batch, {.z_loss = options.z_loss});
     loss_sum += lm.loss.to_f64_vector()[0];
+    out.targets += lm.targets;
+    out.correct += lm.correct;
     backward(options.accumulation == 1
                  ? lm.loss
                  : mul(lm.loss, Tensor::full({}, 1.0 / double(options.accumulation), DType::f32)));

@@ -248,17 +248,20 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       const double step_s = seconds_since(start), rate = double(step_tokens) / step_s;
       const double mfu = config_.peak_flops > 0 ? rate * flops_per_token / config_.peak_flops : 0;
       if (step % config_.log_every == 0 || step == config_.steps) {
-        nlohmann::json line = {{"step", step},
-                               {"tokens", tokens},
-                               {"loss", loss},
-                               {"lr", lr},
-                               {"grad_norm", norm},
-                               {"tokens_per_s", rate},
-                               {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
-                               {"step_s", step_s},
-                               {"data_wait_s", data_wait},
-                               {"peak_bytes", cpu_memory_stats().peak_bytes},
-                               {"skipped", skipped}};
+        nlohmann::json line = {
+            {"step", step},
+            {"tokens", tokens},
+            {"loss", loss},
+            {"lr", lr},
+            {"grad_norm", norm},
+            {"tokens_per_s", rate},
+            {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+            {"step_s", step_s},
+            {"data_wait_s", data_wait},
+            {"peak_bytes", cpu_memory_stats().peak_bytes},
+            {"skipped", skipped},
+            {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
+            {"perplexity", std::exp(loss)}};
         metrics << line.dump() << "\n" << std::flush;
         say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}", step,
                         config_.steps, loss, lr, norm, rate,
@@ -269,7 +272,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
         NoGrad no_grad;
         data::Chain held_out = eval_chain_();
         double weighted = 0;
-        int64_t targets = 0;
+        int64_t targets = 0, correct = 0;
         std::map<int64_t, int64_t> counts;  // of the held-out targets, for their unigram entropy
         for (int64_t b = 0; b < config_.eval_batches; ++b) {
           std::optional<data::Batch> batch = held_out.next_batch();
@@ -277,6 +280,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
           const LmLoss lm = lm_loss(model, *batch);
           weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
           targets += lm.targets;
+          correct += lm.correct;
           const Tensor& y = lm.target_ids;
           for (int64_t i = 0; i < y.numel(); ++i)
             if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
@@ -289,6 +293,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
         metrics << nlohmann::json{{"step", step},
                                   {"eval_loss", outcome.eval_loss},
                                   {"eval_targets", targets},
+                                  {"eval_accuracy", targets ? double(correct) / double(targets) : 0.0},
+                                  {"eval_perplexity", std::exp(outcome.eval_loss)},
                                   {"unigram_entropy", entropy}}
                        .dump()
                 << "\n"

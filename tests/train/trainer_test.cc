@@ -4,6 +4,7 @@
 #include <dew/train.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -100,6 +101,9 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
   const nlohmann::json first_eval = nlohmann::json::parse(eval_lines("straight")[0]);
   EXPECT_GT(first_eval["unigram_entropy"].get<double>(), 0);  // the held-out targets are not all one token
   EXPECT_GT(first_eval["eval_targets"].get<int64_t>(), 0);
+  EXPECT_EQ(first_eval["eval_perplexity"].get<double>(), std::exp(first_eval["eval_loss"].get<double>()));
+  const double accuracy = first_eval["eval_accuracy"].get<double>();
+  EXPECT_TRUE(accuracy >= 0 && accuracy <= 1) << accuracy;
   std::ifstream samples(dir_.path("straight/samples.jsonl"));
   int sample_lines = 0;
   for (std::string line; std::getline(samples, line);) ++sample_lines;
@@ -112,7 +116,7 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
     steps.push_back(j["step"]);
     EXPECT_EQ(j["loss"].get<double>(), straight.at(j["step"].get<int64_t>()));
     for (const char* key :
-         {"tokens", "lr", "grad_norm", "tokens_per_s", "step_s", "data_wait_s", "peak_bytes"})
+         {"tokens", "lr", "grad_norm", "tokens_per_s", "step_s", "data_wait_s", "peak_bytes", "accuracy"})
       EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(steps, (std::vector<int64_t>{2, 4, 6, 8}));
