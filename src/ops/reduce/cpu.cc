@@ -46,9 +46,26 @@ void argmax_rows(const ReduceArgs& a, Tensor& out) {
   parallel_for(rows, std::max<int64_t>(1, 16384 / n), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* row = x + r * n;
-      Acc best = widen<Acc>(row[0]);
+      // Per-lane maxima and NaN flags: each lane is its own select, which vectorizes; one reduction
+      // (a select over lanes) would not. The maximum's value is the same in any order.
+      constexpr int64_t kLanes = 16;
+      Acc lane[kLanes];
+      int32_t lane_nan[kLanes] = {};
+      for (int64_t l = 0; l < kLanes; ++l) lane[l] = widen<Acc>(row[0]);
+      int64_t i = 0;
+      for (; i + kLanes <= n; i += kLanes)
+        for (int64_t l = 0; l < kLanes; ++l) {
+          const Acc v = widen<Acc>(row[i + l]);
+          lane_nan[l] |= int32_t(v != v);
+          lane[l] = v > lane[l] ? v : lane[l];
+        }
+      Acc best = lane[0];
       bool nan = false;
-      for (int64_t i = 0; i < n; ++i) {
+      for (int64_t l = 0; l < kLanes; ++l) {
+        nan |= lane_nan[l] != 0;
+        best = lane[l] > best ? lane[l] : best;
+      }
+      for (; i < n; ++i) {
         const Acc v = widen<Acc>(row[i]);
         nan |= v != v;
         best = v > best ? v : best;
@@ -60,7 +77,7 @@ void argmax_rows(const ReduceArgs& a, Tensor& out) {
         int64_t block = 0;
         for (; block < n; block += kBlock) {
           bool found = false;
-          for (int64_t i = block; i < std::min(n, block + kBlock); ++i) found |= widen<Acc>(row[i]) == best;
+          for (int64_t j = block; j < std::min(n, block + kBlock); ++j) found |= widen<Acc>(row[j]) == best;
           if (found) break;
         }
         at = block;
