@@ -31,9 +31,7 @@ int run_tokenizer_train(const TokenizerTrainOptions& o) {
 
   std::filesystem::create_directories(o.output);
   const auto write = [&](const std::string& name, const std::string& text) {
-    AtomicFile file((std::filesystem::path(o.output) / name).string());
-    file.write(text.data(), text.size());
-    file.commit();
+    write_text_file((std::filesystem::path(o.output) / name).string(), text);
   };
   nlohmann::ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                                    {"clean_up_tokenization_spaces", false}};

@@ -145,4 +145,10 @@ std::string read_text_file(const std::string& path) {
   return std::string(reinterpret_cast<const char*>(file.data()), file.size());
 }
 
+void write_text_file(const std::string& path, std::string_view text) {
+  AtomicFile file(path);
+  file.write(text.data(), text.size());
+  file.commit();
+}
+
 }  // namespace dew

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dew {
@@ -54,5 +55,7 @@ std::vector<std::string> expand_paths(const std::vector<std::string>& paths, con
 
 // Reads a whole (small) file: config.json, an index, a tokenizer.
 std::string read_text_file(const std::string& path);
+// Writes a whole file through AtomicFile: `path` holds all of `text` or is left as it was.
+void write_text_file(const std::string& path, std::string_view text);
 
 }  // namespace dew

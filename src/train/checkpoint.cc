@@ -22,12 +22,6 @@ namespace fs = std::filesystem;
 constexpr const char* kMarker = "COMMITTED";
 constexpr const char* kFormat = "dew.checkpoint";
 
-void write_text(const fs::path& path, const std::string& text) {
-  AtomicFile file(path.string());
-  file.write(text.data(), text.size());
-  file.commit();
-}
-
 std::string step_name(int64_t step) {
   return fmt::format("step-{:08d}", step);
 }
@@ -61,7 +55,8 @@ void copy_tokenizer(const std::string& tokenizer, const fs::path& into) {
       fs::is_directory(tokenizer) ? fs::path(tokenizer) / "tokenizer.json" : fs::path(tokenizer);
   for (const fs::path& file :
        {json, json.parent_path() / "tokenizer_config.json", json.parent_path() / "chat_template.jinja"})
-    if (fs::is_regular_file(file)) write_text(into / file.filename(), read_text_file(file.string()));
+    if (fs::is_regular_file(file))
+      write_text_file((into / file.filename()).string(), read_text_file(file.string()));
 }
 
 }  // namespace
@@ -86,15 +81,16 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
     const std::map<std::string, Tensor> named = parts.optimizer->state();
     const std::vector<std::pair<std::string, Tensor>> state(named.begin(), named.end());
     save_safetensors((partial / "optimizer.safetensors").string(), state);
-    write_text(partial / "checkpoint.json", nlohmann::json{{"format", kFormat},
-                                                           {"version", 1},
-                                                           {"step", step},
-                                                           {"optimizer_steps", parts.optimizer->steps()}}
-                                                    .dump(2) +
-                                                "\n");
+    write_text_file((partial / "checkpoint.json").string(),
+                    nlohmann::json{{"format", kFormat},
+                                   {"version", 1},
+                                   {"step", step},
+                                   {"optimizer_steps", parts.optimizer->steps()}}
+                            .dump(2) +
+                        "\n");
     parse_json(parts.trainer_state, "trainer state");  // refuse what could not be read back
-    write_text(partial / "trainer.json", parts.trainer_state);
-    write_text(partial / "run.json", parts.run_json);
+    write_text_file((partial / "trainer.json").string(), parts.trainer_state);
+    write_text_file((partial / "run.json").string(), parts.run_json);
     flush_directory(partial.string());
     fs::rename(partial, final);
     flush_directory(dir.string());
@@ -103,7 +99,7 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
     fs::remove_all(partial, ignore);
     throw;
   }
-  write_text(final / kMarker, step_name(step) + "\n");  // NOTE [commit marker]
+  write_text_file((final / kMarker).string(), step_name(step) + "\n");  // NOTE [commit marker]
   // Keep the newest keep_last, and every keep_every-th.
   const auto all = committed(dir, nullptr);
   for (size_t i = 0; i + size_t(policy.keep_last) < all.size(); ++i) {

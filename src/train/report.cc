@@ -105,9 +105,7 @@ std::string write_report(const std::string& run_dir) {
     if (!series[name].points.empty()) html += chart(name, {series[name]});
   html += "</body></html>\n";
   const std::string path = (std::filesystem::path(run_dir) / "report.html").string();
-  AtomicFile file(path);
-  file.write(html.data(), html.size());
-  file.commit();
+  write_text_file(path, html);
   return path;
 }
 

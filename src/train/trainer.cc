@@ -47,9 +47,7 @@ void truncate_metrics(const fs::path& path, int64_t step) {
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_object() && j.value("step", int64_t(0)) <= step) kept += line + "\n";
   }
-  AtomicFile out(path.string());
-  out.write(kept.data(), kept.size());
-  out.commit();
+  write_text_file(path.string(), kept);
 }
 
 // Copies `from`'s weights into `into`: the same names, shapes, f32 — else it is another model.
@@ -70,12 +68,6 @@ nlohmann::json route_list() {
     out.push_back(
         {{"op", r.op}, {"implementation", r.implementation}, {"case", r.case_label}, {"count", r.count}});
   return out;
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  AtomicFile out(path.string());
-  out.write(text.data(), text.size());
-  out.commit();
 }
 
 }  // namespace
@@ -175,7 +167,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     run["routes"] = route_list();
     return run.dump(2);
   };
-  write_file(fs::path(run_dir_) / "run.json", run_description());
+  write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
   const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
   truncate_metrics(metrics_path, step);
   std::ofstream metrics(metrics_path, std::ios::app);
@@ -188,7 +180,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                                   {"init_from", config_.init_from},
                                   {"data", chain_.position()}};
     const std::string run = run_description();
-    write_file(fs::path(run_dir_) / "run.json", run);
+    write_text_file((fs::path(run_dir_) / "run.json").string(), run);
     return save_checkpoint(run_dir_, step, {&model, optimizer.get(), state.dump(), config_.tokenizer, run},
                            config_.keep);
   };
@@ -244,7 +236,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       outcome.last_loss = loss;
       if (on_step) on_step(step, loss);
       if (step == first_step + 1)
-        write_file(fs::path(run_dir_) / "run.json", run_description());  // routes now known
+        write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());  // routes now known
       const double step_s = seconds_since(start), rate = double(step_tokens) / step_s;
       const double mfu = config_.peak_flops > 0 ? rate * flops_per_token / config_.peak_flops : 0;
       if (step % config_.log_every == 0 || step == config_.steps) {

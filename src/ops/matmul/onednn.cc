@@ -129,15 +129,10 @@ bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
         for (int64_t n = 0; n < N; ++n)
           y[n] = narrow<bf16>(matmul_epilogue<float>(o, c[n], bias_p ? widen<float>(bias_p[n]) : 0.0f,
                                                      res ? widen<float>(res[n]) : 0.0f));
-      } else if (bias_p && res) {
-        for (int64_t n = 0; n < N; ++n)
-          y[n] = f32_to_bf16((scale * c[n] + bf16_to_f32(bias_p[n])) + bf16_to_f32(res[n]));
-      } else if (bias_p) {
-        for (int64_t n = 0; n < N; ++n) y[n] = f32_to_bf16((scale * c[n] + bf16_to_f32(bias_p[n])) + 0.0f);
-      } else if (res) {
-        for (int64_t n = 0; n < N; ++n) y[n] = f32_to_bf16((scale * c[n] + 0.0f) + bf16_to_f32(res[n]));
       } else {
-        for (int64_t n = 0; n < N; ++n) y[n] = f32_to_bf16((scale * c[n] + 0.0f) + 0.0f);
+        for (int64_t n = 0; n < N; ++n)
+          y[n] = f32_to_bf16((scale * c[n] + (bias_p ? bf16_to_f32(bias_p[n]) : 0.0f)) +
+                             (res ? bf16_to_f32(res[n]) : 0.0f));
       }
     }
   });
