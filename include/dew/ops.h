@@ -2,6 +2,7 @@
 // through the selector, records the route and runs it. Outputs are fresh contiguous tensors.
 #pragma once
 
+#include <dew/activation.h>
 #include <dew/tensor.h>
 
 #include <optional>
@@ -9,8 +10,6 @@
 #include <vector>
 
 namespace dew {
-
-enum class Activation : uint8_t { none, relu, gelu_erf, gelu_tanh, silu };
 
 struct MatmulOptions {
   bool transpose_a = false;

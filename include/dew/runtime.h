@@ -23,6 +23,12 @@ void release_cached_memory();  // returns cached blocks to the system
 // allocation past it, or one the system refuses even after the cache is released, throws OutOfMemory.
 void set_memory_limit(int64_t bytes);
 
+// CUDA devices (absent from a build without the toolkit, and on a machine without a driver or GPU:
+// then 0 devices). The allocator's counters of device `index`, and waiting for its queued work.
+int cuda_device_count();
+MemoryStats cuda_memory_stats(int index = 0);
+void cuda_synchronize(int index = 0);
+
 // Threads: sized to the machine; DEW_THREADS overrides. set_num_threads is for tests and benchmarks.
 int num_threads();
 void set_num_threads(int n);

@@ -98,6 +98,9 @@ class Tensor {
   // A contiguous copy when not contiguous, else this tensor.
   Tensor contiguous() const;
   Tensor clone() const;  // always a fresh contiguous copy
+  // A contiguous copy on `device` (this tensor when already there); differentiable: the gradient
+  // goes back to this tensor's device. The only way data moves between devices.
+  Tensor to(Device device) const;
   // Reads every element as double (tests, printing); exact for every dtype but i64 beyond 2^53.
   std::vector<double> to_f64_vector() const;
 

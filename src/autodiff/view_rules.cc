@@ -51,6 +51,8 @@ std::vector<Tensor> view_vjp(const detail::ViewSpec& v, const Tensor& d_view) {
       return {d_view.squeeze(v.params[0])};
     case Kind::copy:
       return {d_view};
+    case Kind::to_device:
+      return {d_view.to(Device{Device::Kind(v.params[0]), int(v.params[1])})};
   }
   return {};
 }

@@ -163,7 +163,7 @@ void record_view(const Tensor& base, Tensor& view, ViewSpec spec,
   if (grad_mode() && needs_grad(base)) {
     auto node = std::make_shared<GradNode>();
     static constexpr const char* kNames[] = {"slice",  "select",    "permute", "reshape",
-                                             "expand", "unsqueeze", "copy"};
+                                             "expand", "unsqueeze", "copy",    "to_device"};
     node->op = kNames[size_t(spec.kind)];
     node->inputs = {edge_of(base)};
     node->view = std::make_unique<ViewSpec>(std::move(spec));

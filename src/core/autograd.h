@@ -36,10 +36,10 @@ using VjpFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& d_out
 // A view (Tensor::slice, permute, ...) recorded as data: core cannot call ops, so the engine
 // (src/autodiff/) writes the view's vjp with them. Views' tangents are the same view of the tangent.
 struct ViewSpec {
-  enum class Kind : uint8_t { slice, select, permute, reshape, expand, unsqueeze, copy } kind;
+  enum class Kind : uint8_t { slice, select, permute, reshape, expand, unsqueeze, copy, to_device } kind;
   Shape base_shape;
   std::vector<int64_t> params;  // slice: dim, start, end, step; select: dim, index; permute: order;
-                                // unsqueeze: dim
+                                // unsqueeze: dim; to_device: the source's kind, index
 };
 
 // A tensor a rule keeps for backward, with its storage's version: get() refuses once the data was

@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "cuda/runtime.h"
+
 namespace dew::detail {
 
 // Calls f(offset) for every element in row-major order; offsets are in elements from the view's start.
@@ -35,6 +37,14 @@ inline void copy_strided(const Tensor& src, const Tensor& dst) {
   const size_t es = dtype_size(src.dtype());
   const char* s = static_cast<const char*>(src.raw_data());
   char* d = static_cast<char*>(dst.raw_data());
+  if (src.device().kind == Device::Kind::cuda) {
+    DEW_REQUIRE(dst.device() == src.device() && src.dim() <= cuda::kMaxRank,
+                "[tensor] strided copy from {} to {}: expected one device and rank <= {}", src.describe(),
+                dst.describe(), cuda::kMaxRank);
+    cuda::copy_strided(src.device().index, s, src.strides().data(), d, dst.strides().data(),
+                       src.shape().data(), int(src.dim()), es);
+    return;
+  }
   if (src.is_contiguous() && dst.is_contiguous()) {
     std::memcpy(d, s, size_t(src.numel()) * es);
     return;
@@ -62,10 +72,14 @@ inline void copy_strided(const Tensor& src, const Tensor& dst) {
     }
   };
   switch (es) {
-    case 1: return rows(uint8_t{});
-    case 2: return rows(uint16_t{});
-    case 4: return rows(uint32_t{});
-    default: return rows(uint64_t{});
+    case 1:
+      return rows(uint8_t{});
+    case 2:
+      return rows(uint16_t{});
+    case 4:
+      return rows(uint32_t{});
+    default:
+      return rows(uint64_t{});
   }
 }
 

@@ -8,6 +8,7 @@
 #include "core/allocator.h"
 #include "core/autograd.h"
 #include "core/strided.h"
+#include "cuda/runtime.h"
 
 namespace dew {
 
@@ -46,13 +47,17 @@ std::string Device::str() const {
 }
 
 Storage::Storage(size_t bytes, Device dev) : device(dev) {
-  DEW_REQUIRE(dev.kind == Device::Kind::cpu,
-              "[tensor] device {} has no allocator in this build; expected cpu", dev.str());
-  data = detail::cpu_allocate(bytes, &nbytes);
+  if (dev.kind == Device::Kind::cuda)
+    data = cuda::allocate(dev.index, bytes, &nbytes);
+  else
+    data = detail::cpu_allocate(bytes, &nbytes);
 }
 
 Storage::~Storage() {
-  detail::cpu_free(data, nbytes);
+  if (device.kind == Device::Kind::cuda)
+    cuda::deallocate(device.index, data, nbytes);
+  else
+    detail::cpu_free(data, nbytes);
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
@@ -78,7 +83,10 @@ void Tensor::fill(double value) {
     using T = decltype(zero);
     const T v = Scalar<T>::from_f64(value);
     T* p = static_cast<T*>(raw_data());
-    for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = v;
+    if (device().kind == Device::Kind::cuda)
+      cuda::fill(device().index, p, &v, sizeof(T), numel());
+    else
+      for (int64_t i = 0, n = numel(); i < n; ++i) p[i] = v;
   });
   bump_version();
 }
@@ -275,7 +283,24 @@ Tensor Tensor::clone() const {
   return out;
 }
 
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  const Tensor src = contiguous();
+  Tensor out = empty(shape_, dtype_, target);
+  auto side = [](Device d) { return d.kind == Device::Kind::cuda ? d.index : -1; };
+  cuda::copy_bytes(out.raw_data(), side(target), src.raw_data(), side(src.device()),
+                   size_t(numel()) * dtype_size(dtype_));
+  if (autograd_) {
+    const Device from = device();
+    detail::record_view(
+        *this, out, {detail::ViewSpec::Kind::to_device, shape_, {int64_t(from.kind), int64_t(from.index)}},
+        [target](const Tensor& t) { return t.to(target); });
+  }
+  return out;
+}
+
 std::vector<double> Tensor::to_f64_vector() const {
+  if (device().kind != Device::Kind::cpu) return to(Device::cpu()).to_f64_vector();
   std::vector<double> values(static_cast<size_t>(numel()));
   visit_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);

@@ -2,17 +2,19 @@
 // mathematics. Templated on the compute type (double in references, float in f32-accumulating kernels).
 #pragma once
 
-#include <dew/ops.h>
+#include <dew/activation.h>
 
 #include <cmath>
 #include <string_view>
+
+#include "ops/host_device.h"
 
 namespace dew::ops {
 
 std::string_view activation_name(Activation a);
 
 template <class T>
-T apply_activation(Activation a, T x) {
+DEW_HOST_DEVICE T apply_activation(Activation a, T x) {
   using std::erf, std::exp, std::tanh;
   switch (a) {
     case Activation::none:
@@ -33,7 +35,7 @@ T apply_activation(Activation a, T x) {
 
 // d act / dx, for the backward ops (and the vjp rules to come).
 template <class T>
-T activation_derivative(Activation a, T x) {
+DEW_HOST_DEVICE T activation_derivative(Activation a, T x) {
   using std::erf, std::exp, std::tanh;
   switch (a) {
     case Activation::none:

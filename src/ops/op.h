@@ -23,6 +23,14 @@
   __VA_ARGS__;                     \
   }
 
+// An op's registry adds its CUDA implementations through this, the one place that knows whether
+// the build has them (CMake defines DEW_WITH_CUDA for dew_ops when the toolkit is found).
+#if DEW_WITH_CUDA
+#define DEW_CUDA_IMPLEMENTATIONS(adder, registry) adder(registry)
+#else
+#define DEW_CUDA_IMPLEMENTATIONS(adder, registry) ((void)0)
+#endif
+
 namespace dew::ops {
 
 struct OutputSpec {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "cuda/runtime.h"
 #include "select/registry.h"
 
 namespace dew::select {
@@ -27,6 +28,19 @@ Requirement<Args> on_cpu() {
   return {"device cpu", [](const Args& a) -> std::optional<std::string> {
             if (a.device().kind == Device::Kind::cpu) return std::nullopt;
             return fmt::format("device is {}", a.device().str());
+          }};
+}
+
+// A CUDA device of compute capability at least min_sm (80: Ampere; 90: Hopper).
+template <class Args>
+Requirement<Args> on_cuda(int min_sm = 80) {
+  return {fmt::format("device(cuda, sm >= {})", min_sm),
+          [min_sm](const Args& a) -> std::optional<std::string> {
+            const Device d = a.device();
+            if (d.kind != Device::Kind::cuda) return fmt::format("device is {}", d.str());
+            const int sm = cuda::properties(d.index).sm;
+            if (sm < min_sm) return fmt::format("{} is sm_{}", d.str(), sm);
+            return std::nullopt;
           }};
 }
 

@@ -194,4 +194,14 @@ uint64_t gate_seed() {
   return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+Device implementation_device(std::string_view impl_name) {
+  return impl_name.starts_with("cuda") ? Device::cuda(0) : Device::cpu();
+}
+
+std::string machine_refusal(std::string_view impl_name) {
+  if (implementation_device(impl_name).kind == Device::Kind::cuda && cuda_device_count() == 0)
+    return "no CUDA device on this machine";
+  return {};
+}
+
 }  // namespace dew::gate

@@ -67,30 +67,51 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
 // The seed for a run: DEW_GATE_SEED when set (to replay a failure), else fresh from the clock.
 uint64_t gate_seed();
 
+// The device an implementation runs on: cuda:0 for "cuda.*" implementations, else the cpu. The gate
+// draws inputs on the cpu, moves them there, and reads the outputs back.
+Device implementation_device(std::string_view impl_name);
+// Why an implementation cannot run on this machine at all (a CUDA one without a device); empty if it can.
+std::string machine_refusal(std::string_view impl_name);
+
+// The draw's inputs moved to `device`.
+template <class Args>
+Args on_device(Args args, Device device) {
+  for (Tensor* t : args.mutable_inputs())
+    if (t->defined()) *t = t->to(device);
+  return args;
+}
+
 template <class Op>
 Report run_gate(const std::string& op_name, const std::string& impl_name,
                 const ops::Case<typename Op::Args>& c, DType dtype, uint64_t seed) {
   using Args = typename Op::Args;
   Report report{op_name, impl_name, c.name, dtype, seed};
+  if (std::string why = machine_refusal(impl_name); !why.empty()) {
+    report.refusal = why;
+    return report;
+  }
+  const Device device = implementation_device(impl_name);
   Args args = c.make(dtype, RandomKey{seed, 0x6a7e, 0});
   const auto& registry = Op::registry();
   const auto* impl = registry.find(impl_name);
   const auto* base = registry.find("portable");
   DEW_REQUIRE(impl && base, "[gate] {} has no implementation '{}' or no portable one", op_name, impl_name);
-  auto verdict = registry.judge(*impl, args);
+  auto verdict = registry.judge(*impl, on_device(args, device));
   if (!verdict.eligible) {
     report.refusal = verdict.requirement + " (" + verdict.reason + ")";
     return report;
   }
-  auto poisoned = [&] {
-    std::vector<Tensor> outs = ops::allocate_outputs<Op>(args);
+  auto poisoned = [&](const Args& placed) {
+    std::vector<Tensor> outs = ops::allocate_outputs<Op>(placed);
     for (Tensor& t : outs)
-      if (is_floating(t.dtype())) t = Tensor::full(t.shape(), std::nan(""), t.dtype());
+      if (is_floating(t.dtype())) t = Tensor::full(t.shape(), std::nan(""), t.dtype(), t.device());
     return outs;
   };
   auto judge_draw = [&](const Args& draw) {
-    std::vector<Tensor> cand = poisoned(), ref_arm = poisoned();
-    impl->run(draw, cand);
+    const Args placed = on_device(draw, device);
+    std::vector<Tensor> cand = poisoned(placed), ref_arm = poisoned(draw);
+    impl->run(placed, cand);
+    for (Tensor& t : cand) t = t.to(Device::cpu());
     base->run(draw, ref_arm);
     Args args64 = draw;
     for (Tensor* t : args64.mutable_inputs()) *t = upcast(*t);

@@ -1,5 +1,6 @@
-// OpSuite: every op x implementation x case tagged "ci" x dtype through the float64 gate, as one
+// OpSuite: every op x CPU implementation x case tagged "ci" x dtype through the float64 gate, as one
 // parameterized test each. An implementation that refuses a case on this machine is reported skipped.
+// The CUDA implementations go through the same gate in tests/gpu (label gpu).
 #include <gtest/gtest.h>
 
 #include "catalog.h"
@@ -18,7 +19,7 @@ std::vector<GateParam> all_params() {
   for (const auto& e : catalog())
     for (const auto& impl : e.implementations)
       for (const auto& c : e.cases)
-        if (c.has_tag("ci"))
+        if (c.has_tag("ci") && implementation_device(impl.name).kind == Device::Kind::cpu)  // CUDA: tests/gpu
           for (DType t : c.dtypes) v.push_back({&e, impl.name, c.name, t});
   return v;
 }

@@ -2,17 +2,13 @@
 // minimum, output in the inputs' dtype) and comparisons (eq ne lt le gt ge, output bool).
 #pragma once
 
+#include "ops/binary/binary_fn.h"
 #include "ops/op.h"
 
 namespace dew::ops {
 
-enum class BinaryFn : uint8_t { add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
-
 std::string_view binary_name(BinaryFn f);
 BinaryFn binary_from_name(std::string_view name);
-inline bool is_comparison(BinaryFn f) {
-  return f >= BinaryFn::eq;
-}
 
 struct BinaryArgs {
   Tensor a, b;

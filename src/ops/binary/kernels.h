@@ -1,6 +1,7 @@
 // The binary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
 #pragma once
 
+#include "ops/binary/binary.h"
 #include "ops/binary/scalar.h"
 #include "ops/elementwise.h"
 #include "ops/isa.h"

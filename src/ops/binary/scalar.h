@@ -5,12 +5,13 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ops/binary/binary.h"
+#include "ops/binary/binary_fn.h"
+#include "ops/host_device.h"
 
 namespace dew::ops {
 
 template <BinaryFn F, class T>
-T binary_apply(T a, T b) {
+DEW_HOST_DEVICE T binary_apply(T a, T b) {
   if constexpr (F == BinaryFn::add)
     return a + b;
   else if constexpr (F == BinaryFn::sub)

@@ -1,6 +1,8 @@
 // The GEMM epilogue, one definition for every implementation: act(scale*acc + bias) + residual.
 #pragma once
 
+#include <dew/ops.h>
+
 #include "ops/activation.h"
 
 namespace dew::ops {

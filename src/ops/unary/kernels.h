@@ -9,6 +9,7 @@
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
 #include "ops/unary/scalar.h"
+#include "ops/unary/unary.h"
 #include "ops/vector_math.h"
 
 DEW_ISA_BEGIN

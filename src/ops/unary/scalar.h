@@ -6,13 +6,14 @@
 #include <type_traits>
 
 #include "ops/activation.h"
-#include "ops/unary/unary.h"
+#include "ops/host_device.h"
+#include "ops/unary/unary_fn.h"
 
 namespace dew::ops {
 
 // F is a compile-time constant so that loops over one function compile without a switch inside.
 template <UnaryFn F, class T>
-T unary_apply(T x) {
+DEW_HOST_DEVICE T unary_apply(T x) {
   using std::exp, std::log, std::sqrt, std::tanh, std::fabs;
   if constexpr (F == UnaryFn::neg)
     return -x;

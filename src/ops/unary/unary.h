@@ -3,24 +3,9 @@
 #pragma once
 
 #include "ops/op.h"
+#include "ops/unary/unary_fn.h"
 
 namespace dew::ops {
-
-enum class UnaryFn : uint8_t {
-  neg,
-  abs,
-  exp,
-  log,
-  sqrt,
-  rsqrt,
-  square,
-  tanh,
-  sigmoid,
-  silu,
-  gelu,
-  gelu_tanh,
-  relu
-};
 
 std::string_view unary_name(UnaryFn f);
 UnaryFn unary_from_name(std::string_view name);
@@ -47,6 +32,7 @@ Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const
 UnaryFn unary_of(Activation act);
 
 void add_unary_portable(select::Registry<UnaryArgs>& r);
+void add_unary_cuda(select::Registry<UnaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_unary_cpu(select::Registry<UnaryArgs>& r))
 
 }  // namespace dew::ops

@@ -1,0 +1,56 @@
+// The CUDA implementations through the float64 gate on cuda:0: for every op with one, every case
+// tagged ci at every dtype, one test per op. Without a CUDA device each test is reported skipped.
+#include <dew/runtime.h>
+#include <gtest/gtest.h>
+
+#include "catalog.h"
+
+namespace dew::gate {
+namespace {
+
+struct CudaOp {
+  const OpEntry* op;
+  std::vector<std::string> implementations;
+};
+
+std::vector<CudaOp> cuda_ops() {
+  std::vector<CudaOp> v;
+  for (const auto& e : catalog()) {
+    CudaOp c{&e, {}};
+    for (const auto& impl : e.implementations)
+      if (implementation_device(impl.name).kind == Device::Kind::cuda) c.implementations.push_back(impl.name);
+    if (!c.implementations.empty()) v.push_back(c);
+  }
+  return v;
+}
+
+class CudaGate : public ::testing::TestWithParam<CudaOp> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaGate);  // a build without the CUDA toolkit has none
+
+TEST_P(CudaGate, EveryCaseAndDtypePassesTheFloat64Gate) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  const CudaOp& p = GetParam();
+  const uint64_t seed = gate_seed();
+  int ran = 0;
+  for (const std::string& impl : p.implementations)
+    for (const auto& c : p.op->cases) {
+      if (!c.has_tag("ci")) continue;
+      for (DType t : c.dtypes) {
+        const Report r = p.op->check(impl, c.name, t, seed);
+        if (!r.ran) continue;  // a case outside the implementation's requirements
+        ++ran;
+        EXPECT_TRUE(r.passed()) << p.op->name << " " << impl << " " << dtype_name(t) << " " << c.name << ": "
+                                << r.verdict();
+      }
+    }
+  EXPECT_GT(ran, 0) << p.op->name << ": no case ran on any CUDA implementation";
+}
+
+std::string op_name(const ::testing::TestParamInfo<CudaOp>& info) {
+  return info.param.op->name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gate, CudaGate, ::testing::ValuesIn(cuda_ops()), op_name);
+
+}  // namespace
+}  // namespace dew::gate
