@@ -71,6 +71,7 @@ std::vector<Truth> Binary::reference(const Args& args) {
 const select::Registry<BinaryArgs>& Binary::registry() {
   static const select::Registry<BinaryArgs> r = [] {
     select::Registry<BinaryArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_binary_cuda, reg);
     avx512::add_binary_cpu(reg);
     avx2::add_binary_cpu(reg);
     add_binary_portable(reg);

@@ -31,6 +31,7 @@ struct Binary {
 };
 
 void add_binary_portable(select::Registry<BinaryArgs>& r);
+void add_binary_cuda(select::Registry<BinaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_binary_cpu(select::Registry<BinaryArgs>& r))
 
 }  // namespace dew::ops

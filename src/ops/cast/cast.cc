@@ -75,6 +75,7 @@ std::vector<Truth> Cast::reference(const Args& args) {
 const select::Registry<CastArgs>& Cast::registry() {
   static const select::Registry<CastArgs> r = [] {
     select::Registry<CastArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_cast_cuda, reg);
     reg.add({"portable", {select::on_cpu<CastArgs>()}, [](const CastArgs& a, std::vector<Tensor>& outs) {
                cast_portable(a, outs[0]);
              }});

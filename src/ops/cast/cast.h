@@ -21,6 +21,8 @@ struct Cast {
   DEW_OP_RULES;
 };
 
+void add_cast_cuda(select::Registry<CastArgs>& r);
+
 // Casts into an existing contiguous tensor of x's shape (its dtype is the target).
 void cast_into(const Tensor& x, Tensor& out);
 

@@ -101,6 +101,7 @@ std::vector<int64_t> Matmul::gemm_shape(const Args& a) {
 const select::Registry<MatmulArgs>& Matmul::registry() {
   static const select::Registry<MatmulArgs> r = [] {
     select::Registry<MatmulArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_matmul_cuda, reg);
     avx512::add_matmul_gemv_cpu(reg);  // one row: before the library (docs/perf.md)
     avx2::add_matmul_gemv_cpu(reg);
     add_matmul_onednn(reg);

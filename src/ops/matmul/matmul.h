@@ -46,6 +46,7 @@ struct Matmul {
 
 void add_matmul_portable(select::Registry<MatmulArgs>& r);
 void add_matmul_onednn(select::Registry<MatmulArgs>& r);
+void add_matmul_cuda(select::Registry<MatmulArgs>& r);
 namespace avx2 {
 void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r);
 }
