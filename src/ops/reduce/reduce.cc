@@ -130,6 +130,7 @@ std::vector<Truth> Reduce::reference(const Args& args) {
 const select::Registry<ReduceArgs>& Reduce::registry() {
   static const select::Registry<ReduceArgs> r = [] {
     select::Registry<ReduceArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_reduce_cuda, reg);
     avx512::add_reduce_cpu(reg);
     avx2::add_reduce_cpu(reg);
     reg.add({"portable", {select::on_cpu<ReduceArgs>()}, [](const ReduceArgs& a, std::vector<Tensor>& outs) {

@@ -3,10 +3,9 @@
 #pragma once
 
 #include "ops/op.h"
+#include "ops/reduce/reduce_fn.h"
 
 namespace dew::ops {
-
-enum class ReduceFn : uint8_t { sum, mean, max, min, logsumexp, argmax };
 
 std::string_view reduce_name(ReduceFn f);
 ReduceFn reduce_from_name(std::string_view name);
@@ -19,6 +18,7 @@ struct ReduceArgs : OneInputArgs {
 
 // cpu.<tier>.columns: sum and mean over leading axes (cpu.cc).
 DEW_DECLARE_CPU_TIERS(void add_reduce_cpu(select::Registry<ReduceArgs>& r))
+void add_reduce_cuda(select::Registry<ReduceArgs>& r);
 
 struct Reduce {
   using Args = ReduceArgs;

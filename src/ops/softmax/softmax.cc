@@ -76,6 +76,7 @@ std::vector<Truth> AlongAxis::reference(const Args& args) {
 const select::Registry<AlongAxisArgs>& AlongAxis::registry() {
   static const select::Registry<AlongAxisArgs> r = [] {
     select::Registry<AlongAxisArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_along_axis_cuda, reg);
     avx512::add_along_axis_cpu(reg);
     avx2::add_along_axis_cpu(reg);
     add_along_axis_portable(reg);

@@ -3,10 +3,9 @@
 #pragma once
 
 #include "ops/op.h"
+#include "ops/softmax/along_axis_fn.h"
 
 namespace dew::ops {
-
-enum class AlongAxisFn : uint8_t { softmax, log_softmax, cumsum };
 
 struct AlongAxisArgs : OneInputArgs {
   int64_t axis;
@@ -26,5 +25,6 @@ struct AlongAxis {
 
 void add_along_axis_portable(select::Registry<AlongAxisArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_along_axis_cpu(select::Registry<AlongAxisArgs>& r))
+void add_along_axis_cuda(select::Registry<AlongAxisArgs>& r);
 
 }  // namespace dew::ops
