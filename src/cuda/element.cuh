@@ -67,6 +67,19 @@ __device__ __forceinline__ __half narrow<__half>(float v) {
   return __float2half_rn(v);
 }
 
+// Any value computed in f64 rounded once to T (nearest even; NaN and Inf kept).
+template <class T>
+__device__ __forceinline__ T from_double(double v) {
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else if constexpr (std::is_same_v<T, float>)
+    return __double2float_rn(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __double2bfloat16(v);
+  else
+    return __double2half(v);
+}
+
 // Dew's storage types as CUDA's native ones (the same bits).
 template <class T>
 struct Native {

@@ -33,14 +33,8 @@ __device__ To convert(From v) {
     if (d <= double(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
     if (d >= double(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
     return To(d);
-  } else if constexpr (std::is_same_v<To, double>) {
-    return to_double(v);
-  } else if constexpr (std::is_same_v<To, float>) {
-    return __double2float_rn(to_double(v));
-  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
-    return __double2bfloat16(to_double(v));
   } else {
-    return __double2half(to_double(v));
+    return cuda::from_double<To>(to_double(v));
   }
 }
 

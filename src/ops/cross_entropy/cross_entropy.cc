@@ -94,6 +94,7 @@ std::vector<Truth> CrossEntropy::reference(const Args& a) {
 const select::Registry<CrossEntropyArgs>& CrossEntropy::registry() {
   static const select::Registry<CrossEntropyArgs> r = [] {
     select::Registry<CrossEntropyArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_cross_entropy_cuda, reg);
     avx512::add_cross_entropy_cpu(reg);
     avx2::add_cross_entropy_cpu(reg);
     add_cross_entropy_portable(reg);

@@ -32,5 +32,6 @@ struct CrossEntropy {
 
 void add_cross_entropy_portable(select::Registry<CrossEntropyArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_cross_entropy_cpu(select::Registry<CrossEntropyArgs>& r))
+void add_cross_entropy_cuda(select::Registry<CrossEntropyArgs>& r);
 
 }  // namespace dew::ops

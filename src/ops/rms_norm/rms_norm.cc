@@ -76,6 +76,7 @@ std::vector<Truth> RmsNorm::reference(const Args& a) {
 const select::Registry<RmsNormArgs>& RmsNorm::registry() {
   static const select::Registry<RmsNormArgs> r = [] {
     select::Registry<RmsNormArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_rms_norm_cuda, reg);
     avx512::add_rms_norm_cpu(reg);
     avx2::add_rms_norm_cpu(reg);
     add_rms_norm_portable(reg);
@@ -146,6 +147,7 @@ std::vector<Truth> RmsNormBackward::reference(const Args& a) {
 const select::Registry<RmsNormBackwardArgs>& RmsNormBackward::registry() {
   static const select::Registry<RmsNormBackwardArgs> r = [] {
     select::Registry<RmsNormBackwardArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_rms_norm_backward_cuda, reg);
     avx512::add_rms_norm_backward_cpu(reg);
     avx2::add_rms_norm_backward_cpu(reg);
     add_rms_norm_backward_portable(reg);

@@ -54,5 +54,7 @@ void add_rms_norm_portable(select::Registry<RmsNormArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_rms_norm_cpu(select::Registry<RmsNormArgs>& r))
 void add_rms_norm_backward_portable(select::Registry<RmsNormBackwardArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_rms_norm_backward_cpu(select::Registry<RmsNormBackwardArgs>& r))
+void add_rms_norm_cuda(select::Registry<RmsNormArgs>& r);
+void add_rms_norm_backward_cuda(select::Registry<RmsNormBackwardArgs>& r);
 
 }  // namespace dew::ops
