@@ -72,6 +72,7 @@ std::vector<Truth> Glu::reference(const Args& a) {
 const select::Registry<GluArgs>& Glu::registry() {
   static const select::Registry<GluArgs> r = [] {
     select::Registry<GluArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_glu_cuda, reg);
     avx512::add_glu_cpu(reg);
     avx2::add_glu_cpu(reg);
     add_glu_portable(reg);

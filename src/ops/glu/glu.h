@@ -30,5 +30,6 @@ struct Glu {
 
 void add_glu_portable(select::Registry<GluArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_glu_cpu(select::Registry<GluArgs>& r))
+void add_glu_cuda(select::Registry<GluArgs>& r);
 
 }  // namespace dew::ops

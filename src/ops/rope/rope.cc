@@ -66,6 +66,7 @@ std::vector<Truth> Rope::reference(const Args& a) {
 const select::Registry<RopeArgs>& Rope::registry() {
   static const select::Registry<RopeArgs> r = [] {
     select::Registry<RopeArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_rope_cuda, reg);
     avx512::add_rope_cpu(reg);
     avx2::add_rope_cpu(reg);
     add_rope_portable(reg);

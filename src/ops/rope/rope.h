@@ -30,5 +30,6 @@ struct Rope {
 
 void add_rope_portable(select::Registry<RopeArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_rope_cpu(select::Registry<RopeArgs>& r))
+void add_rope_cuda(select::Registry<RopeArgs>& r);
 
 }  // namespace dew::ops
