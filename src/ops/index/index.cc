@@ -19,6 +19,7 @@ void check_indices(const char* op, const Tensor& index, int64_t limit, const cha
 }  // namespace
 
 void add_index_portable(select::Registry<IndexArgs>& r);
+void add_index_cuda(select::Registry<IndexArgs>& r);
 
 std::vector<const Tensor*> IndexArgs::inputs() const {
   std::vector<const Tensor*> v;
@@ -96,6 +97,7 @@ std::vector<OutputSpec> Index::infer(const Args& a) {
 const select::Registry<IndexArgs>& Index::registry() {
   static const select::Registry<IndexArgs> r = [] {
     select::Registry<IndexArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_index_cuda, reg);
     add_index_portable(reg);
     return reg;
   }();
