@@ -26,7 +26,8 @@ __device__ T block_reduce(T v, Combine combine, T identity, T* scratch) {
 
 template <class T>
 __device__ T block_sum(T v, T* scratch) {
-  return block_reduce(v, [](T a, T b) { return a + b; }, T(0), scratch);
+  return block_reduce(
+      v, [](T a, T b) { return a + b; }, T(0), scratch);
 }
 
 // The larger, with NaN winning (as PyTorch's max).
@@ -37,7 +38,8 @@ __device__ T nan_max(T a, T b) {
 
 template <class T>
 __device__ T block_max(T v, T* scratch) {
-  return block_reduce(v, [](T a, T b) { return nan_max(a, b); }, T(-INFINITY), scratch);
+  return block_reduce(
+      v, [](T a, T b) { return nan_max(a, b); }, T(-INFINITY), scratch);
 }
 
 }  // namespace dew::cuda

@@ -183,6 +183,7 @@ double AttentionBackward::flops(const Args& a) {
 const select::Registry<AttentionArgs>& Attention::registry() {
   static const select::Registry<AttentionArgs> r = [] {
     select::Registry<AttentionArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_attention_cuda, reg);
     avx512::add_attention_flash_gemm(reg);
     avx2::add_attention_flash_gemm(reg);
     avx512::add_attention_cpu(reg);
@@ -196,6 +197,7 @@ const select::Registry<AttentionArgs>& Attention::registry() {
 const select::Registry<AttentionBackwardArgs>& AttentionBackward::registry() {
   static const select::Registry<AttentionBackwardArgs> r = [] {
     select::Registry<AttentionBackwardArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_attention_backward_cuda, reg);
     avx512::add_attention_backward_flash_gemm(reg);
     avx2::add_attention_backward_flash_gemm(reg);
     avx512::add_attention_backward_cpu(reg);
@@ -209,6 +211,7 @@ const select::Registry<AttentionBackwardArgs>& AttentionBackward::registry() {
 const select::Registry<AttentionJvpArgs>& AttentionJvp::registry() {
   static const select::Registry<AttentionJvpArgs> r = [] {
     select::Registry<AttentionJvpArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_attention_jvp_cuda, reg);
     avx512::add_attention_jvp_cpu(reg);
     avx2::add_attention_jvp_cpu(reg);
     add_attention_jvp_portable(reg);

@@ -126,5 +126,8 @@ void add_attention_backward_portable(select::Registry<AttentionBackwardArgs>& r)
 void add_attention_jvp_portable(select::Registry<AttentionJvpArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_attention_jvp_cpu(select::Registry<AttentionJvpArgs>& r))
 DEW_DECLARE_CPU_TIERS(void add_attention_backward_cpu(select::Registry<AttentionBackwardArgs>& r))
+void add_attention_cuda(select::Registry<AttentionArgs>& r);
+void add_attention_backward_cuda(select::Registry<AttentionBackwardArgs>& r);
+void add_attention_jvp_cuda(select::Registry<AttentionJvpArgs>& r);
 
 }  // namespace dew::ops

@@ -16,8 +16,8 @@ template <class T>
 using Result = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <class R>
-__global__ void weight_sum_kernel(const int64_t* __restrict__ t, const R* __restrict__ w, int64_t ignore_index,
-                                  int64_t N, double* __restrict__ total) {
+__global__ void weight_sum_kernel(const int64_t* __restrict__ t, const R* __restrict__ w,
+                                  int64_t ignore_index, int64_t N, double* __restrict__ total) {
   __shared__ double scratch[32];
   double s = 0;
   for (int64_t i = threadIdx.x; i < N; i += blockDim.x)
@@ -27,9 +27,10 @@ __global__ void weight_sum_kernel(const int64_t* __restrict__ t, const R* __rest
 }
 
 template <class T>
-__global__ void rows_kernel(const T* __restrict__ x, const int64_t* __restrict__ t, const Result<T>* __restrict__ w,
-                            int64_t ignore_index, double z, int64_t V, const double* __restrict__ total,
-                            T* __restrict__ dx, Result<T>* __restrict__ lse_out, double* __restrict__ row_loss) {
+__global__ void rows_kernel(const T* __restrict__ x, const int64_t* __restrict__ t,
+                            const Result<T>* __restrict__ w, int64_t ignore_index, double z, int64_t V,
+                            const double* __restrict__ total, T* __restrict__ dx,
+                            Result<T>* __restrict__ lse_out, double* __restrict__ row_loss) {
   __shared__ double scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * V;
@@ -70,23 +71,25 @@ __global__ void loss_sum_kernel(const double* __restrict__ row_loss, int64_t N, 
 }  // namespace
 
 void cross_entropy(int device, DType dtype, const void* logits, const int64_t* targets, const void* weights,
-                   int64_t ignore_index, double z_loss, int64_t N, int64_t V, void* loss, void* d_logits, void* lse) {
+                   int64_t ignore_index, double z_loss, int64_t N, int64_t V, void* loss, void* d_logits,
+                   void* lse) {
   cuda::use_device(device);
   const cudaStream_t stream = cuda::stream_of(device);
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
     using R = Result<T>;
     size_t scratch_bytes = 0;
-    double* scratch = static_cast<double*>(cuda::allocate(device, size_t(N + 1) * sizeof(double), &scratch_bytes));
+    double* scratch =
+        static_cast<double*>(cuda::allocate(device, size_t(N + 1) * sizeof(double), &scratch_bytes));
     double* total = scratch;
     double* row_loss = scratch + 1;
-    weight_sum_kernel<R><<<1, kThreads, 0, stream>>>(targets, static_cast<const R*>(weights), ignore_index, N, total);
+    weight_sum_kernel<R>
+        <<<1, kThreads, 0, stream>>>(targets, static_cast<const R*>(weights), ignore_index, N, total);
     DEW_CUDA_CHECK_LAUNCH("cross_entropy weight_sum_kernel");
     if (N > 0) {
-      rows_kernel<T><<<unsigned(N), kThreads, 0, stream>>>(static_cast<const T*>(logits), targets,
-                                                           static_cast<const R*>(weights), ignore_index, z_loss, V,
-                                                           total, static_cast<T*>(d_logits), static_cast<R*>(lse),
-                                                           row_loss);
+      rows_kernel<T><<<unsigned(N), kThreads, 0, stream>>>(
+          static_cast<const T*>(logits), targets, static_cast<const R*>(weights), ignore_index, z_loss, V,
+          total, static_cast<T*>(d_logits), static_cast<R*>(lse), row_loss);
       DEW_CUDA_CHECK_LAUNCH("cross_entropy rows_kernel");
     }
     loss_sum_kernel<R><<<1, kThreads, 0, stream>>>(row_loss, N, static_cast<R*>(loss));

@@ -7,7 +7,8 @@
 namespace dew::ops {
 
 void add_glu_cuda(select::Registry<GluArgs>& r) {
-  r.add({"cuda.elementwise", cuda_requirements<GluArgs>(kCudaFloating), [](const GluArgs& a, std::vector<Tensor>& outs) {
+  r.add({"cuda.elementwise", cuda_requirements<GluArgs>(kCudaFloating),
+         [](const GluArgs& a, std::vector<Tensor>& outs) {
            const Tensor g = a.gate.contiguous(), u = a.up.contiguous();
            const Tensor d = a.backward ? a.dy.contiguous() : Tensor();
            cuda_kernels::glu(a.device().index, a.activation, a.dtype(), g.raw_data(), u.raw_data(),

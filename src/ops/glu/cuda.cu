@@ -12,7 +12,8 @@ template <class T>
 __global__ void glu_kernel(Activation act, const T* __restrict__ gate, const T* __restrict__ up,
                            const T* __restrict__ dy, int64_t n, T* __restrict__ out0, T* __restrict__ out1) {
   using W = cuda::wide_t<T>;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     const W g = cuda::widen(gate[i]), u = cuda::widen(up[i]);
     if (!dy) {
       out0[i] = cuda::narrow<T>(apply_activation(act, g) * u);

@@ -25,15 +25,18 @@ void with_element(size_t element_size, F&& f) {
 
 template <class E>
 __global__ void select_rows_kernel(const E* __restrict__ x, int64_t length, int64_t inner,
-                                   const int64_t* __restrict__ idx, int64_t K, int64_t n, E* __restrict__ out) {
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+                                   const int64_t* __restrict__ idx, int64_t K, int64_t n,
+                                   E* __restrict__ out) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = e % inner, k = (e / inner) % K, o = e / (inner * K);
     out[e] = x[(o * length + idx[k]) * inner + j];
   }
 }
 
 // The offset in contiguous x of index element i (coordinates from index's shape, axis from index).
-__device__ int64_t offset_in_x(const cuda::View& xs, const cuda::View& is, const int64_t* index, int axis, int64_t i) {
+__device__ int64_t offset_in_x(const cuda::View& xs, const cuda::View& is, const int64_t* index, int axis,
+                               int64_t i) {
   int64_t rest = i, off = 0, stride = 1;
   for (int d = is.rank - 1; d >= 0; --d) {
     const int64_t c = rest % is.shape[d];
@@ -45,22 +48,25 @@ __device__ int64_t offset_in_x(const cuda::View& xs, const cuda::View& is, const
 }
 
 template <class E>
-__global__ void gather_kernel(const E* __restrict__ x, cuda::View xs, const int64_t* __restrict__ index, cuda::View is,
-                              int axis, E* __restrict__ out) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < is.numel; i += int64_t(gridDim.x) * blockDim.x)
+__global__ void gather_kernel(const E* __restrict__ x, cuda::View xs, const int64_t* __restrict__ index,
+                              cuda::View is, int axis, E* __restrict__ out) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < is.numel;
+       i += int64_t(gridDim.x) * blockDim.x)
     out[i] = x[offset_in_x(xs, is, index, axis, i)];
 }
 
 // One thread per line of index (all coordinates but the axis), walking the axis in order.
 template <class T, class Acc>
-__global__ void scatter_add_kernel(const int64_t* __restrict__ index, const T* __restrict__ src, cuda::View xs,
-                                   cuda::View is, int axis, int64_t lines, Acc* __restrict__ acc) {
+__global__ void scatter_add_kernel(const int64_t* __restrict__ index, const T* __restrict__ src,
+                                   cuda::View xs, cuda::View is, int axis, int64_t lines,
+                                   Acc* __restrict__ acc) {
   const int64_t along = is.shape[axis];
   int64_t inner = 1;
   for (int d = axis + 1; d < is.rank; ++d) inner *= is.shape[d];
   for (int64_t line = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; line < lines;
        line += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t first = (line / inner) * along * inner + line % inner;  // index element at axis coordinate 0
+    const int64_t first =
+        (line / inner) * along * inner + line % inner;  // index element at axis coordinate 0
     for (int64_t a = 0; a < along; ++a) {
       const int64_t i = first + a * inner;
       acc[offset_in_x(xs, is, index, axis, i)] += Acc(cuda::widen(src[i]));
@@ -70,27 +76,31 @@ __global__ void scatter_add_kernel(const int64_t* __restrict__ index, const T* _
 
 template <class T, class Acc>
 __global__ void widen_kernel(const T* __restrict__ x, int64_t n, Acc* __restrict__ acc) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     acc[i] = Acc(cuda::widen(x[i]));
 }
 
 template <class T, class Acc>
 __global__ void narrow_kernel(const Acc* __restrict__ acc, int64_t n, T* __restrict__ out) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     out[i] = cuda::from_double<T>(double(acc[i]));
 }
 
 // One thread per column, the rows in order: each (id, column) sum in id order, as the CPU's.
 template <class T, class Acc>
-__global__ void embedding_backward_kernel(const T* __restrict__ d, const int64_t* __restrict__ ids, int64_t rows,
-                                          int64_t C, Acc* __restrict__ acc) {
+__global__ void embedding_backward_kernel(const T* __restrict__ d, const int64_t* __restrict__ ids,
+                                          int64_t rows, int64_t C, Acc* __restrict__ acc) {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= C) return;
   for (int64_t r = 0; r < rows; ++r) acc[ids[r] * C + c] += Acc(cuda::widen(d[r * C + c]));
 }
 
-__global__ void one_hot_kernel(const int64_t* __restrict__ idx, int64_t n, int64_t count, int64_t* __restrict__ out) {
-  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < n; r += int64_t(gridDim.x) * blockDim.x)
+__global__ void one_hot_kernel(const int64_t* __restrict__ idx, int64_t n, int64_t count,
+                               int64_t* __restrict__ out) {
+  for (int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; r < n;
+       r += int64_t(gridDim.x) * blockDim.x)
     out[r * count + idx[r]] = 1;
 }
 
@@ -104,7 +114,8 @@ struct DeviceScratch {
   int device;
   size_t bytes = 0;
   A* data;
-  DeviceScratch(int dev, int64_t n) : device(dev), data(static_cast<A*>(cuda::allocate(dev, size_t(n) * sizeof(A), &bytes))) {}
+  DeviceScratch(int dev, int64_t n)
+      : device(dev), data(static_cast<A*>(cuda::allocate(dev, size_t(n) * sizeof(A), &bytes))) {}
   ~DeviceScratch() { cuda::deallocate(device, data, bytes); }
 };
 
@@ -145,7 +156,8 @@ void scatter_add(int device, DType dtype, const void* x, const cuda::View& x_sha
     const int64_t n = x_shape.numel;
     if (n == 0) return;
     DeviceScratch<A> acc(device, n);
-    widen_kernel<T, A><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<const T*>(x), n, acc.data);
+    widen_kernel<T, A>
+        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<const T*>(x), n, acc.data);
     DEW_CUDA_CHECK_LAUNCH("scatter_add widen_kernel");
     const int64_t along = index_shape.rank ? index_shape.shape[axis] : 1;
     const int64_t lines = along ? index_shape.numel / along : 0;
@@ -154,7 +166,8 @@ void scatter_add(int device, DType dtype, const void* x, const cuda::View& x_sha
           index, static_cast<const T*>(src), x_shape, index_shape, axis, lines, acc.data);
       DEW_CUDA_CHECK_LAUNCH("scatter_add_kernel");
     }
-    narrow_kernel<T, A><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data, n, static_cast<T*>(out));
+    narrow_kernel<T, A>
+        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data, n, static_cast<T*>(out));
     DEW_CUDA_CHECK_LAUNCH("scatter_add narrow_kernel");
   });
 }
@@ -175,7 +188,8 @@ void embedding_backward(int device, DType dtype, const void* d, const int64_t* i
           static_cast<const T*>(d), ids, rows, C, acc.data);
       DEW_CUDA_CHECK_LAUNCH("embedding_backward_kernel");
     }
-    narrow_kernel<T, A><<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data, n, static_cast<T*>(out));
+    narrow_kernel<T, A>
+        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data, n, static_cast<T*>(out));
     DEW_CUDA_CHECK_LAUNCH("embedding_backward narrow_kernel");
   });
 }

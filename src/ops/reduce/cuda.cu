@@ -69,7 +69,8 @@ __global__ void extreme_rows_kernel(const T* __restrict__ x, int64_t n, bool min
     if (int(threadIdx.x) < half) {
       const int other = threadIdx.x + half;
       const int64_t oi = indices[other];
-      if (oi >= 0 && (indices[threadIdx.x] < 0 || better(values[other], oi, values[threadIdx.x], indices[threadIdx.x], minimum))) {
+      if (oi >= 0 && (indices[threadIdx.x] < 0 ||
+                      better(values[other], oi, values[threadIdx.x], indices[threadIdx.x], minimum))) {
         values[threadIdx.x] = values[other];
         indices[threadIdx.x] = oi;
       }
@@ -99,16 +100,19 @@ void reduce_rows(int device, ReduceFn fn, DType dtype, const void* x, int64_t ro
       switch (fn) {
         case ReduceFn::sum:
         case ReduceFn::mean:
-          sum_rows_kernel<T><<<grid, kThreads, 0, stream>>>(xr, n, fn == ReduceFn::mean, static_cast<T*>(y) + r0);
+          sum_rows_kernel<T>
+              <<<grid, kThreads, 0, stream>>>(xr, n, fn == ReduceFn::mean, static_cast<T*>(y) + r0);
           break;
         case ReduceFn::logsumexp:
           logsumexp_rows_kernel<T><<<grid, kThreads, 0, stream>>>(xr, n, static_cast<T*>(y) + r0);
           break;
         case ReduceFn::argmax:
-          extreme_rows_kernel<T, int64_t><<<grid, kThreads, 0, stream>>>(xr, n, false, true, static_cast<int64_t*>(y) + r0);
+          extreme_rows_kernel<T, int64_t>
+              <<<grid, kThreads, 0, stream>>>(xr, n, false, true, static_cast<int64_t*>(y) + r0);
           break;
         default:
-          extreme_rows_kernel<T, T><<<grid, kThreads, 0, stream>>>(xr, n, fn == ReduceFn::min, false, static_cast<T*>(y) + r0);
+          extreme_rows_kernel<T, T>
+              <<<grid, kThreads, 0, stream>>>(xr, n, fn == ReduceFn::min, false, static_cast<T*>(y) + r0);
       }
       DEW_CUDA_CHECK_LAUNCH("reduce_rows kernel");
     }

@@ -19,7 +19,8 @@ void add_rms_norm_cuda(select::Registry<RmsNormArgs>& r) {
            const Tensor x = a.x.contiguous(), w = a.weight.defined() ? a.weight.contiguous() : Tensor();
            const int64_t C = a.x.size(-1);
            cuda_kernels::rms_norm_forward(a.device().index, a.dtype(), x.raw_data(), data_or_null(w), a.eps,
-                                          C > 0 ? a.x.numel() / C : 0, C, outs[0].raw_data(), outs[1].raw_data());
+                                          C > 0 ? a.x.numel() / C : 0, C, outs[0].raw_data(),
+                                          outs[1].raw_data());
          }});
 }
 
@@ -29,9 +30,10 @@ void add_rms_norm_backward_cuda(select::Registry<RmsNormBackwardArgs>& r) {
            const Tensor dy = a.dy.contiguous(), x = a.x.contiguous(), rstd = a.rstd.contiguous();
            const Tensor w = a.weight.defined() ? a.weight.contiguous() : Tensor();
            const int64_t C = a.x.size(-1);
-           cuda_kernels::rms_norm_backward(a.device().index, a.dtype(), dy.raw_data(), x.raw_data(), data_or_null(w),
-                                           rstd.raw_data(), C > 0 ? a.x.numel() / C : 0, C, kWeightGradBlockRows,
-                                           outs[0].raw_data(), w.defined() ? outs[1].raw_data() : nullptr);
+           cuda_kernels::rms_norm_backward(a.device().index, a.dtype(), dy.raw_data(), x.raw_data(),
+                                           data_or_null(w), rstd.raw_data(), C > 0 ? a.x.numel() / C : 0, C,
+                                           kWeightGradBlockRows, outs[0].raw_data(),
+                                           w.defined() ? outs[1].raw_data() : nullptr);
          }});
 }
 

@@ -35,7 +35,8 @@ __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w,
   ss = cuda::block_sum(ss, scratch);
   const W inv = W(1) / sqrt(ss / W(C) + W(eps));
   if (threadIdx.x == 0) rstd[r] = Rstd<T>(inv);
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) y[r * C + i] = cuda::narrow<T>(W(cuda::widen(xr[i])) * inv * weight_at(w, i));
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
+    y[r * C + i] = cuda::narrow<T>(W(cuda::widen(xr[i])) * inv * weight_at(w, i));
 }
 
 // dx = rstd * (dy*w - x * rstd^2 * mean(dy*w*x))
@@ -49,28 +50,33 @@ __global__ void dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, con
   const T* dyr = dy + r * C;
   const W inv = W(rstd[r]);
   W s = 0;
-  for (int64_t i = threadIdx.x; i < C; i += blockDim.x) s += W(cuda::widen(dyr[i])) * W(cuda::widen(xr[i])) * weight_at(w, i);
+  for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
+    s += W(cuda::widen(dyr[i])) * W(cuda::widen(xr[i])) * weight_at(w, i);
   s = cuda::block_sum(s, scratch);
   const W k = inv * inv * s / W(C);
   for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
-    dx[r * C + i] = cuda::narrow<T>(inv * (W(cuda::widen(dyr[i])) * weight_at(w, i) - W(cuda::widen(xr[i])) * k));
+    dx[r * C + i] =
+        cuda::narrow<T>(inv * (W(cuda::widen(dyr[i])) * weight_at(w, i) - W(cuda::widen(xr[i])) * k));
 }
 
 // parts[b, c] = sum over rows of block b of dy * x * rstd.
 template <class T>
-__global__ void dweight_parts_kernel(const T* __restrict__ dy, const T* __restrict__ x, const Rstd<T>* __restrict__ rstd,
-                                     int64_t rows, int64_t C, int64_t block_rows, cuda::wide_t<T>* __restrict__ parts) {
+__global__ void dweight_parts_kernel(const T* __restrict__ dy, const T* __restrict__ x,
+                                     const Rstd<T>* __restrict__ rstd, int64_t rows, int64_t C,
+                                     int64_t block_rows, cuda::wide_t<T>* __restrict__ parts) {
   using W = cuda::wide_t<T>;
   const int64_t c = int64_t(blockIdx.y) * blockDim.x + threadIdx.x, b = blockIdx.x;
   if (c >= C) return;
   W s = 0;
   const int64_t end = min(rows, (b + 1) * block_rows);
-  for (int64_t r = b * block_rows; r < end; ++r) s += W(cuda::widen(dy[r * C + c])) * W(cuda::widen(x[r * C + c])) * W(rstd[r]);
+  for (int64_t r = b * block_rows; r < end; ++r)
+    s += W(cuda::widen(dy[r * C + c])) * W(cuda::widen(x[r * C + c])) * W(rstd[r]);
   parts[b * C + c] = s;
 }
 
 template <class T>
-__global__ void dweight_sum_kernel(const cuda::wide_t<T>* __restrict__ parts, int64_t blocks, int64_t C, T* __restrict__ dw) {
+__global__ void dweight_sum_kernel(const cuda::wide_t<T>* __restrict__ parts, int64_t blocks, int64_t C,
+                                   T* __restrict__ dw) {
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= C) return;
   cuda::wide_t<T> s = 0;
@@ -87,13 +93,15 @@ void rms_norm_forward(int device, DType dtype, const void* x, const void* weight
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
     forward_kernel<T><<<unsigned(rows), kThreads, 0, cuda::stream_of(device)>>>(
-        static_cast<const T*>(x), static_cast<const T*>(weight), eps, C, static_cast<T*>(y), static_cast<Rstd<T>*>(rstd));
+        static_cast<const T*>(x), static_cast<const T*>(weight), eps, C, static_cast<T*>(y),
+        static_cast<Rstd<T>*>(rstd));
     DEW_CUDA_CHECK_LAUNCH("rms_norm forward_kernel");
   });
 }
 
-void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, const void* weight, const void* rstd,
-                       int64_t rows, int64_t C, int64_t block_rows, void* dx, void* dweight) {
+void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, const void* weight,
+                       const void* rstd, int64_t rows, int64_t C, int64_t block_rows, void* dx,
+                       void* dweight) {
   if (rows == 0) return;
   cuda::use_device(device);
   const cudaStream_t stream = cuda::stream_of(device);
@@ -102,8 +110,8 @@ void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, c
     using W = cuda::wide_t<T>;
     const T* w = static_cast<const T*>(weight);
     const Rstd<T>* rs = static_cast<const Rstd<T>*>(rstd);
-    dx_kernel<T><<<unsigned(rows), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x), w, rs, C,
-                                                          static_cast<T*>(dx));
+    dx_kernel<T><<<unsigned(rows), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x),
+                                                          w, rs, C, static_cast<T*>(dx));
     DEW_CUDA_CHECK_LAUNCH("rms_norm dx_kernel");
     if (!weight) return;
     const int64_t blocks = (rows + block_rows - 1) / block_rows;
@@ -111,10 +119,11 @@ void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, c
     size_t parts_bytes = 0;
     parts = static_cast<W*>(cuda::allocate(device, size_t(blocks * C) * sizeof(W), &parts_bytes));
     const dim3 grid(unsigned(blocks), unsigned((C + kThreads - 1) / kThreads));
-    dweight_parts_kernel<T><<<grid, kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x), rs, rows,
-                                                           C, block_rows, parts);
+    dweight_parts_kernel<T><<<grid, kThreads, 0, stream>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(x), rs, rows, C, block_rows, parts);
     DEW_CUDA_CHECK_LAUNCH("rms_norm dweight_parts_kernel");
-    dweight_sum_kernel<T><<<cuda::blocks_for(C, kThreads), kThreads, 0, stream>>>(parts, blocks, C, static_cast<T*>(dweight));
+    dweight_sum_kernel<T>
+        <<<cuda::blocks_for(C, kThreads), kThreads, 0, stream>>>(parts, blocks, C, static_cast<T*>(dweight));
     DEW_CUDA_CHECK_LAUNCH("rms_norm dweight_sum_kernel");
     cuda::deallocate(device, parts, parts_bytes);  // reuse is ordered on the same stream
   });

@@ -15,7 +15,8 @@ void rms_norm_forward(int device, DType dtype, const void* x, const void* weight
 
 // dx, and dweight (when weight is not null) summed over fixed blocks of kWeightGradBlockRows rows in
 // order, so the result does not depend on the launch.
-void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, const void* weight, const void* rstd,
-                       int64_t rows, int64_t C, int64_t block_rows, void* dx, void* dweight);
+void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, const void* weight,
+                       const void* rstd, int64_t rows, int64_t C, int64_t block_rows, void* dx,
+                       void* dweight);
 
 }  // namespace dew::ops::cuda_kernels

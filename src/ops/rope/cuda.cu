@@ -8,13 +8,14 @@ namespace dew::ops::cuda_kernels {
 namespace {
 
 template <class T, class Tab>
-__global__ void rope_kernel(const T* __restrict__ x, const int64_t* __restrict__ pos, const Tab* __restrict__ cos,
-                            const Tab* __restrict__ sin, int64_t H, int64_t D, int64_t half, bool interleaved,
-                            int64_t n, T* __restrict__ y) {
+__global__ void rope_kernel(const T* __restrict__ x, const int64_t* __restrict__ pos,
+                            const Tab* __restrict__ cos, const Tab* __restrict__ sin, int64_t H, int64_t D,
+                            int64_t half, bool interleaved, int64_t n, T* __restrict__ y) {
   using W = cuda::wide_t<T>;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d = e % D, row = e / D, r = row / H;  // row = (b t) * H + h
-    if (d >= 2 * half) {  // past the rotary dims
+    if (d >= 2 * half) {                                // past the rotary dims
       y[e] = x[e];
       continue;
     }
@@ -41,8 +42,8 @@ void rope(int device, DType dtype, const void* x, const int64_t* positions, cons
     using T = decltype(zero);
     using Tab = std::conditional_t<std::is_same_v<T, double>, double, float>;
     rope_kernel<T, Tab><<<cuda::blocks_for(n, kThreads), kThreads, 0, cuda::stream_of(device)>>>(
-        static_cast<const T*>(x), positions, static_cast<const Tab*>(cos), static_cast<const Tab*>(sin), H, D, half,
-        interleaved, n, static_cast<T*>(y));
+        static_cast<const T*>(x), positions, static_cast<const Tab*>(cos), static_cast<const Tab*>(sin), H, D,
+        half, interleaved, n, static_cast<T*>(y));
     DEW_CUDA_CHECK_LAUNCH("rope_kernel");
   });
 }

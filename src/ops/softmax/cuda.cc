@@ -15,8 +15,8 @@ void add_along_axis_cuda(select::Registry<AlongAxisArgs>& r) {
            const RowLayout l = rows_along(a.x, {axis});
            const bool in_place = axis == a.x.dim() - 1;
            Tensor y = in_place ? outs[0] : Tensor::empty(l.rows.shape(), a.dtype(), a.device());
-           cuda_kernels::along_rows(a.device().index, a.fn, a.dtype(), l.rows.raw_data(), numel_of(l.kept_shape),
-                                    l.length, y.raw_data());
+           cuda_kernels::along_rows(a.device().index, a.fn, a.dtype(), l.rows.raw_data(),
+                                    numel_of(l.kept_shape), l.length, y.raw_data());
            if (!in_place) restore_order(y, l.order, outs[0]);
          }});
 }

@@ -25,10 +25,12 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, int64_t n, bool log
   s = cuda::block_sum(s, scratch);
   if (log_form) {
     const W log_s = log(s);
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = cuda::narrow<T>((W(cuda::widen(row[i])) - m) - log_s);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      out[i] = cuda::narrow<T>((W(cuda::widen(row[i])) - m) - log_s);
   } else {
     const W inv = W(1) / s;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = cuda::narrow<T>(exp(W(cuda::widen(row[i])) - m) * inv);
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      out[i] = cuda::narrow<T>(exp(W(cuda::widen(row[i])) - m) * inv);
   }
 }
 
