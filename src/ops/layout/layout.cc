@@ -35,7 +35,9 @@ void copy_into(const Tensor& src, const Tensor& dst) {
   detail::copy_strided(src, dst);
 }
 
-void layout_portable(const LayoutArgs& a, std::vector<Tensor>& outs) {
+}  // namespace
+
+void layout_copies(const LayoutArgs& a, std::vector<Tensor>& outs) {
   switch (a.fn) {
     case LayoutFn::concat: {
       const int64_t axis = normalize_axis(a.axis, a.xs[0].dim(), "concat");
@@ -60,6 +62,8 @@ void layout_portable(const LayoutArgs& a, std::vector<Tensor>& outs) {
     case LayoutFn::tril:
     case LayoutFn::triu: {
       copy_into(a.xs[0], outs[0]);
+      DEW_REQUIRE(outs[0].device().kind == Device::Kind::cpu, "[{}] layout_copies zeroes on the cpu only",
+                  kNames[size_t(a.fn)]);
       const int64_t R = outs[0].size(-2), C = outs[0].size(-1),
                     mats = outs[0].numel() / std::max<int64_t>(R * C, 1);
       const size_t es = dtype_size(outs[0].dtype());
@@ -82,8 +86,6 @@ void layout_portable(const LayoutArgs& a, std::vector<Tensor>& outs) {
     }
   }
 }
-
-}  // namespace
 
 std::vector<const Tensor*> LayoutArgs::inputs() const {
   std::vector<const Tensor*> v;
@@ -246,7 +248,8 @@ std::vector<Truth> Layout::reference(const Args& a) {
 const select::Registry<LayoutArgs>& Layout::registry() {
   static const select::Registry<LayoutArgs> r = [] {
     select::Registry<LayoutArgs> reg;
-    reg.add({"portable", {select::on_cpu<LayoutArgs>()}, layout_portable});
+    DEW_CUDA_IMPLEMENTATIONS(add_layout_cuda, reg);
+    reg.add({"portable", {select::on_cpu<LayoutArgs>()}, layout_copies});
     return reg;
   }();
   return r;

@@ -37,4 +37,8 @@ struct Layout {
 // The view of pad's output `out` where its input lands (pad's args a).
 Tensor padded_interior(const Tensor& out, const LayoutArgs& a);
 
+// The layout ops by views and strided copies (any device), but tril/triu's zeroing (the cpu's).
+void layout_copies(const LayoutArgs& a, std::vector<Tensor>& outs);
+void add_layout_cuda(select::Registry<LayoutArgs>& r);
+
 }  // namespace dew::ops

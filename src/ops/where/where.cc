@@ -44,6 +44,7 @@ std::vector<Truth> Where::reference(const Args& args) {
 const select::Registry<WhereArgs>& Where::registry() {
   static const select::Registry<WhereArgs> r = [] {
     select::Registry<WhereArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_where_cuda, reg);
     reg.add({"portable", {select::on_cpu<WhereArgs>()}, [](const WhereArgs& a, std::vector<Tensor>& outs) {
                visit_dtype(a.dtype(), [&](auto zero) { where_portable<decltype(zero)>(a, outs[0]); });
              }});

@@ -24,4 +24,6 @@ struct Where {
   DEW_OP_RULES;
 };
 
+void add_where_cuda(select::Registry<WhereArgs>& r);
+
 }  // namespace dew::ops
