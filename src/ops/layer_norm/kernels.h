@@ -14,8 +14,6 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-inline constexpr int64_t kLayerNormBlockRows = 32;
-
 template <int L, class T>
 void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;

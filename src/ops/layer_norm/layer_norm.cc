@@ -122,6 +122,7 @@ std::vector<Truth> LayerNorm::reference(const Args& a) {
 const select::Registry<LayerNormArgs>& LayerNorm::registry() {
   static const select::Registry<LayerNormArgs> r = [] {
     select::Registry<LayerNormArgs> reg;
+    DEW_CUDA_IMPLEMENTATIONS(add_layer_norm_cuda, reg);
     avx512::add_layer_norm_cpu(reg);
     avx2::add_layer_norm_cpu(reg);
     add_layer_norm_portable(reg);

@@ -29,7 +29,11 @@ struct LayerNorm {
   DEW_OP_RULES;
 };
 
+// Rows of the fixed blocks whose partial weight and bias gradients are summed in order.
+inline constexpr int64_t kLayerNormBlockRows = 32;
+
 void add_layer_norm_portable(select::Registry<LayerNormArgs>& r);
+void add_layer_norm_cuda(select::Registry<LayerNormArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_layer_norm_cpu(select::Registry<LayerNormArgs>& r))
 
 }  // namespace dew::ops

@@ -10,8 +10,8 @@ namespace dew::ops {
 
 void add_layout_cuda(select::Registry<LayoutArgs>& r) {
   r.add({"cuda.strided_copy",
-         cuda_requirements<LayoutArgs>({DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64, DType::i32,
-                                        DType::u8, DType::boolean}),
+         cuda_requirements<LayoutArgs>({DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64,
+                                        DType::i32, DType::u8, DType::boolean}),
          [](const LayoutArgs& a, std::vector<Tensor>& outs) {
            if (a.fn != LayoutFn::tril && a.fn != LayoutFn::triu) return layout_copies(a, outs);
            Tensor& y = outs[0];

@@ -7,7 +7,8 @@ namespace {
 
 __global__ void zero_triangle_kernel(char* data, size_t element_size, int64_t n, int64_t R, int64_t C,
                                      int64_t diagonal, bool lower) {
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = e % C, i = (e / C) % R;
     if (lower ? j > i + diagonal : j < i + diagonal)
       for (size_t b = 0; b < element_size; ++b) data[size_t(e) * element_size + b] = 0;
@@ -16,8 +17,8 @@ __global__ void zero_triangle_kernel(char* data, size_t element_size, int64_t n,
 
 }  // namespace
 
-void zero_triangle(int device, size_t element_size, void* data, int64_t mats, int64_t R, int64_t C, int64_t diagonal,
-                   bool lower) {
+void zero_triangle(int device, size_t element_size, void* data, int64_t mats, int64_t R, int64_t C,
+                   int64_t diagonal, bool lower) {
   const int64_t n = mats * R * C;
   if (n == 0) return;
   cuda::use_device(device);

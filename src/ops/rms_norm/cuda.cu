@@ -2,6 +2,7 @@
 // transcendental precision]); dweight by fixed row blocks (one thread per channel) and then their
 // ordered sum, as the CPU kernels do, so it is the same at every launch.
 #include "cuda/block_reduce.cuh"
+#include "cuda/column_sums.cuh"
 #include "cuda/element.cuh"
 #include "cuda/launch.h"
 #include "ops/rms_norm/cuda.h"
@@ -59,30 +60,18 @@ __global__ void dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, con
         cuda::narrow<T>(inv * (W(cuda::widen(dyr[i])) * weight_at(w, i) - W(cuda::widen(xr[i])) * k));
 }
 
-// parts[b, c] = sum over rows of block b of dy * x * rstd.
+// dweight's term: dy * x * rstd of row r, column c.
 template <class T>
-__global__ void dweight_parts_kernel(const T* __restrict__ dy, const T* __restrict__ x,
-                                     const Rstd<T>* __restrict__ rstd, int64_t rows, int64_t C,
-                                     int64_t block_rows, cuda::wide_t<T>* __restrict__ parts) {
-  using W = cuda::wide_t<T>;
-  const int64_t c = int64_t(blockIdx.y) * blockDim.x + threadIdx.x, b = blockIdx.x;
-  if (c >= C) return;
-  W s = 0;
-  const int64_t end = min(rows, (b + 1) * block_rows);
-  for (int64_t r = b * block_rows; r < end; ++r)
-    s += W(cuda::widen(dy[r * C + c])) * W(cuda::widen(x[r * C + c])) * W(rstd[r]);
-  parts[b * C + c] = s;
-}
-
-template <class T>
-__global__ void dweight_sum_kernel(const cuda::wide_t<T>* __restrict__ parts, int64_t blocks, int64_t C,
-                                   T* __restrict__ dw) {
-  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  cuda::wide_t<T> s = 0;
-  for (int64_t b = 0; b < blocks; ++b) s += parts[b * C + c];
-  dw[c] = cuda::narrow<T>(s);
-}
+struct WeightGradTerm {
+  const T* dy;
+  const T* x;
+  const Rstd<T>* rstd;
+  int64_t C;
+  __device__ cuda::wide_t<T> operator()(int64_t r, int64_t c) const {
+    using W = cuda::wide_t<T>;
+    return W(cuda::widen(dy[r * C + c])) * W(cuda::widen(x[r * C + c])) * W(rstd[r]);
+  }
+};
 
 }  // namespace
 
@@ -114,18 +103,9 @@ void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, c
                                                           w, rs, C, static_cast<T*>(dx));
     DEW_CUDA_CHECK_LAUNCH("rms_norm dx_kernel");
     if (!weight) return;
-    const int64_t blocks = (rows + block_rows - 1) / block_rows;
-    W* parts = nullptr;
-    size_t parts_bytes = 0;
-    parts = static_cast<W*>(cuda::allocate(device, size_t(blocks * C) * sizeof(W), &parts_bytes));
-    const dim3 grid(unsigned(blocks), unsigned((C + kThreads - 1) / kThreads));
-    dweight_parts_kernel<T><<<grid, kThreads, 0, stream>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(x), rs, rows, C, block_rows, parts);
-    DEW_CUDA_CHECK_LAUNCH("rms_norm dweight_parts_kernel");
-    dweight_sum_kernel<T>
-        <<<cuda::blocks_for(C, kThreads), kThreads, 0, stream>>>(parts, blocks, C, static_cast<T*>(dweight));
-    DEW_CUDA_CHECK_LAUNCH("rms_norm dweight_sum_kernel");
-    cuda::deallocate(device, parts, parts_bytes);  // reuse is ordered on the same stream
+    cuda::column_sums<W>(device, rows, C, block_rows,
+                         WeightGradTerm<T>{static_cast<const T*>(dy), static_cast<const T*>(x), rs, C},
+                         cuda::StoreNarrowed<T, W>{static_cast<T*>(dweight)});
   });
 }
 

@@ -8,8 +8,8 @@ namespace dew::ops {
 
 void add_where_cuda(select::Registry<WhereArgs>& r) {
   r.add({"cuda.elementwise",
-         cuda_requirements<WhereArgs>({DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64, DType::i32,
-                                       DType::u8, DType::boolean}),
+         cuda_requirements<WhereArgs>({DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64,
+                                       DType::i32, DType::u8, DType::boolean}),
          [](const WhereArgs& a, std::vector<Tensor>& outs) {
            const Shape& s = outs[0].shape();
            cuda_kernels::where(a.device().index, dtype_size(a.dtype()), cuda_view(a.condition.expand(s)),

@@ -11,20 +11,22 @@ __global__ void where_kernel(cuda::View c, cuda::View a, cuda::View b, E* __rest
   const bool* pc = static_cast<const bool*>(c.data);
   const E* pa = static_cast<const E*>(a.data);
   const E* pb = static_cast<const E*>(b.data);
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
     y[i] = pc[cuda::element_offset(c, i)] ? pa[cuda::element_offset(a, i)] : pb[cuda::element_offset(b, i)];
 }
 
 }  // namespace
 
-void where(int device, size_t element_size, const cuda::View& condition, const cuda::View& a, const cuda::View& b,
-           void* y) {
+void where(int device, size_t element_size, const cuda::View& condition, const cuda::View& a,
+           const cuda::View& b, void* y) {
   const int64_t n = a.numel;
   if (n == 0) return;
   cuda::use_device(device);
   auto launch = [&](auto zero) {
     using E = decltype(zero);
-    where_kernel<E><<<cuda::blocks_for(n, 256), 256, 0, cuda::stream_of(device)>>>(condition, a, b, static_cast<E*>(y), n);
+    where_kernel<E><<<cuda::blocks_for(n, 256), 256, 0, cuda::stream_of(device)>>>(condition, a, b,
+                                                                                   static_cast<E*>(y), n);
     DEW_CUDA_CHECK_LAUNCH("where_kernel");
   };
   switch (element_size) {
