@@ -4,13 +4,12 @@
 // epilogue runs on an f32 (f64) product in our kernel (cuda.cu), so the output is rounded once.
 #include "ops/matmul/cuda.h"
 
-#include <cublasLt.h>
-
 #include <map>
 #include <mutex>
 
 #include "cuda/launch.h"
 #include "ops/cuda_view.h"
+#include "ops/matmul/cuda_cublaslt.h"
 #include "ops/matmul/matmul.h"
 
 namespace dew::ops {
@@ -18,7 +17,7 @@ namespace {
 
 void check_lt(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    fail("[matmul] cuBLASLt {} failed: {}", call, cublasLtGetStatusString(status));
+    fail("[matmul] cuBLASLt {} failed: {}", call, cublaslt().status_string(status));
 }
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
@@ -36,7 +35,7 @@ LtDevice& lt_device(int device) {
   LtDevice& d = (*devices)[device];
   if (!d.handle) {
     cuda::use_device(device);
-    check_lt(cublasLtCreate(&d.handle), "cublasLtCreate");
+    check_lt(cublaslt().create(&d.handle), "cublasLtCreate");
     d.workspace = Tensor::empty({int64_t(kWorkspaceBytes)}, DType::u8, Device::cuda(device));
   }
   return d;
@@ -74,18 +73,17 @@ struct LtMatrix {
 struct LayoutHandle {
   cublasLtMatrixLayout_t layout = nullptr;
   explicit LayoutHandle(const LtMatrix& m) {
-    check_lt(cublasLtMatrixLayoutCreate(&layout, lt_type(m.dtype), uint64_t(m.rows), uint64_t(m.cols), m.ld),
+    check_lt(cublaslt().layout_create(&layout, lt_type(m.dtype), uint64_t(m.rows), uint64_t(m.cols), m.ld),
              "cublasLtMatrixLayoutCreate");
     if (m.batch > 1) {
-      check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &m.batch,
-                                                sizeof(m.batch)),
+      check_lt(cublaslt().layout_set(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &m.batch, sizeof(m.batch)),
                "set BATCH_COUNT");
-      check_lt(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                &m.batch_stride, sizeof(m.batch_stride)),
+      check_lt(cublaslt().layout_set(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &m.batch_stride,
+                                     sizeof(m.batch_stride)),
                "set STRIDED_BATCH_OFFSET");
     }
   }
-  ~LayoutHandle() { cublasLtMatrixLayoutDestroy(layout); }
+  ~LayoutHandle() { cublaslt().layout_destroy(layout); }
   LayoutHandle(const LayoutHandle&) = delete;
   LayoutHandle& operator=(const LayoutHandle&) = delete;
 };
@@ -155,46 +153,43 @@ void run_cublaslt(const MatmulArgs& args, Tensor& out) {
 
   cublasLtMatmulDesc_t desc = nullptr;
   const bool f64 = dtype == DType::f64;
-  check_lt(cublasLtMatmulDescCreate(&desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
-                                    f64 ? CUDA_R_64F : CUDA_R_32F),
+  check_lt(cublaslt().desc_create(&desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                  f64 ? CUDA_R_64F : CUDA_R_32F),
            "cublasLtMatmulDescCreate");
   struct DescGuard {
     cublasLtMatmulDesc_t d;
-    ~DescGuard() { cublasLtMatmulDescDestroy(d); }
+    ~DescGuard() { cublaslt().desc_destroy(d); }
   } desc_guard{desc};
   const cublasOperation_t op_a = o.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = o.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
-           "set TRANSA");
-  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
-           "set TRANSB");
+  check_lt(cublaslt().desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "set TRANSA");
+  check_lt(cublaslt().desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "set TRANSB");
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (direct) {
     const bool relu = o.activation == Activation::relu;
     if (bias.defined()) {
       epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
       const void* bias_ptr = bias.raw_data();
-      check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
-                                              sizeof(bias_ptr)),
+      check_lt(cublaslt().desc_set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr, sizeof(bias_ptr)),
                "set BIAS_POINTER");
     } else if (relu) {
       epilogue = CUBLASLT_EPILOGUE_RELU;
     }
   }
-  check_lt(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+  check_lt(cublaslt().desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
            "set EPILOGUE");
 
   LayoutHandle la(A), lb(B), lc(Cm), ld(D);
   LtDevice& lt = lt_device(device);
   cublasLtMatmulPreference_t pref = nullptr;
-  check_lt(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check_lt(cublaslt().preference_create(&pref), "cublasLtMatmulPreferenceCreate");
   struct PrefGuard {
     cublasLtMatmulPreference_t p;
-    ~PrefGuard() { cublasLtMatmulPreferenceDestroy(p); }
+    ~PrefGuard() { cublaslt().preference_destroy(p); }
   } pref_guard{pref};
   const size_t workspace_bytes = kWorkspaceBytes;
-  check_lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                &workspace_bytes, sizeof(workspace_bytes)),
+  check_lt(cublaslt().preference_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                     sizeof(workspace_bytes)),
            "set MAX_WORKSPACE_BYTES");
   const std::pair<cublasLtMatmulPreferenceAttributes_t, const void*> alignments[] = {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, A.data},
@@ -203,13 +198,12 @@ void run_cublaslt(const MatmulArgs& args, Tensor& out) {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, D.data}};
   for (const auto& [attribute, pointer] : alignments) {
     const uint32_t alignment = alignment_of(pointer);
-    check_lt(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &alignment, sizeof(alignment)),
-             "set alignment");
+    check_lt(cublaslt().preference_set(pref, attribute, &alignment, sizeof(alignment)), "set alignment");
   }
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  check_lt(cublasLtMatmulAlgoGetHeuristic(lt.handle, desc, la.layout, lb.layout, lc.layout, ld.layout, pref,
-                                          1, &heuristic, &found),
+  check_lt(cublaslt().heuristic(lt.handle, desc, la.layout, lb.layout, lc.layout, ld.layout, pref, 1,
+                                &heuristic, &found),
            "cublasLtMatmulAlgoGetHeuristic");
   DEW_REQUIRE(found > 0,
               "[matmul] cuBLASLt has no algorithm for {} x {} ({} batch entries, {}); expected one",
@@ -220,9 +214,9 @@ void run_cublaslt(const MatmulArgs& args, Tensor& out) {
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
   cuda::use_device(device);
-  check_lt(cublasLtMatmul(lt.handle, desc, alpha, A.data, la.layout, B.data, lb.layout, beta, Cm.data,
-                          lc.layout, const_cast<void*>(D.data), ld.layout, &heuristic.algo,
-                          lt.workspace.raw_data(), workspace_bytes, cuda::stream_of(device)),
+  check_lt(cublaslt().matmul(lt.handle, desc, alpha, A.data, la.layout, B.data, lb.layout, beta, Cm.data,
+                             lc.layout, const_cast<void*>(D.data), ld.layout, &heuristic.algo,
+                             lt.workspace.raw_data(), workspace_bytes, cuda::stream_of(device)),
            "cublasLtMatmul");
   if (!direct)
     cuda_kernels::matmul_epilogue(device, dtype, product.raw_data(),
