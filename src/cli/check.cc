@@ -17,8 +17,13 @@ void print_row(const gate::Report& r, int& passed, int& failed) {
     worst = std::max(worst, out.worst_row_ratio());
   }
   (r.passed() ? passed : failed)++;
-  fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", r.op, r.implementation,
+  fmt::print("{:<14} {:<18} {:<5} {:<28} {:>9.3f} {:>9.3f}  {}\n", r.op, r.implementation,
              dtype_name(r.dtype), r.case_name, rms, worst, r.verdict());
+}
+
+// --impl NAME selects that implementation, or every one of a backend ("cuda" selects "cuda.*").
+bool selected(const std::string& wanted, const std::string& impl) {
+  return wanted.empty() || impl == wanted || impl.starts_with(wanted + ".");
 }
 
 }  // namespace
@@ -33,12 +38,12 @@ int run_check(const CheckOptions& o) {
   if (!o.dtype.empty()) only_dtype = parse_dtype(o.dtype);
   uint64_t seed = o.seed ? *o.seed : gate::gate_seed();
   int passed = 0, failed = 0, skipped = 0;
-  fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9} {:>9}  {}\n", "op", "impl", "dtype", "case", "rms", "worst",
+  fmt::print("{:<14} {:<18} {:<5} {:<28} {:>9} {:>9}  {}\n", "op", "impl", "dtype", "case", "rms", "worst",
              "verdict");
   for (const auto& e : gate::catalog()) {
     if (!o.op.empty() && e.name != o.op) continue;
     for (const auto& impl : e.implementations) {
-      if (!o.implementation.empty() && impl.name != o.implementation) continue;
+      if (!selected(o.implementation, impl.name)) continue;
       for (const auto& c : e.cases) {
         if (!c.has_tag(o.tag)) continue;
         for (DType t : c.dtypes) {
@@ -56,7 +61,7 @@ int run_check(const CheckOptions& o) {
     // The rule rows: the vjp and jvp at each dtype below f64 with the forward on each implementation,
     // against float64 (rule_gate.h); the case column names what ran ("vjp+jvp" or "vjp").
     for (const auto& impl : e.implementations) {
-      if (!o.implementation.empty() && impl.name != o.implementation) continue;
+      if (!selected(o.implementation, impl.name)) continue;
       for (const auto& c : e.cases) {
         if (!c.has_tag(o.tag)) continue;
         for (DType t : c.dtypes) {
@@ -75,7 +80,7 @@ int run_check(const CheckOptions& o) {
       const gate::DerivativeReport d = e.derivatives(c.name, seed);
       if (!d.ran) continue;
       (d.failures.empty() ? passed : failed)++;
-      fmt::print("{:<14} {:<12} {:<5} {:<28} {:>9} {:>9}  {}\n", e.name, d.jvp_ran ? "vjp+jvp" : "vjp", "f64",
+      fmt::print("{:<14} {:<18} {:<5} {:<28} {:>9} {:>9}  {}\n", e.name, d.jvp_ran ? "vjp+jvp" : "vjp", "f64",
                  c.name, "-", "-", d.failures.empty() ? "pass" : "FAIL: " + d.failures[0]);
     }
   }

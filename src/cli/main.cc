@@ -5,6 +5,7 @@
 
 #include "autodiff_bench.h"
 #include "cli/commands.h"
+#include "cuda_bench.h"
 #include "data_bench.h"
 #include "decode_bench.h"
 #include "memory_bench.h"
@@ -19,7 +20,8 @@ int main(int argc, char** argv) {
   auto* check_cmd =
       app.add_subcommand("check", "run the float64 gate over every op, implementation, dtype and case");
   check_cmd->add_option("--op", check.op, "only this op");
-  check_cmd->add_option("--impl", check.implementation, "only this implementation");
+  check_cmd->add_option("--impl", check.implementation,
+                        "only this implementation, or a backend's (cuda: every cuda.* implementation)");
   check_cmd->add_option("--dtype", check.dtype, "only this dtype (f64, f32, bf16, f16)");
   check_cmd->add_option("--tag", check.tag, "cases with this tag")->default_val("ci");
   check_cmd->add_option("--seed", check.seed, "replay a seed printed by a failure");
@@ -108,6 +110,12 @@ int main(int argc, char** argv) {
   bench_ops_cmd->add_option("--impl", bench_ops.implementation, "only this implementation");
   bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype");
   bench_ops_cmd->add_option("--reps", bench_ops.reps, "timed repetitions")->default_val(5);
+  dew::bench::CudaBenchOptions bench_cuda;
+  auto* bench_cuda_cmd = bench_cmd->add_subcommand(
+      "cuda",
+      "the CUDA backend on cuda:0: GEMM, attention and memory-bound ops against the device's ceilings");
+  bench_cuda_cmd->add_option("--reps", bench_cuda.reps, "timed repetitions")->default_val(10);
+  bench_cuda_cmd->add_flag("--quick", bench_cuda.quick, "the smallest shape of each family only");
   dew::bench::AutodiffBenchOptions bench_autodiff;
   auto* bench_autodiff_cmd =
       bench_cmd->add_subcommand("autodiff", "per-op cost of recording, backward and jvp at tiny shapes");
@@ -218,6 +226,7 @@ int main(int argc, char** argv) {
     if (*tokenizer_train_cmd) return dew::cli::run_tokenizer_train(tokenizer_train);
     if (*bench_ops_cmd) return dew::bench::run_ops_bench(bench_ops);
     if (*bench_autodiff_cmd) return dew::bench::run_autodiff_bench(bench_autodiff);
+    if (*bench_cuda_cmd) return dew::bench::run_cuda_bench(bench_cuda);
     if (*bench_memory_cmd) return dew::bench::run_memory_bench(bench_memory);
     if (*bench_decode_cmd) return dew::bench::run_decode_bench(bench_decode);
     if (*bench_train_cmd) return dew::bench::run_train_bench(bench_train);

@@ -24,6 +24,10 @@ std::vector<CudaOp> cuda_ops() {
   return v;
 }
 
+void PrintTo(const CudaOp& p, std::ostream* os) {
+  *os << p.op->name;
+}
+
 class CudaGate : public ::testing::TestWithParam<CudaOp> {};
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CudaGate);  // a build without the CUDA toolkit has none
 
@@ -32,17 +36,21 @@ TEST_P(CudaGate, EveryCaseAndDtypePassesTheFloat64Gate) {
   const CudaOp& p = GetParam();
   const uint64_t seed = gate_seed();
   int ran = 0;
+  bool device_placeable = false;  // fill and arange have no input to place on the device
   for (const std::string& impl : p.implementations)
     for (const auto& c : p.op->cases) {
       if (!c.has_tag("ci")) continue;
       for (DType t : c.dtypes) {
         const Report r = p.op->check(impl, c.name, t, seed);
+        if (r.refusal.find("device is cpu") == std::string::npos) device_placeable = true;
         if (!r.ran) continue;  // a case outside the implementation's requirements
         ++ran;
         EXPECT_TRUE(r.passed()) << p.op->name << " " << impl << " " << dtype_name(t) << " " << c.name << ": "
                                 << r.verdict();
       }
     }
+  if (!device_placeable)
+    GTEST_SKIP() << p.op->name << " makes tensors on the cpu: no input to place on cuda:0";
   EXPECT_GT(ran, 0) << p.op->name << ": no case ran on any CUDA implementation";
 }
 

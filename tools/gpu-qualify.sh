@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Qualifies the CUDA backend on a GPU machine in one run of at most 8 minutes (docs/cuda.md).
+#
+#   tools/gpu-qualify.sh pack   here: builds, then bundles the binaries and the shared libraries they
+#                               need from Debian (the GPU machine has CUDA but none of them) into
+#                               .gpu/bundle.tar.gz
+#   tools/gpu-qualify.sh run    there (the device tool, carrying .gpu): dew check on every cuda.*
+#                               implementation, the gpu tests, dew bench cuda and PyTorch on the same
+#                               shapes (bench/cuda_pytorch.py); full logs under $OUT, a short table last.
+#
+# The GPU machine reads cuBLASLt from its own CUDA (dlopen at the first GPU matmul).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pack() {
+  cmake --build build --target dew dew_gpu_tests >/dev/null
+  rm -rf .gpu && mkdir -p .gpu/bundle/bin .gpu/bundle/lib
+  cp build/dew build/tests/dew_gpu_tests .gpu/bundle/bin/
+  strip .gpu/bundle/bin/*
+  # Every library the binaries load but glibc's, libstdc++'s and CUDA's own, which the machine has.
+  ldd build/dew build/tests/dew_gpu_tests | awk '/=> \// {print $3}' | sort -u |
+    grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
+    while read -r lib; do cp -L "$lib" .gpu/bundle/lib/; done
+  tar -C .gpu/bundle -czf .gpu/bundle.tar.gz bin lib
+  rm -rf .gpu/bundle
+  echo "packed .gpu/bundle.tar.gz ($(du -h .gpu/bundle.tar.gz | cut -f1)); carry .gpu"
+}
+
+run() {
+  local out="${OUT:-/tmp/dew-qualify}" dir=/tmp/dew-gpu
+  mkdir -p "$out" "$dir"
+  tar -C "$dir" -xzf .gpu/bundle.tar.gz
+  export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/gpu.txt" ||
+    echo "no nvidia-smi: no GPU here" | tee "$out/gpu.txt"
+  local check=fail tests=fail
+  # A pass needs rows that ran: "0 passed" means no CUDA implementation could run.
+  timeout 150 "$dir/bin/dew" check --impl cuda --forward-only >"$out/check.txt" 2>&1 &&
+    ! tail -1 "$out/check.txt" | grep -q '^0 passed' && check=pass
+  timeout 120 "$dir/bin/dew_gpu_tests" >"$out/gpu_tests.txt" 2>&1 && tests=pass
+  timeout 150 "$dir/bin/dew" bench cuda >"$out/bench_dew.txt" 2>&1 || echo "dew bench cuda failed" >>"$out/bench_dew.txt"
+  timeout 120 python3 bench/cuda_pytorch.py >"$out/bench_torch.txt" 2>&1 || echo "cuda_pytorch.py failed" >>"$out/bench_torch.txt"
+  echo "== dew check --impl cuda: $check: $(tail -1 "$out/check.txt")"
+  grep -E "FAIL" "$out/check.txt" | head -20 || true
+  echo "== dew_gpu_tests: $tests: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests.txt" | tr '\n' ' ')"
+  echo "== dew bench cuda"
+  grep -v '^{' "$out/bench_dew.txt" | tail -40
+  echo "== PyTorch"
+  grep -v '^{' "$out/bench_torch.txt" | tail -40
+}
+
+case "${1:-}" in
+  pack) pack ;;
+  run) run ;;
+  *) echo "usage: tools/gpu-qualify.sh pack|run" >&2; exit 2 ;;
+esac
