@@ -239,7 +239,7 @@ JvpResult jvp(const TensorFn& f, const std::vector<Tensor>& primals, const std::
     result.outputs = f(duals);
     for (const Tensor& out : result.outputs) {
       Tensor t = detail::tangent_of(out);
-      result.tangents.push_back(t.defined() ? t : Tensor::zeros(out.shape(), out.dtype()));
+      result.tangents.push_back(t.defined() ? t : Tensor::zeros(out.shape(), out.dtype(), out.device()));
     }
   } catch (...) {
     detail::pop_jvp_level(level);

@@ -24,8 +24,11 @@ Tensor unslice(const Tensor& d_view, const Shape& base_shape, int64_t d, int64_t
   for (int64_t i = 0; i < n; ++i) rows[size_t(i)] = double(start + i * step);
   Shape index_shape(d_view.shape().size(), 1);
   index_shape[size_t(d)] = n;
-  const Tensor index = Tensor::from_values(rows, index_shape, DType::i64).expand(d_view.shape()).contiguous();
-  return scatter_add(Tensor::zeros(base_shape, d_view.dtype()), d, index, d_view);
+  const Tensor index = Tensor::from_values(rows, index_shape, DType::i64)
+                           .to(d_view.device())
+                           .expand(d_view.shape())
+                           .contiguous();
+  return scatter_add(Tensor::zeros(base_shape, d_view.dtype(), d_view.device()), d, index, d_view);
 }
 
 }  // namespace

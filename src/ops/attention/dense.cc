@@ -26,7 +26,7 @@ Tensor heads_first(const Tensor& x, int64_t group, DType dtype) {
     const int64_t heads = x.shape()[2] * group;
     std::vector<double> index(static_cast<size_t>(heads));
     for (int64_t h = 0; h < heads; ++h) index[size_t(h)] = double(h / group);
-    y = index_select(y, 2, Tensor::from_values(index, {heads}, DType::i64));
+    y = index_select(y, 2, Tensor::from_values(index, {heads}, DType::i64).to(x.device()));
   }
   return permute_copy(y, {0, 2, 1, 3});
 }
@@ -73,8 +73,9 @@ Tensor scores(DenseAttention& a, const Tensor& q, const Tensor& k, const Tensor&
     a.capped = tanh(div(s, scalar_like(g.cap, s)));
     s = mul(a.capped, scalar_like(g.cap, s));
   }
-  const Tensor q_segments = o.q_segments.defined() ? o.q_segments.contiguous() : Tensor();
-  const Tensor k_segments = o.k_segments.defined() ? o.k_segments.contiguous() : Tensor();
+  // The mask is built on the host: the segment ids are read there.
+  const Tensor q_segments = o.q_segments.defined() ? o.q_segments.to(Device::cpu()).contiguous() : Tensor();
+  const Tensor k_segments = o.k_segments.defined() ? o.k_segments.to(Device::cpu()).contiguous() : Tensor();
   std::vector<double> visible(size_t(g.B * g.T * g.S));
   alive.assign(size_t(g.B * g.T), 0.0);
   for (int64_t b = 0; b < g.B; ++b) {
@@ -91,13 +92,14 @@ Tensor scores(DenseAttention& a, const Tensor& q, const Tensor& k, const Tensor&
         std::fill_n(visible.begin() + std::ptrdiff_t((b * g.T + t) * g.S), g.S, 1.0);
     }
   }
-  return where(Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean), s,
+  return where(Tensor::from_values(visible, {g.B, 1, g.T, g.S}, DType::boolean).to(s.device()), s,
                scalar_like(-INFINITY, s));
 }
 
 // The sinks as one more score column (B,H,T,1), joining the denominator with no value.
 Tensor sink_column(const Tensor& sinks, const Shape& p, DType dtype) {
-  return add(Tensor::zeros({p[0], p[1], p[2], 1}, dtype), as_dtype(sinks, dtype).reshape({1, p[1], 1, 1}));
+  return add(Tensor::zeros({p[0], p[1], p[2], 1}, dtype, sinks.device()),
+             as_dtype(sinks, dtype).reshape({1, p[1], 1, 1}));
 }
 
 }  // namespace
@@ -110,7 +112,7 @@ DenseAttention dense_attention(const Tensor& q, const Tensor& k, const Tensor& v
   const DType dtype = s.dtype();
   // A row that sees nothing (and has no sink) kept all its keys in scores(), so that its softmax stays
   // finite; its probabilities and lse are replaced by 0 and -inf here.
-  a.alive = Tensor::from_values(alive, {p[0], 1, p[2], 1}, DType::boolean);
+  a.alive = Tensor::from_values(alive, {p[0], 1, p[2], 1}, DType::boolean).to(s.device());
   Tensor lse;
   if (o.sinks.defined()) {
     const Tensor column = sink_column(o.sinks, p, dtype);
@@ -154,7 +156,7 @@ std::vector<Tensor> dense_attention_jvp(const DenseAttention& a, const Tensor& t
   Tensor mu = ds.defined() ? sum(mul(a.probs, ds), {3}, true) : Tensor();
   if (t_sinks.defined() && a.sink_probs.defined())
     mu = add_defined(mu, mul(a.sink_probs, as_dtype(t_sinks, dtype).reshape({1, p[1], 1, 1})));
-  if (!mu.defined()) mu = Tensor::zeros({p[0], p[1], p[2], 1}, dtype);
+  if (!mu.defined()) mu = Tensor::zeros({p[0], p[1], p[2], 1}, dtype, a.probs.device());
   Tensor t_out = neg(mul(mu, a.out));
   if (ds.defined()) t_out = add(t_out, matmul(mul(a.probs, ds), a.vh));
   if (tv.defined()) t_out = add(t_out, matmul(a.probs, heads_first(tv, a.group, dtype)));
@@ -169,7 +171,8 @@ std::vector<Tensor> dense_attention_vjp(const DenseAttention& a, const Tensor& d
   const Shape& p = a.probs.shape();
   // dS = P (dP - Dr) with dP = dO V^T and Dr = rowsum(dO o) - d_lse (lse's gradient reaches every
   // score through dlse/ds = p); dq = scale dS K, dk = scale dS^T Q, dv = P^T dO.
-  Tensor d_oh = d_out.defined() ? heads_first(d_out, 1, dtype) : Tensor::zeros(a.out.shape(), dtype);
+  Tensor d_oh =
+      d_out.defined() ? heads_first(d_out, 1, dtype) : Tensor::zeros(a.out.shape(), dtype, a.out.device());
   Tensor row = sum(mul(d_oh, a.out), {3}, true);
   if (d_lse.defined())
     row =

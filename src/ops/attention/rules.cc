@@ -53,7 +53,7 @@ std::vector<Tensor> Attention::jvp(const Args& a, const std::vector<Tensor>& out
     return dense_attention_jvp(dense_attention(a.q, a.k, a.v, a.options), tq, tk, tv, t_sinks,
                                outs[0].dtype(), outs[1].dtype());
   auto tangent = [&](const Tensor& given_tangent, const Tensor& like) {
-    return given_tangent.defined() ? given_tangent : Tensor::zeros(like.shape(), like.dtype());
+    return given_tangent.defined() ? given_tangent : Tensor::zeros(like.shape(), like.dtype(), like.device());
   };
   Tensor sinks_tangent;
   if (a.options.sinks.defined()) sinks_tangent = tangent(t_sinks, a.options.sinks);

@@ -39,9 +39,10 @@ VjpRule Index::vjp(const Args& a) {
       case IndexFn::embedding_backward:  // linear in d_out: its vjp gathers the rows back
         return {embedding(g, ids), Tensor()};
       case IndexFn::index_select:
-        return {scatter_add(Tensor::zeros(x_shape, dtype), axis, spread_index(ids, g, axis), g), Tensor()};
+        return {scatter_add(Tensor::zeros(x_shape, dtype, g.device()), axis, spread_index(ids, g, axis), g),
+                Tensor()};
       case IndexFn::gather:
-        return {scatter_add(Tensor::zeros(x_shape, dtype), axis, ids, g), Tensor()};
+        return {scatter_add(Tensor::zeros(x_shape, dtype, g.device()), axis, ids, g), Tensor()};
       case IndexFn::scatter_add:
         return {g, Tensor(), gather(g, axis, ids)};
       default:
@@ -64,8 +65,9 @@ std::vector<Tensor> Index::jvp(const Args& a, const std::vector<Tensor>& outs, c
     case IndexFn::scatter_add: {
       const Tensor& ts = t[2];
       if (!tx.defined() && !ts.defined()) return {Tensor()};
-      return {scatter_add(tx.defined() ? tx : Tensor::zeros(outs[0].shape(), outs[0].dtype()), a.axis,
-                          a.index, ts.defined() ? ts : Tensor::zeros(a.src.shape(), a.src.dtype()))};
+      return {scatter_add(
+          tx.defined() ? tx : Tensor::zeros(outs[0].shape(), outs[0].dtype(), outs[0].device()), a.axis,
+          a.index, ts.defined() ? ts : Tensor::zeros(a.src.shape(), a.src.dtype(), a.src.device()))};
     }
     default:
       return {Tensor()};

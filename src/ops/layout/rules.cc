@@ -40,13 +40,19 @@ VjpRule Layout::vjp(const Args& a) {
         return split(d[0], sizes, axis);
       case LayoutFn::split: {
         std::vector<Tensor> pieces;
+        Device device;  // where the gradients are: the first defined one's device
+        for (const Tensor& di : d)
+          if (di.defined()) {
+            device = di.device();
+            break;
+          }
         for (size_t i = 0; i < d.size(); ++i) {
           if (d[i].defined()) {
             pieces.push_back(d[i]);
           } else {  // a piece no gradient reached: zeros of its shape
             Shape s = shapes[0];
             s[size_t(normalize_axis(axis, rank, "split"))] = attributes.ints[i];
-            pieces.push_back(Tensor::zeros(s, dtype));
+            pieces.push_back(Tensor::zeros(s, dtype, device));
           }
         }
         return {concat(pieces, axis)};
@@ -71,7 +77,8 @@ std::vector<Tensor> Layout::jvp(const Args& a, const std::vector<Tensor>& outs,
     case LayoutFn::concat: {
       std::vector<Tensor> parts;
       for (size_t i = 0; i < a.xs.size(); ++i)
-        parts.push_back(t[i].defined() ? t[i] : Tensor::zeros(a.xs[i].shape(), a.xs[i].dtype()));
+        parts.push_back(t[i].defined() ? t[i]
+                                       : Tensor::zeros(a.xs[i].shape(), a.xs[i].dtype(), a.xs[i].device()));
       return {concat(parts, a.axis)};
     }
     case LayoutFn::split:
