@@ -64,6 +64,26 @@ std::string describe(const std::vector<double>& step_s, int64_t tokens_per_step,
                      double(tokens_per_step) / best, 100 * rate * flops_per_token / peak_flops);
 }
 
+// The GPU's rate for a dense 8192^3 product in `dtype` (Dew's matmul: cuBLASLt), median of 3 after a
+// warm-up: the ceiling MFU is quoted against on a GPU.
+double device_gemm_flops(Device device, DType dtype) {
+  const int64_t n = 8192;
+  Tensor a = Tensor::empty({n, n}, dtype), b = Tensor::empty({n, n}, dtype);
+  fill_uniform(a, {3, 1, 0}, -1, 1);
+  fill_uniform(b, {3, 2, 0}, -1, 1);
+  a = a.to(device), b = b.to(device);
+  matmul(a, b);
+  std::vector<double> seconds;
+  for (int r = 0; r < 3; ++r) {
+    cuda_synchronize(device.index);
+    const auto start = std::chrono::steady_clock::now();
+    matmul(a, b);
+    cuda_synchronize(device.index);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * double(n) * double(n) * double(n) / median(seconds);
+}
+
 }  // namespace
 
 int run_train_bench(const TrainBenchOptions& o) {
@@ -83,22 +103,29 @@ int run_train_bench(const TrainBenchOptions& o) {
               "[bench train] --precision {}; expected f32 or bf16", o.precision);
   const DType compute = o.precision == "bf16" ? DType::bf16 : DType::f32;
 
+  const Device device = Device::parse(o.device);
   CausalLM model = CausalLM::init(parse_model_config(model_json, o.model), DType::f32, 0);
   for (auto& [name, p] : model.parameters()) p.requires_grad_();
+  if (device.kind == Device::Kind::cuda) model = model.to(device);  // master weights, state and steps there
   const std::vector<train::Param> params = train::default_groups(model.parameters(), 0.1);
   std::unique_ptr<train::Optimizer> optimizer = train::make_adamw(params);
   int64_t n = 0;
   for (const auto& [name, p] : model.parameters()) n += p.numel();
   const double flops_per_token = train::training_flops_per_token(model, T);
-  const double peak_flops = sgemm_gflop_per_s(2048, 3) * 1e9;
+  // MFU against this run's own rate: the host's sgemm, or the GPU's 8192^3 product in the compute dtype.
+  const double peak_flops = device.kind == Device::Kind::cuda ? device_gemm_flops(device, compute)
+                                                              : sgemm_gflop_per_s(2048, 3) * 1e9;
   const int64_t vocab = model.config().vocab_size;
-  const bool pytorch = o.pytorch && std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+  // PyTorch's side (train_pytorch.py) is the CPU's; on a GPU Dew runs alone.
+  const bool pytorch = o.pytorch && device.kind == Device::Kind::cpu &&
+                       std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
   const bool jemalloc = std::filesystem::exists(kJemalloc);
   fmt::print(
-      "train: {} ({:.1f} M parameters), B {} T {}, AdamW, {}, {} threads; {} timed steps x {} rounds; "
-      "{:.0f} MFLOP/token; sgemm {:.1f} GFLOP/s\n",
-      o.model, double(n) / 1e6, B, T, o.precision == "bf16" ? "bf16 mixed precision" : "f32", num_threads(),
-      o.steps, o.rounds, flops_per_token / 1e6, peak_flops / 1e9);
+      "train: {} ({:.1f} M parameters) on {}, B {} T {}, AdamW, {}, {} threads; {} timed steps x {} rounds; "
+      "{:.0f} MFLOP/token; {} {:.1f} GFLOP/s\n",
+      o.model, double(n) / 1e6, device.str(), B, T, o.precision == "bf16" ? "bf16 mixed precision" : "f32",
+      num_threads(), o.steps, o.rounds, flops_per_token / 1e6,
+      device.kind == Device::Kind::cuda ? "gemm 8192^3" : "sgemm", peak_flops / 1e9);
 
   const std::string config_path =
       (std::filesystem::temp_directory_path() / fmt::format("dew_bench_train_{}.json", ::getpid())).string();
@@ -116,10 +143,13 @@ int run_train_bench(const TrainBenchOptions& o) {
                             [&] { return std::exchange(batch, std::nullopt); });
       DEW_REQUIRE(result.applied, "[bench train] step {}: loss {}, gradient norm {}", s, result.loss,
                   result.grad_norm);
+      if (device.kind == Device::Kind::cuda) cuda_synchronize(device.index);  // the optimizer's queued work
       if (s > 0)
         dew.step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
-    dew.peak_bytes = std::max(dew.peak_bytes, double(cpu_memory_stats().peak_bytes));
+    dew.peak_bytes = std::max(
+        dew.peak_bytes, double(device.kind == Device::Kind::cuda ? cuda_memory_stats(device.index).peak_bytes
+                                                                 : cpu_memory_stats().peak_bytes));
     if (!pytorch) continue;
     const std::string command = fmt::format(
         "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {} {}",
@@ -160,6 +190,8 @@ int run_train_bench(const TrainBenchOptions& o) {
     torch_json = fmt::format(
         R"({{"version":"{}","tokens_per_s":{:.2f},"max_rss_bytes":{:.0f},"ratio":{:.3f}}})", torch_version,
         double(tokens_per_step) / median(torch.step_s), torch.max_rss_bytes, ratio);
+  } else if (o.pytorch && device.kind == Device::Kind::cuda) {
+    fmt::print("(no PyTorch comparison on {}: train_pytorch.py is the CPU's)\n", device.str());
   } else if (o.pytorch) {
     fmt::print("(no PyTorch comparison: {})\n",
                pytorch ? "train_pytorch.py failed:\n" + torch_error : "apt-get install python3-torch");

@@ -16,6 +16,7 @@ struct TrainBenchOptions {
   int steps = 4, rounds = 2;        // timed steps per round (after one warm-up step); rounds alternate
   bool pytorch = true;
   std::string precision = "f32";  // or bf16: mixed precision (PyTorch: autocast to bf16)
+  std::string device = "cpu";     // or cuda:N: Dew's side on that GPU (PyTorch's side is the CPU script)
 };
 int run_train_bench(const TrainBenchOptions& options);
 

@@ -35,11 +35,20 @@ run() {
     echo "no nvidia-smi: no GPU here" | tee "$out/gpu.txt"
   local check=fail tests=fail
   # A pass needs rows that ran: "0 passed" means no CUDA implementation could run.
-  timeout 150 "$dir/bin/dew" check --impl cuda --forward-only >"$out/check.txt" 2>&1 &&
+  # Each step has its own limit; together they stay under 8 minutes.
+  timeout 90 "$dir/bin/dew" check --impl cuda --forward-only >"$out/check.txt" 2>&1 &&
     ! tail -1 "$out/check.txt" | grep -q '^0 passed' && check=pass
-  timeout 120 "$dir/bin/dew_gpu_tests" >"$out/gpu_tests.txt" 2>&1 && tests=pass
-  timeout 150 "$dir/bin/dew" bench cuda >"$out/bench_dew.txt" 2>&1 || echo "dew bench cuda failed" >>"$out/bench_dew.txt"
-  timeout 120 python3 bench/cuda_pytorch.py >"$out/bench_torch.txt" 2>&1 || echo "cuda_pytorch.py failed" >>"$out/bench_torch.txt"
+  timeout 50 "$dir/bin/dew_gpu_tests" >"$out/gpu_tests.txt" 2>&1 && tests=pass
+  timeout 80 "$dir/bin/dew" bench cuda >"$out/bench_dew.txt" 2>&1 || echo "dew bench cuda failed" >>"$out/bench_dew.txt"
+  timeout 50 python3 bench/cuda_pytorch.py >"$out/bench_torch.txt" 2>&1 || echo "cuda_pytorch.py failed" >>"$out/bench_torch.txt"
+  # The training step: GPT-2 124M, B 16, T 1024, bf16 mixed precision; PyTorch's eager and compiled step of
+  # the same shape (dev/gpu_ceilings/torch_gpt2_step.py) against the bf16 rate Dew measured.
+  timeout 80 "$dir/bin/dew" bench train gpt2-124m --device cuda:0 --precision bf16 --batch 16 --tokens 1024 \
+    --steps 3 --rounds 1 >"$out/train_dew.txt" 2>&1 || echo "dew bench train failed" >>"$out/train_dew.txt"
+  local peak
+  peak=$(awk '/gemm +bf16 8192x8192x8192/ {print $5}' "$out/bench_dew.txt")
+  timeout 110 python3 dev/gpu_ceilings/torch_gpt2_step.py "${peak:-790}" >"$out/train_torch.txt" 2>&1 ||
+    echo "torch_gpt2_step.py failed" >>"$out/train_torch.txt"
   echo "== dew check --impl cuda: $check: $(tail -1 "$out/check.txt")"
   grep -E "FAIL" "$out/check.txt" | head -20 || true
   echo "== dew_gpu_tests: $tests: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests.txt" | tr '\n' ' ')"
@@ -47,6 +56,9 @@ run() {
   grep -v '^{' "$out/bench_dew.txt" | tail -40
   echo "== PyTorch"
   grep -v '^{' "$out/bench_torch.txt" | tail -40
+  echo "== training step"
+  grep -v '^{' "$out/train_dew.txt" | tail -4
+  tail -3 "$out/train_torch.txt"
 }
 
 case "${1:-}" in

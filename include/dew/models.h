@@ -88,6 +88,9 @@ class CausalLM {
   std::map<std::string, Tensor>& parameters() { return parameters_; }
   const Tensor& parameter(const std::string& name) const;
   CausalLM to(DType dtype) const;  // every floating parameter cast
+  // Every parameter copied to `device`, as new leaves (requires_grad as the original's).
+  CausalLM to(Device device) const;
+  Device device() const;  // the parameters' device (cpu for a model without parameters)
 
   // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype. With a
   // cache, the tokens attend to the cached ones too, and their keys and values join the cache

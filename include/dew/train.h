@@ -67,8 +67,10 @@ class Optimizer {
 
  protected:
   explicit Optimizer(std::vector<Param> params, std::vector<std::string> buffers);
-  // Buffer `k` (in the order given to the constructor) of parameter `i`, zeros until first used.
-  float* buffer(size_t k, size_t i);
+  // Buffer `k` (in the order given to the constructor) of parameter `i`, zeros until first used, on
+  // the parameter's device; buffer() is its data (a host pointer for a cpu parameter).
+  Tensor& buffer_tensor(size_t k, size_t i);
+  float* buffer(size_t k, size_t i) { return buffer_tensor(k, i).data<float>(); }
   std::vector<Param> params_;
   int64_t steps_ = 0;
 

@@ -160,6 +160,8 @@ int main(int argc, char** argv) {
   bench_train_cmd->add_flag("!--no-pytorch", bench_train.pytorch, "skip PyTorch's run");
   bench_train_cmd->add_option("--precision", bench_train.precision, "f32, or bf16 (mixed precision)")
       ->default_val("f32");
+  bench_train_cmd->add_option("--device", bench_train.device, "cpu, or cuda:N (Dew's side on that GPU)")
+      ->default_val("cpu");
   dew::cli::TrainOptions train;
   auto* train_cmd =
       app.add_subcommand("train", "train a config's model on its data, resuming a run directory");

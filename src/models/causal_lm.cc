@@ -158,6 +158,20 @@ CausalLM CausalLM::to(DType dtype) const {
   return m;
 }
 
+CausalLM CausalLM::to(Device device) const {
+  CausalLM m = *this;
+  for (auto& [name, t] : m.parameters_) {
+    const bool leaf_wants_grad = t.requires_grad();
+    t = t.detach().to(device);
+    if (leaf_wants_grad && is_floating(t.dtype())) t.requires_grad_();
+  }
+  return m;
+}
+
+Device CausalLM::device() const {
+  return parameters_.empty() ? Device::cpu() : parameters_.begin()->second.device();
+}
+
 namespace models {
 
 // Copies `count` positions of every row of `from` (B, *, Hkv, D), from its position 0, into `to` at
@@ -230,7 +244,7 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
   mask.causal = true;
   const bool cached_segments = cache && cache->segments.defined();
   if (segments.defined() || cached_segments) {
-    const auto ones = [](int64_t B, int64_t n) { return Tensor::full({B, n}, 1, DType::i64); };
+    const auto ones = [&](int64_t B, int64_t n) { return Tensor::full({B, n}, 1, DType::i64, ids.device()); };
     mask.q_segments = segments.defined() ? segments : ones(ids.size(0), ids.size(1));
     mask.k_segments = mask.q_segments;
     if (cache) {

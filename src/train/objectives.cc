@@ -27,17 +27,21 @@ Tensor next_token_targets(const data::Batch& batch) {
 }
 
 LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options) {
+  // The batch comes from the data chain on the host; the model runs where its parameters are.
+  const Device device = model.device();
   const int64_t T = batch.tokens.shape()[1] - 1;
-  const Tensor ids = batch.tokens.slice(1, 0, T).contiguous();
-  const Tensor positions = batch.positions.slice(1, 0, T).contiguous();
-  const Tensor segments = batch.segment_ids.slice(1, 0, T).contiguous();
+  const Tensor ids = batch.tokens.slice(1, 0, T).to(device).contiguous();
+  const Tensor positions = batch.positions.slice(1, 0, T).to(device).contiguous();
+  const Tensor segments = batch.segment_ids.slice(1, 0, T).to(device).contiguous();
   const Tensor targets = next_token_targets(batch);
   const Tensor logits = model.forward(ids, positions, nullptr, segments);
   LmLoss out;
   out.target_ids = targets;
-  out.loss = cross_entropy(logits, targets, {.ignore_index = kIgnoreTarget, .z_loss = options.z_loss}).loss;
-  // Accuracy: the argmax of each real target's row is the target.
-  const Tensor predicted = argmax(logits.detach(), -1);
+  out.loss =
+      cross_entropy(logits, targets.to(device), {.ignore_index = kIgnoreTarget, .z_loss = options.z_loss})
+          .loss;
+  // Accuracy: the argmax of each real target's row is the target (counted on the host).
+  const Tensor predicted = argmax(logits.detach(), -1).to(Device::cpu());
   const int64_t* p = predicted.data<int64_t>();
   const int64_t* y = targets.data<int64_t>();
   for (int64_t i = 0; i < targets.numel(); ++i) {

@@ -32,10 +32,10 @@ Optimizer::Optimizer(std::vector<Param> params, std::vector<std::string> buffers
   for (std::vector<Tensor>& per_param : buffers_) per_param.resize(params_.size());
 }
 
-float* Optimizer::buffer(size_t k, size_t i) {
+Tensor& Optimizer::buffer_tensor(size_t k, size_t i) {
   Tensor& b = buffers_[k][i];
-  if (!b.defined()) b = Tensor::zeros(params_[i].tensor.shape(), DType::f32);
-  return b.data<float>();
+  if (!b.defined()) b = Tensor::zeros(params_[i].tensor.shape(), DType::f32, params_[i].tensor.device());
+  return b;
 }
 
 void Optimizer::zero_grad() {

@@ -1,10 +1,14 @@
 // Learning-rate schedules (train.h) and clipping by global norm.
+#include <dew/autodiff.h>
 #include <dew/error.h>
+#include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/train.h>
 
 #include <cmath>
 #include <numbers>
+
+#include "core/strided.h"
 
 namespace dew::train {
 
@@ -50,7 +54,12 @@ double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
     DEW_REQUIRE(g.dtype() == DType::f32 && g.is_contiguous(),
                 "[clip_grad_norm] the gradient of {} is {}; expected a contiguous f32 tensor", p.name,
                 g.describe());
-    grads.push_back(g);  // shares the gradient's storage: clipping scales it in place
+    grads.push_back(g);                          // shares the gradient's storage: clipping scales it in place
+    if (g.device().kind != Device::Kind::cpu) {  // on a GPU: the sum of squares there, read back
+      NoGrad no_grad;
+      total += sum(square(g)).to_f64_vector()[0];
+      continue;
+    }
     const float* x = grads.back().data<float>();
     const int64_t n = grads.back().numel(), blocks = (n + kBlock - 1) / kBlock;
     std::vector<double> partial(size_t(blocks), 0.0);
@@ -68,6 +77,11 @@ double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
   if (coefficient < 1) {
     const float c = float(coefficient);
     for (Tensor& g : grads) {
+      if (g.device().kind != Device::Kind::cpu) {
+        NoGrad no_grad;
+        dew::detail::copy_strided(mul(g, Tensor::full({}, c, DType::f32, g.device())), g);
+        continue;
+      }
       float* x = g.data<float>();
       parallel_for(g.numel(), 1 << 14, [&](int64_t b, int64_t e) {
         for (int64_t k = b; k < e; ++k) x[k] *= c;

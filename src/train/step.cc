@@ -37,9 +37,9 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
     loss_sum += lm.loss.to_f64_vector()[0];
     out.targets += lm.targets;
     out.correct += lm.correct;
-    backward(options.accumulation == 1
-                 ? lm.loss
-                 : mul(lm.loss, Tensor::full({}, 1.0 / double(options.accumulation), DType::f32)));
+    backward(options.accumulation == 1 ? lm.loss
+                                       : mul(lm.loss, Tensor::full({}, 1.0 / double(options.accumulation),
+                                                                   DType::f32, lm.loss.device())));
   }
   out.complete = true;
   out.loss = loss_sum / double(options.accumulation);

@@ -1,10 +1,13 @@
 // The update rules. Each runs elementwise over a parameter on the thread pool; an element's result
 // depends on that element alone, so it is the same at any thread count. AdamW and SGD take their
 // steps in the order torch.optim's single-tensor code does, each rounded to float32.
+#include <dew/autodiff.h>
 #include <dew/error.h>
+#include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/train.h>
 
+#include "core/strided.h"
 #include "train/updates.h"
 
 #include <cmath>
@@ -18,13 +21,43 @@ void check_adamw(const AdamWOptions& o) {
               o.eps);
 }
 
+namespace {
+
+// One step's constants, each rounded to f32 once, shared by the host loop and the ops.
+struct AdamWConstants {
+  float decay, w1, beta2, w2, root, eps, step_size;
+  AdamWConstants(const AdamWOptions& o, int64_t step, double lr, double weight_decay) {
+    const double bc1 = 1 - std::pow(o.beta1, double(step)),
+                 bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step)));
+    decay = float(1 - lr * weight_decay), w1 = float(1 - o.beta1), beta2 = float(o.beta2),
+    w2 = float(1 - o.beta2), root = float(bc2_sqrt), eps = float(o.eps), step_size = float(-(lr / bc1));
+  }
+};
+
+}  // namespace
+
+void adamw_update_by_ops(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const AdamWOptions& o,
+                         int64_t step, double lr, double weight_decay) {
+  const AdamWConstants k(o, step, lr, weight_decay);
+  NoGrad no_grad;
+  auto c = [&](float x) { return Tensor::full({}, x, DType::f32, p.device()); };
+  // The host loop's expressions, in its order.
+  const Tensor mean = add(m, mul(c(k.w1), sub(g, m)));
+  const Tensor second = add(mul(v, c(k.beta2)), mul(mul(c(k.w2), g), g));
+  const Tensor denom = add(div(sqrt(second), c(k.root)), c(k.eps));
+  const Tensor next = add(mul(p, c(k.decay)), mul(c(k.step_size), div(mean, denom)));
+  dew::detail::copy_strided(mean, m);
+  dew::detail::copy_strided(second, v);
+  dew::detail::copy_strided(next, p);
+  m.bump_version();
+  v.bump_version();
+}
+
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWOptions& o,
                   int64_t step, double lr, double weight_decay) {
-  const double bc1 = 1 - std::pow(o.beta1, double(step)),
-               bc2_sqrt = std::sqrt(1 - std::pow(o.beta2, double(step)));
-  const float decay = float(1 - lr * weight_decay), w1 = float(1 - o.beta1), beta2 = float(o.beta2),
-              w2 = float(1 - o.beta2), root = float(bc2_sqrt), eps = float(o.eps),
-              step_size = float(-(lr / bc1));
+  const AdamWConstants k(o, step, lr, weight_decay);
+  const float decay = k.decay, w1 = k.w1, beta2 = k.beta2, w2 = k.w2, root = k.root, eps = k.eps,
+              step_size = k.step_size;
   // By value and through local restrict pointers: the loop vectorizes only once the compiler sees
   // that no store reaches the constants or another array.
   parallel_for(n, kGrain, [=](int64_t begin, int64_t end) {
@@ -58,10 +91,16 @@ class AdamW : public Optimizer {
   }
   void step(double lr) override {
     ++steps_;
-    for_each_gradient(params_, [&](size_t i, float* p, const float* g, int64_t n) {
-      detail::adamw_update(p, g, buffer(0, i), buffer(1, i), n, o_, steps_, lr * params_[i].lr_scale,
-                           params_[i].weight_decay);
-    });
+    for_each_gradient(
+        params_,
+        [&](size_t i, float* p, const float* g, int64_t n) {
+          detail::adamw_update(p, g, buffer(0, i), buffer(1, i), n, o_, steps_, lr * params_[i].lr_scale,
+                               params_[i].weight_decay);
+        },
+        [&](size_t i, const Tensor& g) {  // a parameter on a GPU: the same update by ops there
+          detail::adamw_update_by_ops(params_[i].tensor, g, buffer_tensor(0, i), buffer_tensor(1, i), o_,
+                                      steps_, lr * params_[i].lr_scale, params_[i].weight_decay);
+        });
   }
 
  private:

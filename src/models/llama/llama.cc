@@ -69,11 +69,13 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
   const int64_t length = pos.empty() ? 1 : int64_t(*std::max_element(pos.begin(), pos.end())) + 1;
   const int64_t first = pos.empty() ? 0 : int64_t(*std::min_element(pos.begin(), pos.end()));
   const RopeFrequencies freq = rope_frequencies(c, length);
+  // Built on the host in f64, then moved to where the model runs.
   RopeTables tables =
       rope_tables(c.rope.theta, freq.rotary_dim, length, table_dtype,
                   Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64), first);
+  tables = {tables.cos.to(ids.device()), tables.sin.to(ids.device())};
   if (freq.attention_factor != 1) {  // yarn: cos and sin scaled
-    const Tensor factor = Tensor::full({}, freq.attention_factor, table_dtype);
+    const Tensor factor = Tensor::full({}, freq.attention_factor, table_dtype, ids.device());
     tables = {mul(tables.cos, factor), mul(tables.sin, factor)};
   }
   attend.window = c.sliding_window;
