@@ -31,55 +31,66 @@ double open_unit(uint32_t w) {
   return (double(w) + 1.0) * 0x1p-32;
 }
 
-template <class Value>
-void fill_with(Tensor& t, const RandomKey& key, Value value) {
+// Fills t with values(words) of each counter block: the 4 values of elements 4b .. 4b+3 from block b's
+// words, so Philox runs once per 4 elements and a Box-Muller pair shares its logarithm. Chunks of the
+// pool start on block boundaries; a value depends on its index alone.
+template <class Values>
+void fill_with(Tensor& t, const RandomKey& key, Values values) {
   DEW_REQUIRE(t.is_contiguous(), "[random] fill of {} needs a contiguous tensor", t.describe());
   visit_dtype(t.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* p = static_cast<T*>(t.raw_data());
-    parallel_for(t.numel(), 4096, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        auto words = block_words(key, uint64_t(i) / 4);
-        p[i] = Scalar<T>::from_f64(value(words, int(i % 4)));
+    const int64_t n = t.numel(), blocks = (n + 3) / 4;
+    parallel_for(blocks, 1024, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        const std::array<double, 4> v = values(block_words(key, uint64_t(b)));
+        for (int64_t j = 0; j < 4 && 4 * b + j < n; ++j) p[4 * b + j] = Scalar<T>::from_f64(v[size_t(j)]);
       }
     });
   });
+}
+
+// The same value function applied to each of a block's 4 words.
+template <class Value>
+auto each_word(Value value) {
+  return [value](const std::array<uint32_t, 4>& w) {
+    return std::array<double, 4>{value(w[0]), value(w[1]), value(w[2]), value(w[3])};
+  };
 }
 
 }  // namespace
 
 void fill_uniform(Tensor& t, RandomKey key, double low, double high) {
   DEW_REQUIRE(low < high, "[random] uniform range [{}, {}) is empty; expected low < high", low, high);
-  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
-    return low + (high - low) * (double(w[size_t(j)]) * 0x1p-32);
-  });
+  fill_with(t, key, each_word([&](uint32_t w) { return low + (high - low) * (double(w) * 0x1p-32); }));
 }
 
 void fill_normal(Tensor& t, RandomKey key, double mean, double stddev) {
   DEW_REQUIRE(stddev >= 0, "[random] normal stddev {} is negative; expected >= 0", stddev);
-  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
-    // Box-Muller on the word pair (0,1) or (2,3); even j takes the cosine, odd the sine.
-    int pair = j & ~1;
-    double r = std::sqrt(-2.0 * std::log(open_unit(w[size_t(pair)])));
-    double angle = 2.0 * std::numbers::pi * (double(w[size_t(pair + 1)]) * 0x1p-32);
-    return mean + stddev * r * ((j & 1) ? std::sin(angle) : std::cos(angle));
+  fill_with(t, key, [&](const std::array<uint32_t, 4>& w) {
+    // Box-Muller on the word pairs (0,1) and (2,3): the cosine for the even element, the sine for the odd.
+    std::array<double, 4> v;
+    for (size_t pair = 0; pair < 4; pair += 2) {
+      const double r = std::sqrt(-2.0 * std::log(open_unit(w[pair])));
+      const double angle = 2.0 * std::numbers::pi * (double(w[pair + 1]) * 0x1p-32);
+      v[pair] = mean + stddev * r * std::cos(angle);
+      v[pair + 1] = mean + stddev * r * std::sin(angle);
+    }
+    return v;
   });
 }
 
 void fill_bernoulli(Tensor& t, RandomKey key, double p) {
   DEW_REQUIRE(p >= 0 && p <= 1, "[random] bernoulli p={} is not a probability; expected 0 <= p <= 1", p);
-  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
-    return double(w[size_t(j)]) * 0x1p-32 < p ? 1.0 : 0.0;
-  });
+  fill_with(t, key, each_word([&](uint32_t w) { return double(w) * 0x1p-32 < p ? 1.0 : 0.0; }));
 }
 
 void fill_randint(Tensor& t, RandomKey key, int64_t low, int64_t high) {
   DEW_REQUIRE(low < high && uint64_t(high - low) <= (uint64_t(1) << 32),
               "[random] randint range [{}, {}) must be non-empty and at most 2^32 wide", low, high);
   uint64_t range = uint64_t(high - low);
-  fill_with(t, key, [&](const std::array<uint32_t, 4>& w, int j) {
-    return double(low + int64_t((uint64_t(w[size_t(j)]) * range) >> 32));
-  });
+  fill_with(t, key,
+            each_word([&](uint32_t w) { return double(low + int64_t((uint64_t(w) * range) >> 32)); }));
 }
 
 }  // namespace dew

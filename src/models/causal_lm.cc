@@ -77,20 +77,21 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& [name, shape] = shapes[i];
     const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+    // Drawn in f64 and rounded once into `dtype` by the fill itself (as a cast of the f64 draws would).
     Tensor t;
     if (name.ends_with(".bias"))
-      t = Tensor::zeros(shape, DType::f64);
+      t = Tensor::zeros(shape, dtype);
     else if (is_norm)
-      t = Tensor::full(shape, 1.0, DType::f64);
+      t = Tensor::full(shape, 1.0, dtype);
     else {
       // std 0.02 (transformers' initializer_range); GPT-2 scales residual projections by 1/sqrt(2L).
       double stddev = 0.02;
       if (is_gpt2(config) && name.ends_with("c_proj.weight"))
         stddev /= std::sqrt(2.0 * config.num_hidden_layers);
-      t = Tensor::empty(shape, DType::f64);
+      t = Tensor::empty(shape, dtype);
       fill_normal(t, {seed, uint64_t(i), 0}, 0.0, stddev);
     }
-    m.parameters_[name] = dtype == DType::f64 ? t : cast(t, dtype);
+    m.parameters_[name] = t;
   }
   m.config_text_ = models::model_config_json(m.config_);
   return m;
