@@ -18,6 +18,9 @@ struct MatmulOptions {
   Activation activation = Activation::none;
   Tensor residual;  // the output's shape, optional
   double scale = 1.0;
+  // f32 operands only: a GPU may multiply them as TF32 (10-bit mantissas, f32 accumulation) on its
+  // tensor cores. Off by default: f32 is IEEE f32, as the gate holds it; the CPU always is.
+  bool tf32 = false;
 };
 // act(scale * op(a) @ op(b) + bias) + residual
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});

@@ -153,9 +153,10 @@ void run_cublaslt(const MatmulArgs& args, Tensor& out) {
 
   cublasLtMatmulDesc_t desc = nullptr;
   const bool f64 = dtype == DType::f64;
-  check_lt(cublaslt().desc_create(&desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
-                                  f64 ? CUDA_R_64F : CUDA_R_32F),
-           "cublasLtMatmulDescCreate");
+  const cublasComputeType_t compute = f64                             ? CUBLAS_COMPUTE_64F
+                                      : dtype == DType::f32 && o.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                      : CUBLAS_COMPUTE_32F;
+  check_lt(cublaslt().desc_create(&desc, compute, f64 ? CUDA_R_64F : CUDA_R_32F), "cublasLtMatmulDescCreate");
   struct DescGuard {
     cublasLtMatmulDesc_t d;
     ~DescGuard() { cublaslt().desc_destroy(d); }

@@ -1,6 +1,7 @@
 // matmul's own tests beyond OpSuite: refusals of bad arguments, and values on a hand-checked product.
 #include <dew/autodiff.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <gtest/gtest.h>
 
 #include "error_of.h"
@@ -42,6 +43,17 @@ TEST(Matmul, AnActivationUnderGradientKeepsItsPreActivationInsteadOfRecomputingI
   for (const RouteRecord& r : routes()) products += r.op == "matmul" ? r.count : 0;
   EXPECT_EQ(products, 2);
   EXPECT_TRUE(a.grad().defined() && b.grad().defined());
+}
+
+// tf32 lets a GPU round f32 operands to TF32; the CPU computes IEEE f32 whatever it says, so the
+// bits are those of the plain product (on a GPU, only the cuda implementation reads the flag).
+TEST(Matmul, Tf32IsOnlyAPermissionTheCpuDoesNotTake) {
+  Tensor a = Tensor::empty({33, 70}, DType::f32), b = Tensor::empty({70, 9}, DType::f32);
+  fill_normal(a, {5, 1, 0}, 0, 1);
+  fill_normal(b, {5, 2, 0}, 0, 1);
+  MatmulOptions tf32;
+  tf32.tf32 = true;
+  EXPECT_EQ(matmul(a, b, tf32).to_f64_vector(), matmul(a, b).to_f64_vector());
 }
 
 TEST(Matmul, RefusesBadShapesAndDtypesNamingThem) {

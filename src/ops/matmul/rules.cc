@@ -14,15 +14,17 @@ Tensor pre_activation(const Tensor& a, const Tensor& b, const MatmulOptions& o) 
   p.transpose_b = o.transpose_b;
   p.bias = o.bias;
   p.scale = o.scale;
+  p.tf32 = o.tf32;
   return matmul(a, b, p);
 }
 
-// op(a) @ op(b) scaled, with transposes only.
-Tensor product(const Tensor& a, const Tensor& b, bool ta, bool tb, double scale) {
+// op(a) @ op(b) with the transposes given, scaled as the forward was (and TF32 where it was).
+Tensor product(const Tensor& a, const Tensor& b, bool ta, bool tb, const MatmulOptions& o) {
   MatmulOptions p;
   p.transpose_a = ta;
   p.transpose_b = tb;
-  p.scale = scale;
+  p.scale = o.scale;
+  p.tf32 = o.tf32;
   return matmul(a, b, p);
 }
 
@@ -41,7 +43,7 @@ VjpRule Matmul::vjp(const Args& args) {
   const SavedTensor bias(args.options.bias, "matmul");
   const MatmulOptions o{
       args.options.transpose_a, args.options.transpose_b, Tensor(), args.options.activation, Tensor(),
-      args.options.scale};
+      args.options.scale,       args.options.tf32};
   const bool has_bias = args.options.bias.defined(), has_residual = args.options.residual.defined();
   const Shape a_shape = args.a.shape(), b_shape = args.b.shape();
   const Shape bias_shape = has_bias ? args.options.bias.shape() : Shape{};
@@ -55,18 +57,18 @@ VjpRule Matmul::vjp(const Args& args) {
                                   Tensor());
     }
     // d op(a) = scale dz op(b)^T and d op(b) = scale op(a)^T dz, transposed back where op transposes.
-    const Tensor da = o.transpose_a ? product(b.get(), dz, o.transpose_b, true, o.scale)
-                                    : product(dz, b.get(), false, !o.transpose_b, o.scale);
+    const Tensor da = o.transpose_a ? product(b.get(), dz, o.transpose_b, true, o)
+                                    : product(dz, b.get(), false, !o.transpose_b, o);
     Tensor db;
     if (b_shape.size() == 2 && a_shape.size() > 2 && !o.transpose_a) {
       // b shared by every batch (a Linear layer): fold the batch into rows, one (K|N, R) product,
       // instead of a per-batch d op(b) summed afterwards (a batch of weight-sized transients).
       const Tensor a2 = a.get().contiguous().reshape({-1, a_shape.back()});
       const Tensor dz2 = dz.contiguous().reshape({-1, dz.shape().back()});
-      db = o.transpose_b ? product(dz2, a2, true, false, o.scale) : product(a2, dz2, true, false, o.scale);
+      db = o.transpose_b ? product(dz2, a2, true, false, o) : product(a2, dz2, true, false, o);
     } else {
-      db = o.transpose_b ? product(dz, a.get(), true, o.transpose_a, o.scale)
-                         : product(a.get(), dz, !o.transpose_a, false, o.scale);
+      db = o.transpose_b ? product(dz, a.get(), true, o.transpose_a, o)
+                         : product(a.get(), dz, !o.transpose_a, false, o);
     }
     std::vector<Tensor> grads{sum_to_shape(da, a_shape), sum_to_shape(db, b_shape)};
     if (has_bias) grads.push_back(sum_to_shape(dz, bias_shape));
@@ -79,8 +81,8 @@ std::vector<Tensor> Matmul::jvp(const Args& args, const std::vector<Tensor>& out
                                 const std::vector<Tensor>& t) {
   const MatmulOptions& o = args.options;
   Tensor dz;
-  if (t[0].defined()) dz = product(t[0], args.b, o.transpose_a, o.transpose_b, o.scale);
-  if (t[1].defined()) dz = add_defined(dz, product(args.a, t[1], o.transpose_a, o.transpose_b, o.scale));
+  if (t[0].defined()) dz = product(t[0], args.b, o.transpose_a, o.transpose_b, o);
+  if (t[1].defined()) dz = add_defined(dz, product(args.a, t[1], o.transpose_a, o.transpose_b, o));
   size_t next = 2;
   if (o.bias.defined()) {
     if (t[next].defined()) dz = add_defined(dz, t[next]);
