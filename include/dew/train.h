@@ -192,6 +192,7 @@ struct TrainerConfig {
   double grad_clip = 1.0;     // global norm; 0: measured, not clipped
   double z_loss = 0;
   DType compute = DType::f32;  // [train] precision: "auto" (bf16 on CPUs with AVX-512 BF16), "f32", "bf16"
+  Device device;               // [train] device: "cpu" (the default) or "cuda:N" (docs/cuda.md)
   int64_t log_every = 10;
   int64_t checkpoint_every = 0;  // 0: at the end (and when stopped) only
   CheckpointPolicy keep;

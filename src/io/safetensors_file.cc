@@ -103,7 +103,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   out.write(length, 8);
   out.write(header.data(), header.size());
   for (size_t i : order) {
-    const Tensor t = tensors[i].second.contiguous();
+    const Tensor t = tensors[i].second.to(Device::cpu()).contiguous();  // a GPU's tensors via the host
     out.write(t.raw_data(), uint64_t(t.numel()) * dtype_size(t.dtype()));
   }
   out.commit();

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/strided.h"
 #include "io/files.h"
 #include "models/families.h"
 
@@ -178,6 +179,10 @@ namespace models {
 // Copies `count` positions of every row of `from` (B, *, Hkv, D), from its position 0, into `to` at
 // position `at`; both contiguous.
 void copy_rows(const Tensor& from, Tensor& to, int64_t at, int64_t count) {
+  if (from.device().kind != Device::Kind::cpu) {  // on a GPU: one strided copy there
+    dew::detail::copy_strided(from.slice(1, 0, count), to.slice(1, at, at + count));
+    return;
+  }
   const size_t position_bytes = size_t(from.size(2) * from.size(3)) * dtype_size(from.dtype());
   const auto* source = static_cast<const unsigned char*>(from.raw_data());
   auto* target = static_cast<unsigned char*>(to.raw_data());
@@ -204,7 +209,7 @@ std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor
     if (!buffer.defined() || buffer.size(1) < filled) {
       const int64_t at_least = (filled + 127) / 128 * 128;
       const int64_t capacity = std::max<int64_t>(at_least, buffer.defined() ? 2 * buffer.size(1) : 0);
-      Tensor grown = Tensor::empty({B, capacity, x.size(2), x.size(3)}, x.dtype());
+      Tensor grown = Tensor::empty({B, capacity, x.size(2), x.size(3)}, x.dtype(), x.device());
       if (buffer.defined()) copy_rows(buffer, grown, 0, start);
       buffer = grown;
     }

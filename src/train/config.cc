@@ -36,7 +36,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
 
   const TomlFields train(table("train"), path + ": train");
   train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "log_every", "checkpoint_every",
-              "keep_last", "keep_every", "max_skips", "tokenizer", "init_from", "precision"});
+              "keep_last", "keep_every", "max_skips", "tokenizer", "init_from", "precision", "device"});
   c.steps = train.integer_or("steps", c.steps);
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
@@ -44,12 +44,19 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.z_loss = train.number_or("z_loss", 0);
   // auto: bf16 where the CPU multiplies bf16 natively (AVX-512 BF16), where it measured faster at the
   // same loss (docs/perf.md, "Mixed precision"); f32 elsewhere, where bf16 products are widened first.
+  const std::string device = train.text_or("device", "cpu");
+  try {
+    c.device = Device::parse(device);
+  } catch (const Error& e) {
+    fail("{}: train.device \"{}\": {}", path, device, e.what());
+  }
   const std::string precision = train.text_or("precision", "auto");
   DEW_REQUIRE(precision == "auto" || precision == "f32" || precision == "bf16",
               "{}: train.precision \"{}\"; expected \"auto\", \"f32\" or \"bf16\" (mixed precision)", path,
               precision);
-  c.compute =
-      precision == "bf16" || (precision == "auto" && cpu_features().avx512bf16) ? DType::bf16 : DType::f32;
+  // On a GPU, auto is bf16: its tensor cores multiply bf16 natively.
+  const bool native_bf16 = c.device.kind == Device::Kind::cuda || cpu_features().avx512bf16;
+  c.compute = precision == "bf16" || (precision == "auto" && native_bf16) ? DType::bf16 : DType::f32;
   c.log_every = train.integer_or("log_every", c.log_every);
   c.checkpoint_every = train.integer_or("checkpoint_every", 0);
   c.keep = {train.integer_or("keep_last", 3), train.integer_or("keep_every", 0)};
@@ -122,6 +129,7 @@ std::string describe_config(const TrainerConfig& c) {
       {"grad_clip", c.grad_clip},
       {"z_loss", c.z_loss},
       {"precision", dtype_name(c.compute)},
+      {"device", c.device.str()},
       {"log_every", c.log_every},
       {"checkpoint_every", c.checkpoint_every},
       {"keep_last", c.keep.keep_last},

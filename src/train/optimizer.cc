@@ -61,7 +61,7 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, int64_t s
       DEW_REQUIRE(it->second.dtype() == DType::f32 && it->second.shape() == params_[i].tensor.shape(),
                   "[optimizer] state {} is {}; expected f32 of the parameter's shape {}", it->first,
                   it->second.describe(), params_[i].tensor.describe());
-      loaded[k][i] = it->second.contiguous();
+      loaded[k][i] = it->second.to(params_[i].tensor.device()).contiguous();
       ++used;
     }
   DEW_REQUIRE(used == state.size(),

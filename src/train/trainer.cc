@@ -7,6 +7,7 @@
 #include <dew/runtime.h>
 #include <dew/train.h>
 
+#include "core/strided.h"
 #include "io/files.h"
 #include "io/json.h"
 #include "train/environment.h"
@@ -58,7 +59,7 @@ void copy_weights(CausalLM& from, CausalLM& into, const std::string& source) {
         it != from.parameters().end() && it->second.shape() == p.shape() && it->second.dtype() == DType::f32,
         "[train] {} holds no f32 {} of this model's shape {}; it is a checkpoint of another model", source,
         name, p.shape());
-    std::copy(it->second.data<float>(), it->second.data<float>() + p.numel(), p.data<float>());
+    dew::detail::copy_strided(it->second.to(p.device()), p);  // into the weights wherever they are
   }
 }
 
@@ -119,6 +120,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   CausalLM model =
       CausalLM::init(parse_model_config(config_.model_json, "model config"), DType::f32, config_.seed);
   for (auto& [name, p] : model.parameters()) p.requires_grad_();
+  // The master weights, the optimizer's state and every step live on the configured device.
+  if (config_.device.kind != Device::Kind::cpu) model = model.to(config_.device);
   const std::vector<Param> params = default_groups(model.parameters(), config_.weight_decay);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(config_, params);
   int64_t step = 0, tokens = 0, skipped = 0;

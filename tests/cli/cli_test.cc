@@ -511,6 +511,12 @@ TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {
   EXPECT_NE(precision.out.find("train.precision \"fp16\"; expected \"auto\", \"f32\" or \"bf16\""),
             std::string::npos)
       << precision.out;
+  Result device = run("train " + dir + "/run.toml --run-dir " + dir + "/gpu0 --set train.device=gpu0");
+  EXPECT_EQ(device.exit_code, 1);
+  EXPECT_NE(device.out.find(
+                "train.device \"gpu0\": device 'gpu0' is not known; expected 'cpu', 'cuda' or 'cuda:N'"),
+            std::string::npos)
+      << device.out;
   Result typo = run("train " + dir + "/run.toml --set train.stepz=3");
   EXPECT_NE(typo.out.find("unknown key stepz; did you mean steps?"), std::string::npos) << typo.out;
 }

@@ -143,6 +143,21 @@ TEST_F(TrainerRuns, MixedPrecisionTrainsTheF32MasterWeightsDeterministically) {
   for (const auto& [name, t] : mixed.optimizer_state) EXPECT_EQ(t.dtype(), DType::f32) << name;
 }
 
+// train.device = cuda:0: where a GPU exists the run trains there (finite losses, a checkpoint the host
+// reads back); without one the run is refused naming the device.
+TEST_F(TrainerRuns, ARunOnAGpuTrainsThereOrIsRefusedNamingTheDevice) {
+  config_.device = Device::cuda(0);
+  if (cuda_device_count() == 0) {
+    const std::string e = testing::error_of([&] { train("on_gpu"); });
+    EXPECT_NE(e.find("cuda:0"), std::string::npos) << e;
+    return;
+  }
+  const std::map<int64_t, double> losses = train("on_gpu");
+  EXPECT_EQ(int64_t(losses.size()), config_.steps);
+  for (const auto& [step, loss] : losses) EXPECT_TRUE(std::isfinite(loss)) << "step " << step;
+  EXPECT_FALSE(final_weights("on_gpu").empty());
+}
+
 TEST_F(TrainerRuns, NonFiniteStepsAreSkippedThenStopTheRun) {
   config_.schedule.peak_lr = 1e30;
   config_.grad_clip = 0;
