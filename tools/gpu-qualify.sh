@@ -17,11 +17,18 @@ pack() {
   rm -rf .gpu && mkdir -p .gpu/bundle/bin .gpu/bundle/lib
   cp build/dew build/tests/dew_gpu_tests .gpu/bundle/bin/
   strip .gpu/bundle/bin/*
-  # Every library the binaries load but glibc's, libstdc++'s and CUDA's own, which the machine has.
-  ldd build/dew build/tests/dew_gpu_tests | awk '/=> \// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux[^/]*)\.so' |
-    while read -r lib; do cp -L "$lib" .gpu/bundle/lib/; done
-  tar -C .gpu/bundle -czf .gpu/bundle.tar.gz bin lib
+  # Every library the binaries load but glibc's, libstdc++'s and CUDA's own, which the machine has;
+  # those go in glibc/ too, with the loader, for a machine whose glibc is older than this one's.
+  mkdir -p .gpu/bundle/glibc
+  ldd build/dew build/tests/dew_gpu_tests | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+    if [[ "$lib" =~ /(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so ]]; then
+      cp -L "$lib" .gpu/bundle/glibc/
+    else
+      cp -L "$lib" .gpu/bundle/lib/
+    fi
+  done
+  cp -L /lib64/ld-linux-x86-64.so.2 .gpu/bundle/glibc/
+  tar -C .gpu/bundle -czf .gpu/bundle.tar.gz bin lib glibc
   rm -rf .gpu/bundle
   echo "packed .gpu/bundle.tar.gz ($(du -h .gpu/bundle.tar.gz | cut -f1)); carry .gpu"
 }
@@ -31,19 +38,25 @@ run() {
   mkdir -p "$out" "$dir"
   tar -C "$dir" -xzf .gpu/bundle.tar.gz
   export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  # The binaries as built; through the bundled glibc and loader if this machine's glibc is older.
+  local run=()
+  if ! "$dir/bin/dew" --help >/dev/null 2>&1; then
+    run=("$dir/glibc/ld-linux-x86-64.so.2" --library-path "$dir/glibc:$LD_LIBRARY_PATH")
+    echo "running through the bundled glibc: $("$dir/bin/dew" --help 2>&1 | head -1)"
+  fi
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee "$out/gpu.txt" ||
     echo "no nvidia-smi: no GPU here" | tee "$out/gpu.txt"
   local check=fail tests=fail
   # A pass needs rows that ran: "0 passed" means no CUDA implementation could run.
   # Each step has its own limit; together they stay under 8 minutes.
-  timeout 90 "$dir/bin/dew" check --impl cuda --forward-only >"$out/check.txt" 2>&1 &&
+  timeout 90 "${run[@]}" "$dir/bin/dew" check --impl cuda --forward-only >"$out/check.txt" 2>&1 &&
     ! tail -1 "$out/check.txt" | grep -q '^0 passed' && check=pass
-  timeout 50 "$dir/bin/dew_gpu_tests" >"$out/gpu_tests.txt" 2>&1 && tests=pass
-  timeout 80 "$dir/bin/dew" bench cuda >"$out/bench_dew.txt" 2>&1 || echo "dew bench cuda failed" >>"$out/bench_dew.txt"
+  timeout 50 "${run[@]}" "$dir/bin/dew_gpu_tests" >"$out/gpu_tests.txt" 2>&1 && tests=pass
+  timeout 80 "${run[@]}" "$dir/bin/dew" bench cuda >"$out/bench_dew.txt" 2>&1 || echo "dew bench cuda failed" >>"$out/bench_dew.txt"
   timeout 50 python3 bench/cuda_pytorch.py >"$out/bench_torch.txt" 2>&1 || echo "cuda_pytorch.py failed" >>"$out/bench_torch.txt"
   # The training step: GPT-2 124M, B 16, T 1024, bf16 mixed precision; PyTorch's eager and compiled step of
   # the same shape (dev/gpu_ceilings/torch_gpt2_step.py) against the bf16 rate Dew measured.
-  timeout 80 "$dir/bin/dew" bench train gpt2-124m --device cuda:0 --precision bf16 --batch 16 --tokens 1024 \
+  timeout 80 "${run[@]}" "$dir/bin/dew" bench train gpt2-124m --device cuda:0 --precision bf16 --batch 16 --tokens 1024 \
     --steps 3 --rounds 1 >"$out/train_dew.txt" 2>&1 || echo "dew bench train failed" >>"$out/train_dew.txt"
   local peak
   peak=$(awk '/gemm +bf16 8192x8192x8192/ {print $5}' "$out/bench_dew.txt")
