@@ -35,6 +35,7 @@ pack() {
 
 run() {
   local out="${OUT:-/tmp/dew-qualify}" dir=/tmp/dew-gpu
+  SECONDS=0
   mkdir -p "$out" "$dir"
   tar -C "$dir" -xzf .gpu/bundle.tar.gz
   export LD_LIBRARY_PATH="$dir/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -62,6 +63,7 @@ run() {
   peak=$(awk '/gemm +bf16 8192x8192x8192/ {print $5}' "$out/bench_dew.txt")
   timeout 110 python3 dev/gpu_ceilings/torch_gpt2_step.py "${peak:-790}" >"$out/train_torch.txt" 2>&1 ||
     echo "torch_gpt2_step.py failed" >>"$out/train_torch.txt"
+  echo "== $SECONDS s in all (each step's limit is in this script; tune them from $out/*.txt)"
   echo "== dew check --impl cuda: $check: $(tail -1 "$out/check.txt")"
   grep -E "FAIL" "$out/check.txt" | head -20 || true
   echo "== dew_gpu_tests: $tests: $(grep -E '^\[  (PASSED|FAILED) ' "$out/gpu_tests.txt" | tr '\n' ' ')"
