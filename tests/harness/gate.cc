@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 
 namespace dew::gate {
 namespace {
@@ -192,6 +193,24 @@ uint64_t gate_seed() {
     return s;
   }
   return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+std::vector<int64_t> dense_order(const Tensor& t) {
+  std::vector<int64_t> order(static_cast<size_t>(t.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return t.strides()[size_t(a)] > t.strides()[size_t(b)]; });
+  if (!t.permute(order).is_contiguous()) return {};
+  return order;
+}
+
+Tensor to_device_keeping_layout(const Tensor& t, Device device) {
+  const std::vector<int64_t> order =
+      t.device() == device || t.is_contiguous() ? std::vector<int64_t>() : dense_order(t);
+  if (order.empty()) return t.to(device);
+  std::vector<int64_t> inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
+  return t.permute(order).to(device).permute(inverse);
 }
 
 Device implementation_device(std::string_view impl_name) {

@@ -73,11 +73,18 @@ Device implementation_device(std::string_view impl_name);
 // Why an implementation cannot run on this machine at all (a CUDA one without a device); empty if it can.
 std::string machine_refusal(std::string_view impl_name);
 
+// The permutation of t's dims by decreasing stride when t so permuted is contiguous (a transposed or
+// permuted view of contiguous data); empty otherwise.
+std::vector<int64_t> dense_order(const Tensor& t);
+// t on `device` with its layout: a permuted view arrives as the same permuted view of a contiguous
+// copy, so a kernel there reads it through its strides; other views arrive contiguous.
+Tensor to_device_keeping_layout(const Tensor& t, Device device);
+
 // The draw's inputs moved to `device`.
 template <class Args>
 Args on_device(Args args, Device device) {
   for (Tensor* t : args.mutable_inputs())
-    if (t->defined()) *t = t->to(device);
+    if (t->defined()) *t = to_device_keeping_layout(*t, device);
   return args;
 }
 

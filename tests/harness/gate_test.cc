@@ -19,6 +19,19 @@ struct Fixture {
   Tensor rounded() const { return Tensor::from_values(truth, {4, 16}, DType::f32); }
 };
 
+// A CUDA implementation is gated on the case's own layout: a transposed or permuted input is moved as
+// a contiguous copy of its dense order and permuted back there; a sliced one cannot be, and is copied.
+TEST(Gate, PermutedInputsKeepTheirLayoutOnTheWayToADevice) {
+  const Tensor x = Tensor::full({3, 4, 5}, 1.0, DType::f32);
+  const Tensor t = x.permute({2, 0, 1});
+  const std::vector<int64_t> order = dense_order(t);
+  ASSERT_EQ(order, (std::vector<int64_t>{1, 2, 0}));
+  EXPECT_TRUE(t.permute(order).is_contiguous());
+  EXPECT_TRUE(t.permute(order).shares_storage_with(x));
+  EXPECT_TRUE(dense_order(x.slice(1, 0, 4, 2)).empty());     // a strided slice: not a permutation
+  EXPECT_TRUE(dense_order(x.transpose(0, 2)).size() == 3u);  // a transpose is
+}
+
 TEST(Gate, PassesTheCorrectlyRoundedResult) {
   Fixture f;
   OutputReport r = compare_output(f.rounded(), f.rounded(), f.t, DType::f32);
