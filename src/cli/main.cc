@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
       "train", "training steps of a model against PyTorch training the same architecture in the same run");
   bench_train_cmd
       ->add_option("model", bench_train.model,
-                   "gpt2-124m, default (the default job's model) or a TOML config")
+                   "gpt2-124m, qwen3-0.6b, default (the default job's model) or a TOML config")
       ->default_val("gpt2-124m");
   bench_train_cmd->add_option("--batch", bench_train.batch, "B (default: 4 for gpt2-124m, else 8)");
   bench_train_cmd->add_option("--tokens", bench_train.tokens, "T")->default_val(256);
