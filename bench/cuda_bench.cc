@@ -15,16 +15,16 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-Tensor device_uniform(const Shape& shape, DType dtype, uint64_t stream) {
+Tensor device_uniform(const Shape& shape, DType dtype, uint64_t stream, Device device = kGpu) {
   Tensor host = Tensor::empty(shape, dtype);
   fill_uniform(host, {2026, stream, 0}, -1.0, 1.0);
-  return host.to(kGpu);
+  return host.to(device);
 }
 
-// Median milliseconds of f over reps, after one warm-up call.
-double median_ms(int reps, const std::function<void()>& f) {
+// Median milliseconds of f on `device`'s stream over reps, after one warm-up call.
+double median_ms(int reps, const std::function<void()>& f, int device = 0) {
   f();
-  cuda::Timer timer(0);
+  cuda::Timer timer(device);
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     timer.start();
@@ -57,6 +57,12 @@ double copy_gb_per_s(int reps) {
 
 }  // namespace
 
+double gpu_gemm_ms(Device device, DType dtype, int64_t M, int64_t N, int64_t K, int reps) {
+  const Tensor a = device_uniform({M, K}, dtype, 1, device), b = device_uniform({K, N}, dtype, 2, device);
+  return median_ms(
+      reps, [&] { matmul(a, b); }, device.index);
+}
+
 int run_cuda_bench(const CudaBenchOptions& o) {
   DEW_REQUIRE(cuda_device_count() > 0, "dew bench cuda: this machine has no CUDA device{}",
               cuda_device_count() == 0 ? " (or this build has no CUDA backend)" : "");
@@ -65,8 +71,7 @@ int run_cuda_bench(const CudaBenchOptions& o) {
   const double copy = copy_gb_per_s(o.reps);
   std::vector<Row> rows;
   auto gemm = [&](DType t, int64_t M, int64_t N, int64_t K, double ceiling) {
-    const Tensor a = device_uniform({M, K}, t, 1), b = device_uniform({K, N}, t, 2);
-    const double ms = median_ms(o.reps, [&] { matmul(a, b); });
+    const double ms = gpu_gemm_ms(kGpu, t, M, N, K, o.reps);
     rows.push_back({"gemm", fmt::format("{} {}x{}x{}", dtype_name(t), M, N, K), ms,
                     2.0 * double(M) * double(N) * double(K) / (ms * 1e-3) * 1e-12, ceiling, "TFLOP/s"});
     print_row(rows.back());

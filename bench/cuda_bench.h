@@ -4,6 +4,8 @@
 // for people, one JSON line last. bench/cuda_pytorch.py measures PyTorch on the same shapes.
 #pragma once
 
+#include <dew/tensor.h>
+
 namespace dew::bench {
 
 struct CudaBenchOptions {
@@ -11,5 +13,9 @@ struct CudaBenchOptions {
   bool quick = false;  // the smallest shape of each family only (a smoke run)
 };
 int run_cuda_bench(const CudaBenchOptions& options);
+
+// Dew's matmul (cuBLASLt) on `device` for an (M,K) x (K,N) product of uniform draws in `dtype`:
+// milliseconds, the median of `reps` timed with CUDA events after a warm-up.
+double gpu_gemm_ms(Device device, DType dtype, int64_t M, int64_t N, int64_t K, int reps);
 
 }  // namespace dew::bench

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 
 #include "ceilings.h"
 #include "command.h"
+#include "cuda_bench.h"
 #include "models/families.h"
 
 namespace dew::bench {
@@ -70,26 +72,6 @@ std::string describe(const std::vector<double>& step_s, int64_t tokens_per_step,
                      double(tokens_per_step) / best, 100 * rate * flops_per_token / peak_flops);
 }
 
-// The GPU's rate for a dense 8192^3 product in `dtype` (Dew's matmul: cuBLASLt), median of 3 after a
-// warm-up: the ceiling MFU is quoted against on a GPU.
-double device_gemm_flops(Device device, DType dtype) {
-  const int64_t n = 8192;
-  Tensor a = Tensor::empty({n, n}, dtype), b = Tensor::empty({n, n}, dtype);
-  fill_uniform(a, {3, 1, 0}, -1, 1);
-  fill_uniform(b, {3, 2, 0}, -1, 1);
-  a = a.to(device), b = b.to(device);
-  matmul(a, b);
-  std::vector<double> seconds;
-  for (int r = 0; r < 3; ++r) {
-    cuda_synchronize(device.index);
-    const auto start = std::chrono::steady_clock::now();
-    matmul(a, b);
-    cuda_synchronize(device.index);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return 2.0 * double(n) * double(n) * double(n) / median(seconds);
-}
-
 }  // namespace
 
 int run_train_bench(const TrainBenchOptions& o) {
@@ -120,8 +102,10 @@ int run_train_bench(const TrainBenchOptions& o) {
   for (const auto& [name, p] : model.parameters()) n += p.numel();
   const double flops_per_token = train::training_flops_per_token(model, T);
   // MFU against this run's own rate: the host's sgemm, or the GPU's 8192^3 product in the compute dtype.
-  const double peak_flops = device.kind == Device::Kind::cuda ? device_gemm_flops(device, compute)
-                                                              : sgemm_gflop_per_s(2048, 3) * 1e9;
+  const double peak_flops =
+      device.kind == Device::Kind::cuda
+          ? 2 * std::pow(8192.0, 3) / (gpu_gemm_ms(device, compute, 8192, 8192, 8192, 3) * 1e-3)
+          : sgemm_gflop_per_s(2048, 3) * 1e9;
   const int64_t vocab = model.config().vocab_size;
   // PyTorch's side (train_pytorch.py) is the CPU's; on a GPU Dew runs alone.
   const bool pytorch = o.pytorch && device.kind == Device::Kind::cpu &&

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/element_size.h"
 #include "cuda/runtime.h"
 
 namespace dew::detail {
@@ -71,16 +72,7 @@ inline void copy_strided(const Tensor& src, const Tensor& dst) {
       }
     }
   };
-  switch (es) {
-    case 1:
-      return rows(uint8_t{});
-    case 2:
-      return rows(uint16_t{});
-    case 4:
-      return rows(uint32_t{});
-    default:
-      return rows(uint64_t{});
-  }
+  visit_element_size(es, rows);
 }
 
 }  // namespace dew::detail

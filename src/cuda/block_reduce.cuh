@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/element.cuh"
+
 namespace dew::cuda {
 
 // Combine is associative; identity is its neutral element. `scratch` holds 32 values in shared memory;
@@ -40,6 +42,22 @@ template <class T>
 __device__ T block_max(T v, T* scratch) {
   return block_reduce(
       v, [](T a, T b) { return nan_max(a, b); }, T(-INFINITY), scratch);
+}
+
+// A row's maximum (NaN wins) and the sum of exp(x - max) over it, in W, across the block: the two
+// reductions of a stable softmax. With an infinite or NaN maximum the sum means nothing; callers check.
+template <class W>
+struct MaxAndExpSum {
+  W max, exp_sum;
+};
+template <class W, class T>
+__device__ MaxAndExpSum<W> block_max_and_exp_sum(const T* row, int64_t n, W* scratch) {
+  W m = -INFINITY;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = nan_max(m, W(widen(row[i])));
+  m = block_max(m, scratch);
+  W s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += exp(W(widen(row[i])) - m);
+  return {m, block_sum(s, scratch)};
 }
 
 }  // namespace dew::cuda

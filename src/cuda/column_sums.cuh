@@ -49,14 +49,13 @@ void column_sums(int device, int64_t rows, int64_t C, int64_t block_rows, Term t
   constexpr int kThreads = 256;
   const cudaStream_t stream = stream_of(device);
   const int64_t blocks = (rows + block_rows - 1) / block_rows;
-  size_t bytes = 0;
-  A* parts = static_cast<A*>(allocate(device, size_t(blocks * C) * sizeof(A), &bytes));
+  const DeviceBuffer<A> buffer(device, blocks * C);
+  A* parts = buffer.data();
   const dim3 grid(unsigned(blocks), unsigned((C + kThreads - 1) / kThreads));
   column_block_sums_kernel<A><<<grid, kThreads, 0, stream>>>(rows, C, block_rows, term, parts);
   DEW_CUDA_CHECK_LAUNCH("column_block_sums_kernel");
   sum_column_blocks_kernel<A><<<blocks_for(C, kThreads), kThreads, 0, stream>>>(parts, blocks, C, store);
   DEW_CUDA_CHECK_LAUNCH("sum_column_blocks_kernel");
-  deallocate(device, parts, bytes);  // reuse is ordered on the same stream
 }
 
 }  // namespace dew::cuda

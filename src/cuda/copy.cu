@@ -2,6 +2,7 @@
 // Not an elementwise op: bytes move, no arithmetic, no dtype change.
 #include <cstring>
 
+#include "core/element_size.h"
 #include "cuda/launch.h"
 
 namespace dew::cuda {
@@ -37,21 +38,6 @@ __global__ void copy_strided_kernel(const E* src, E* dst, Geometry g, int64_t n)
   }
 }
 
-// Calls f(E{}) with an unsigned integer type of the element's size.
-template <class F>
-void with_element_size(size_t element_size, F&& f) {
-  switch (element_size) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
-
 constexpr int kThreads = 256;
 
 }  // namespace
@@ -59,7 +45,7 @@ constexpr int kThreads = 256;
 void fill(int device, void* dst, const void* pattern, size_t element_size, int64_t n) {
   if (n == 0) return;
   use_device(device);
-  with_element_size(element_size, [&](auto zero) {
+  dew::detail::visit_element_size(element_size, [&](auto zero) {
     using E = decltype(zero);
     E value;
     std::memcpy(&value, pattern, sizeof(E));
@@ -82,7 +68,7 @@ void copy_strided(int device, const void* src, const int64_t* src_strides, void*
   }
   if (n == 0) return;
   use_device(device);
-  with_element_size(element_size, [&](auto zero) {
+  dew::detail::visit_element_size(element_size, [&](auto zero) {
     using E = decltype(zero);
     copy_strided_kernel<E><<<blocks_for(n, kThreads), kThreads, 0, stream_of(device)>>>(
         static_cast<const E*>(src), static_cast<E*>(dst), g, n);

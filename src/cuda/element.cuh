@@ -34,6 +34,11 @@ struct Wide<double> {
 template <class T>
 using wide_t = typename Wide<T>::type;
 
+// f32 for bf16, f16 and f32, f64 for f64: the CPU's AccumulatorOf, the sums that must match its
+// rounding, and the dtype of Dew's per-row statistics (rstd, mean, lse, the loss) and rope tables.
+template <class T>
+using accumulator_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
 __device__ __forceinline__ float widen(__nv_bfloat16 x) {
   return __bfloat162float(x);
 }

@@ -3,6 +3,8 @@
 // messages of launch.h's checks.
 #include <dew/error.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>

@@ -38,6 +38,26 @@ AllocatorStats allocator_stats(int device);
 void reset_peak(int device);
 void release_cached(int device);  // waits for the device, then frees every cached block
 
+// Scratch memory for a launcher: n elements of A from the caching allocator, returned when it goes out
+// of scope. Work queued on the device's stream before then still reads it safely: the block is reused
+// only by work queued after, on the same stream.
+template <class A>
+class DeviceBuffer {
+ public:
+  DeviceBuffer(int device, int64_t n)
+      : device_(device),
+        data_(static_cast<A*>(allocate(device, size_t(n > 0 ? n : 1) * sizeof(A), &bytes_))) {}
+  ~DeviceBuffer() { deallocate(device_, data_, bytes_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  A* data() const { return data_; }
+
+ private:
+  int device_;
+  size_t bytes_ = 0;
+  A* data_;
+};
+
 // The compute stream of a device (a cudaStream_t), created on first use.
 void* stream(int device);
 void synchronize(int device);

@@ -82,26 +82,46 @@ __device__ void store_row(T* p, int64_t D, const W (&r)[kMaxDimsPerLane], W fact
   }
 }
 
-template <class T>
-using Stat = std::conditional_t<std::is_same_v<T, double>, double, float>;  // lse and sinks
+// r += factor * p over the lane's dims of a row of D.
+template <class T, class W>
+__device__ void add_scaled(W (&r)[kMaxDimsPerLane], W factor, const T* p, int64_t D) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < kMaxDimsPerLane; ++i) {
+    const int64_t d = lane + 32 * i;
+    if (d < D) r[i] += factor * W(cuda::widen(p[d]));
+  }
+}
 
-// The query row of this warp: (b, h, t) from the global warp index; false past the end.
-__device__ bool query_row(const AttentionCall& c, int64_t* b, int64_t* h, int64_t* t) {
+// The query row of a warp: (b, h, t), its KV head, its offset in q and out, its index in lse.
+struct QueryRow {
+  int64_t b, h, t, hk, row, stat;
+};
+
+// This warp's query row, from the global warp index; false past the end.
+__device__ bool query_row(const AttentionCall& c, QueryRow* r) {
   const int64_t w = int64_t(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
   if (w >= c.B * c.H * c.T) return false;
-  *b = w / (c.H * c.T), *h = (w / c.T) % c.H, *t = w % c.T;
+  const int64_t b = w / (c.H * c.T), h = (w / c.T) % c.H, t = w % c.T;
+  *r = {b, h, t, h / c.group, ((b * c.T + t) * c.H + h) * c.D, (b * c.H + h) * c.T + t};
   return true;
+}
+
+// Head h's sink logit (c.sinks holds lse's dtype).
+template <class T>
+__device__ cuda::wide_t<T> sink_of(const AttentionCall& c, int64_t h) {
+  return cuda::wide_t<T>(static_cast<const cuda::accumulator_t<T>*>(c.sinks)[h]);
 }
 
 template <class T>
 __global__ void forward_kernel(AttentionCall c, const T* __restrict__ q, const T* __restrict__ k,
-                               const T* __restrict__ v, T* __restrict__ out, Stat<T>* __restrict__ lse) {
+                               const T* __restrict__ v, T* __restrict__ out,
+                               cuda::accumulator_t<T>* __restrict__ lse) {
   using W = cuda::wide_t<T>;
-  int64_t b, h, t;
-  if (!query_row(c, &b, &h, &t)) return;
+  QueryRow at;
+  if (!query_row(c, &at)) return;
   const Mask mask{c};
-  const int64_t hk = h / c.group, D = c.D;
-  const int64_t row = ((b * c.T + t) * c.H + h) * D;
+  const int64_t b = at.b, h = at.h, t = at.t, hk = at.hk, D = c.D, row = at.row;
   W qr[kMaxDimsPerLane], acc[kMaxDimsPerLane];
   load_row(q + row, D, qr);
 #pragma unroll
@@ -124,7 +144,7 @@ __global__ void forward_kernel(AttentionCall c, const T* __restrict__ q, const T
     m = new_m;
   }
   if (c.sinks) {  // the sink joins the denominator with no value
-    const W sink = W(static_cast<const Stat<T>*>(c.sinks)[h]);
+    const W sink = sink_of<T>(c, h);
     const W new_m = sink > m ? sink : m, correction = exp(m - new_m);
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) acc[i] *= correction;
@@ -132,21 +152,20 @@ __global__ void forward_kernel(AttentionCall c, const T* __restrict__ q, const T
     m = new_m;
   }
   store_row(out + row, D, acc, l > 0 ? W(1) / l : W(0));
-  if (threadIdx.x % 32 == 0) lse[(b * c.H + h) * c.T + t] = Stat<T>(l > 0 ? m + log(l) : W(-INFINITY));
+  if (threadIdx.x % 32 == 0) lse[at.stat] = cuda::accumulator_t<T>(l > 0 ? m + log(l) : W(-INFINITY));
 }
 
 // Backward, pass 1, one warp per query row: Dt = dout . out, dq, and the row's share of dsinks.
 template <class T>
 __global__ void dq_kernel(AttentionCall c, const T* __restrict__ dout, const T* __restrict__ q,
                           const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ out,
-                          const Stat<T>* __restrict__ lse, T* __restrict__ dq,
+                          const cuda::accumulator_t<T>* __restrict__ lse, T* __restrict__ dq,
                           cuda::wide_t<T>* __restrict__ Dt_rows, cuda::wide_t<T>* __restrict__ dsink_rows) {
   using W = cuda::wide_t<T>;
-  int64_t b, h, t;
-  if (!query_row(c, &b, &h, &t)) return;
+  QueryRow at;
+  if (!query_row(c, &at)) return;
   const Mask mask{c};
-  const int64_t hk = h / c.group, D = c.D, stat = (b * c.H + h) * c.T + t;
-  const int64_t row = ((b * c.T + t) * c.H + h) * D;
+  const int64_t b = at.b, h = at.h, t = at.t, hk = at.hk, D = c.D, row = at.row, stat = at.stat;
   const W lse_t = W(lse[stat]);
   W qr[kMaxDimsPerLane], dor[kMaxDimsPerLane], dqr[kMaxDimsPerLane];
   load_row(q + row, D, qr);
@@ -163,18 +182,12 @@ __global__ void dq_kernel(AttentionCall c, const T* __restrict__ dout, const T* 
       const W sc = capped(scale * dot_row(qr, k + key, D), cap);
       const W p = exp(sc - lse_t);
       const W ds = p * (dot_row(dor, v + key, D) - Dt) * cap_factor(sc, cap) * scale;
-      const int lane = threadIdx.x % 32;
-#pragma unroll
-      for (int i = 0; i < kMaxDimsPerLane; ++i) {
-        const int64_t d = lane + 32 * i;
-        if (d < D) dqr[i] += ds * W(cuda::widen(k[key + d]));
-      }
+      add_scaled(dqr, ds, k + key, D);
     }
   store_row(dq + row, D, dqr, W(1));
   if (threadIdx.x % 32 == 0) {
     Dt_rows[stat] = Dt;
-    if (c.sinks)
-      dsink_rows[stat] = saw_keys ? -exp(W(static_cast<const Stat<T>*>(c.sinks)[h]) - lse_t) * Dt : W(0);
+    if (c.sinks) dsink_rows[stat] = saw_keys ? -exp(sink_of<T>(c, h) - lse_t) * Dt : W(0);
   }
 }
 
@@ -182,7 +195,8 @@ __global__ void dq_kernel(AttentionCall c, const T* __restrict__ dout, const T* 
 // that see the key, in order.
 template <class T>
 __global__ void dkv_kernel(AttentionCall c, const T* __restrict__ dout, const T* __restrict__ q,
-                           const T* __restrict__ k, const T* __restrict__ v, const Stat<T>* __restrict__ lse,
+                           const T* __restrict__ k, const T* __restrict__ v,
+                           const cuda::accumulator_t<T>* __restrict__ lse,
                            const cuda::wide_t<T>* __restrict__ Dt_rows, T* __restrict__ dk,
                            T* __restrict__ dv) {
   using W = cuda::wide_t<T>;
@@ -210,15 +224,8 @@ __global__ void dkv_kernel(AttentionCall c, const T* __restrict__ dout, const T*
       const W sc = capped(scale * dot_row(kr, q + row, D), cap);
       const W p = exp(sc - lse_t);
       const W ds = p * (dot_row(vr, dout + row, D) - Dt_rows[stat]) * cap_factor(sc, cap) * scale;
-      const int lane = threadIdx.x % 32;
-#pragma unroll
-      for (int i = 0; i < kMaxDimsPerLane; ++i) {
-        const int64_t d = lane + 32 * i;
-        if (d < D) {
-          dkr[i] += ds * W(cuda::widen(q[row + d]));
-          dvr[i] += p * W(cuda::widen(dout[row + d]));
-        }
-      }
+      add_scaled(dkr, ds, q + row, D);
+      add_scaled(dvr, p, dout + row, D);
     }
   store_row(dk + key, D, dkr, W(1));
   store_row(dv + key, D, dvr, W(1));
@@ -227,28 +234,27 @@ __global__ void dkv_kernel(AttentionCall c, const T* __restrict__ dout, const T*
 // dsinks[h] = the sum over b and t of the rows' shares, in that order (one thread per head).
 template <class T>
 __global__ void dsinks_kernel(AttentionCall c, const cuda::wide_t<T>* __restrict__ dsink_rows,
-                              Stat<T>* __restrict__ dsinks) {
+                              cuda::accumulator_t<T>* __restrict__ dsinks) {
   const int64_t h = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (h >= c.H) return;
   cuda::wide_t<T> s = 0;
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t t = 0; t < c.T; ++t) s += dsink_rows[(b * c.H + h) * c.T + t];
-  dsinks[h] = Stat<T>(s);
+  dsinks[h] = cuda::accumulator_t<T>(s);
 }
 
 // NOTE [attention tangent] (attention.h), one warp per query row.
 template <class T>
 __global__ void jvp_kernel(AttentionCall c, const T* __restrict__ q, const T* __restrict__ k,
                            const T* __restrict__ v, const T* __restrict__ tq, const T* __restrict__ tk,
-                           const T* __restrict__ tv, const Stat<T>* __restrict__ t_sinks,
-                           const T* __restrict__ out, const Stat<T>* __restrict__ lse, T* __restrict__ t_out,
-                           Stat<T>* __restrict__ t_lse) {
+                           const T* __restrict__ tv, const cuda::accumulator_t<T>* __restrict__ t_sinks,
+                           const T* __restrict__ out, const cuda::accumulator_t<T>* __restrict__ lse,
+                           T* __restrict__ t_out, cuda::accumulator_t<T>* __restrict__ t_lse) {
   using W = cuda::wide_t<T>;
-  int64_t b, h, t;
-  if (!query_row(c, &b, &h, &t)) return;
+  QueryRow at;
+  if (!query_row(c, &at)) return;
   const Mask mask{c};
-  const int64_t hk = h / c.group, D = c.D, stat = (b * c.H + h) * c.T + t;
-  const int64_t row = ((b * c.T + t) * c.H + h) * D;
+  const int64_t b = at.b, h = at.h, t = at.t, hk = at.hk, D = c.D, row = at.row, stat = at.stat;
   const W lse_t = W(lse[stat]);
   W acc[kMaxDimsPerLane];
 #pragma unroll
@@ -277,29 +283,19 @@ __global__ void jvp_kernel(AttentionCall c, const T* __restrict__ q, const T* __
       if (d < D) acc[i] += p * (ds * W(cuda::widen(v[key + d])) + W(cuda::widen(tv[key + d])));
     }
   }
-  if (c.sinks) mu += exp(W(static_cast<const Stat<T>*>(c.sinks)[h]) - lse_t) * W(t_sinks[h]);
+  if (c.sinks) mu += exp(sink_of<T>(c, h) - lse_t) * W(t_sinks[h]);
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int i = 0; i < kMaxDimsPerLane; ++i) {
     const int64_t d = lane + 32 * i;
     if (d < D) t_out[row + d] = cuda::narrow<T>(acc[i] - mu * W(cuda::widen(out[row + d])));
   }
-  if (lane == 0) t_lse[stat] = Stat<T>(mu);
+  if (lane == 0) t_lse[stat] = cuda::accumulator_t<T>(mu);
 }
 
 unsigned warps_grid(int64_t warps) {
   return unsigned((warps + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
-
-template <class A>
-struct DeviceScratch {
-  int device;
-  size_t bytes = 0;
-  A* data;
-  DeviceScratch(int dev, int64_t n)
-      : device(dev), data(static_cast<A*>(cuda::allocate(dev, size_t(n > 0 ? n : 1) * sizeof(A), &bytes))) {}
-  ~DeviceScratch() { cuda::deallocate(device, data, bytes); }  // reuse is ordered on the same stream
-};
 
 }  // namespace
 
@@ -312,7 +308,7 @@ void attention_forward(int device, DType dtype, const AttentionCall& c, const vo
     using T = decltype(zero);
     forward_kernel<T><<<warps_grid(rows), kThreads, 0, cuda::stream_of(device)>>>(
         c, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<T*>(out),
-        static_cast<Stat<T>*>(lse));
+        static_cast<cuda::accumulator_t<T>*>(lse));
     DEW_CUDA_CHECK_LAUNCH("attention forward_kernel");
   });
 }
@@ -326,24 +322,24 @@ void attention_backward(int device, DType dtype, const AttentionCall& c, const v
     using T = decltype(zero);
     using W = cuda::wide_t<T>;
     const int64_t rows = c.B * c.H * c.T, keys = c.B * c.S * c.Hkv;
-    DeviceScratch<W> Dt(device, rows), dsink_rows(device, c.sinks ? rows : 0);
+    cuda::DeviceBuffer<W> Dt(device, rows), dsink_rows(device, c.sinks ? rows : 0);
     if (rows > 0) {
       dq_kernel<T><<<warps_grid(rows), kThreads, 0, stream>>>(
           c, static_cast<const T*>(dout), static_cast<const T*>(q), static_cast<const T*>(k),
-          static_cast<const T*>(v), static_cast<const T*>(out), static_cast<const Stat<T>*>(lse),
-          static_cast<T*>(dq), Dt.data, dsink_rows.data);
+          static_cast<const T*>(v), static_cast<const T*>(out),
+          static_cast<const cuda::accumulator_t<T>*>(lse), static_cast<T*>(dq), Dt.data(), dsink_rows.data());
       DEW_CUDA_CHECK_LAUNCH("attention dq_kernel");
     }
     if (keys > 0) {
       dkv_kernel<T><<<warps_grid(keys), kThreads, 0, stream>>>(
           c, static_cast<const T*>(dout), static_cast<const T*>(q), static_cast<const T*>(k),
-          static_cast<const T*>(v), static_cast<const Stat<T>*>(lse), Dt.data, static_cast<T*>(dk),
-          static_cast<T*>(dv));
+          static_cast<const T*>(v), static_cast<const cuda::accumulator_t<T>*>(lse), Dt.data(),
+          static_cast<T*>(dk), static_cast<T*>(dv));
       DEW_CUDA_CHECK_LAUNCH("attention dkv_kernel");
     }
     if (c.sinks && c.H > 0) {
-      dsinks_kernel<T>
-          <<<cuda::blocks_for(c.H, 128), 128, 0, stream>>>(c, dsink_rows.data, static_cast<Stat<T>*>(dsinks));
+      dsinks_kernel<T><<<cuda::blocks_for(c.H, 128), 128, 0, stream>>>(
+          c, dsink_rows.data(), static_cast<cuda::accumulator_t<T>*>(dsinks));
       DEW_CUDA_CHECK_LAUNCH("attention dsinks_kernel");
     }
   });
@@ -360,8 +356,9 @@ void attention_jvp(int device, DType dtype, const AttentionCall& c, const void* 
     jvp_kernel<T><<<warps_grid(rows), kThreads, 0, cuda::stream_of(device)>>>(
         c, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
         static_cast<const T*>(tq), static_cast<const T*>(tk), static_cast<const T*>(tv),
-        static_cast<const Stat<T>*>(t_sinks), static_cast<const T*>(out), static_cast<const Stat<T>*>(lse),
-        static_cast<T*>(t_out), static_cast<Stat<T>*>(t_lse));
+        static_cast<const cuda::accumulator_t<T>*>(t_sinks), static_cast<const T*>(out),
+        static_cast<const cuda::accumulator_t<T>*>(lse), static_cast<T*>(t_out),
+        static_cast<cuda::accumulator_t<T>*>(t_lse));
     DEW_CUDA_CHECK_LAUNCH("attention jvp_kernel");
   });
 }

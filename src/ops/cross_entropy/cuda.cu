@@ -12,9 +12,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <class T>
-using Result = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 template <class R>
 __global__ void weight_sum_kernel(const int64_t* __restrict__ t, const R* __restrict__ w,
                                   int64_t ignore_index, int64_t N, double* __restrict__ total) {
@@ -28,26 +25,21 @@ __global__ void weight_sum_kernel(const int64_t* __restrict__ t, const R* __rest
 
 template <class T>
 __global__ void rows_kernel(const T* __restrict__ x, const int64_t* __restrict__ t,
-                            const Result<T>* __restrict__ w, int64_t ignore_index, double z, int64_t V,
-                            const double* __restrict__ total, T* __restrict__ dx,
-                            Result<T>* __restrict__ lse_out, double* __restrict__ row_loss) {
+                            const cuda::accumulator_t<T>* __restrict__ w, int64_t ignore_index, double z,
+                            int64_t V, const double* __restrict__ total, T* __restrict__ dx,
+                            cuda::accumulator_t<T>* __restrict__ lse_out, double* __restrict__ row_loss) {
   __shared__ double scratch[32];
   const int64_t r = blockIdx.x;
   const T* xr = x + r * V;
   T* dr = dx + r * V;
-  double m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) m = cuda::nan_max(m, double(cuda::widen(xr[i])));
-  m = cuda::block_max(m, scratch);
-  double s = 0;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) s += exp(double(cuda::widen(xr[i])) - m);
-  s = cuda::block_sum(s, scratch);
+  const auto [m, s] = cuda::block_max_and_exp_sum<double>(xr, V, scratch);
   const double lse = m + log(s);
   const int64_t target = t[r];
   const bool counted = target != ignore_index;
   const double inv_w = *total > 0 ? 1.0 / *total : 0.0;
   const double scale = counted ? (w ? double(w[r]) : 1.0) * inv_w : 0.0;
   if (threadIdx.x == 0) {
-    lse_out[r] = Result<T>(lse);
+    lse_out[r] = cuda::accumulator_t<T>(lse);
     row_loss[r] = counted ? scale * (lse - double(cuda::widen(xr[target])) + z * lse * lse) : 0.0;
   }
   // d logits = scale (1 + 2 z lse) softmax(x) - scale [i = target]
@@ -77,12 +69,10 @@ void cross_entropy(int device, DType dtype, const void* logits, const int64_t* t
   const cudaStream_t stream = cuda::stream_of(device);
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
-    using R = Result<T>;
-    size_t scratch_bytes = 0;
-    double* scratch =
-        static_cast<double*>(cuda::allocate(device, size_t(N + 1) * sizeof(double), &scratch_bytes));
-    double* total = scratch;
-    double* row_loss = scratch + 1;
+    using R = cuda::accumulator_t<T>;
+    const cuda::DeviceBuffer<double> scratch(device, N + 1);  // the weights' sum, then each row's loss
+    double* total = scratch.data();
+    double* row_loss = scratch.data() + 1;
     weight_sum_kernel<R>
         <<<1, kThreads, 0, stream>>>(targets, static_cast<const R*>(weights), ignore_index, N, total);
     DEW_CUDA_CHECK_LAUNCH("cross_entropy weight_sum_kernel");
@@ -94,7 +84,6 @@ void cross_entropy(int device, DType dtype, const void* logits, const int64_t* t
     }
     loss_sum_kernel<R><<<1, kThreads, 0, stream>>>(row_loss, N, static_cast<R*>(loss));
     DEW_CUDA_CHECK_LAUNCH("cross_entropy loss_sum_kernel");
-    cuda::deallocate(device, scratch, scratch_bytes);  // reuse is ordered on the same stream
   });
 }
 

@@ -1,5 +1,6 @@
 // The indexing ops on CUDA. Copies move elements by size (any dtype); the sums run one thread per
 // output column or line, in index order, so every launch gives the same result as the CPU's order.
+#include "core/element_size.h"
 #include "cuda/element.cuh"
 #include "cuda/launch.h"
 #include "ops/index/cuda.h"
@@ -8,20 +9,6 @@ namespace dew::ops::cuda_kernels {
 namespace {
 
 constexpr int kThreads = 256;
-
-template <class F>
-void with_element(size_t element_size, F&& f) {
-  switch (element_size) {
-    case 1:
-      return f(uint8_t{});
-    case 2:
-      return f(uint16_t{});
-    case 4:
-      return f(uint32_t{});
-    default:
-      return f(uint64_t{});
-  }
-}
 
 template <class E>
 __global__ void select_rows_kernel(const E* __restrict__ x, int64_t length, int64_t inner,
@@ -104,21 +91,6 @@ __global__ void one_hot_kernel(const int64_t* __restrict__ idx, int64_t n, int64
     out[r * count + idx[r]] = 1;
 }
 
-// The accumulator of a sum: f32 for bf16/f16/f32 (the CPU's AccumulatorOf), f64 for f64.
-template <class T>
-using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// A scratch table of n accumulators on the device, freed after the stream's earlier work.
-template <class A>
-struct DeviceScratch {
-  int device;
-  size_t bytes = 0;
-  A* data;
-  DeviceScratch(int dev, int64_t n)
-      : device(dev), data(static_cast<A*>(cuda::allocate(dev, size_t(n) * sizeof(A), &bytes))) {}
-  ~DeviceScratch() { cuda::deallocate(device, data, bytes); }
-};
-
 }  // namespace
 
 void select_rows(int device, size_t element_size, const void* x, int64_t outer, int64_t length, int64_t inner,
@@ -126,7 +98,7 @@ void select_rows(int device, size_t element_size, const void* x, int64_t outer, 
   const int64_t n = outer * K * inner;
   if (n == 0) return;
   cuda::use_device(device);
-  with_element(element_size, [&](auto zero) {
+  dew::detail::visit_element_size(element_size, [&](auto zero) {
     using E = decltype(zero);
     select_rows_kernel<E><<<cuda::blocks_for(n, kThreads), kThreads, 0, cuda::stream_of(device)>>>(
         static_cast<const E*>(x), length, inner, idx, K, n, static_cast<E*>(out));
@@ -138,7 +110,7 @@ void gather(int device, size_t element_size, const void* x, const cuda::View& x_
             const cuda::View& index_shape, int axis, void* out) {
   if (index_shape.numel == 0) return;
   cuda::use_device(device);
-  with_element(element_size, [&](auto zero) {
+  dew::detail::visit_element_size(element_size, [&](auto zero) {
     using E = decltype(zero);
     gather_kernel<E><<<cuda::blocks_for(index_shape.numel, kThreads), kThreads, 0, cuda::stream_of(device)>>>(
         static_cast<const E*>(x), x_shape, index, index_shape, axis, static_cast<E*>(out));
@@ -152,22 +124,22 @@ void scatter_add(int device, DType dtype, const void* x, const cuda::View& x_sha
   const cudaStream_t stream = cuda::stream_of(device);
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
-    using A = Acc<T>;
+    using A = cuda::accumulator_t<T>;
     const int64_t n = x_shape.numel;
     if (n == 0) return;
-    DeviceScratch<A> acc(device, n);
+    cuda::DeviceBuffer<A> acc(device, n);
     widen_kernel<T, A>
-        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<const T*>(x), n, acc.data);
+        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(static_cast<const T*>(x), n, acc.data());
     DEW_CUDA_CHECK_LAUNCH("scatter_add widen_kernel");
     const int64_t along = index_shape.rank ? index_shape.shape[axis] : 1;
     const int64_t lines = along ? index_shape.numel / along : 0;
     if (lines > 0) {
       scatter_add_kernel<T, A><<<cuda::blocks_for(lines, kThreads), kThreads, 0, stream>>>(
-          index, static_cast<const T*>(src), x_shape, index_shape, axis, lines, acc.data);
+          index, static_cast<const T*>(src), x_shape, index_shape, axis, lines, acc.data());
       DEW_CUDA_CHECK_LAUNCH("scatter_add_kernel");
     }
     narrow_kernel<T, A>
-        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data, n, static_cast<T*>(out));
+        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data(), n, static_cast<T*>(out));
     DEW_CUDA_CHECK_LAUNCH("scatter_add narrow_kernel");
   });
 }
@@ -178,18 +150,18 @@ void embedding_backward(int device, DType dtype, const void* d, const int64_t* i
   const cudaStream_t stream = cuda::stream_of(device);
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
-    using A = Acc<T>;
+    using A = cuda::accumulator_t<T>;
     const int64_t n = count * C;
     if (n == 0) return;
-    DeviceScratch<A> acc(device, n);
-    DEW_CUDA_CHECK(cudaMemsetAsync(acc.data, 0, size_t(n) * sizeof(A), stream));
+    cuda::DeviceBuffer<A> acc(device, n);
+    DEW_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, size_t(n) * sizeof(A), stream));
     if (rows > 0 && C > 0) {
       embedding_backward_kernel<T, A><<<cuda::blocks_for(C, kThreads), kThreads, 0, stream>>>(
-          static_cast<const T*>(d), ids, rows, C, acc.data);
+          static_cast<const T*>(d), ids, rows, C, acc.data());
       DEW_CUDA_CHECK_LAUNCH("embedding_backward_kernel");
     }
     narrow_kernel<T, A>
-        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data, n, static_cast<T*>(out));
+        <<<cuda::blocks_for(n, kThreads), kThreads, 0, stream>>>(acc.data(), n, static_cast<T*>(out));
     DEW_CUDA_CHECK_LAUNCH("embedding_backward narrow_kernel");
   });
 }

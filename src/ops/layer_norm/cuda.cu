@@ -13,17 +13,15 @@ namespace {
 constexpr int kThreads = 256;
 
 template <class T>
-using Stat = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <class T>
 __device__ cuda::wide_t<T> channel(const T* p, int64_t i, cuda::wide_t<T> otherwise) {
   return p ? cuda::wide_t<T>(cuda::widen(p[i])) : otherwise;
 }
 
 template <class T>
 __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-                               double eps, int64_t C, T* __restrict__ y, Stat<T>* __restrict__ mean,
-                               Stat<T>* __restrict__ rstd) {
+                               double eps, int64_t C, T* __restrict__ y,
+                               cuda::accumulator_t<T>* __restrict__ mean,
+                               cuda::accumulator_t<T>* __restrict__ rstd) {
   using W = cuda::wide_t<T>;
   __shared__ W scratch[32];
   const int64_t r = blockIdx.x;
@@ -37,7 +35,7 @@ __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w,
     v += d * d;
   }
   const W rs = W(1) / sqrt(cuda::block_sum(v, scratch) / W(C) + W(eps));
-  if (threadIdx.x == 0) mean[r] = Stat<T>(mu), rstd[r] = Stat<T>(rs);
+  if (threadIdx.x == 0) mean[r] = cuda::accumulator_t<T>(mu), rstd[r] = cuda::accumulator_t<T>(rs);
   for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
     y[r * C + i] =
         cuda::narrow<T>((W(cuda::widen(xr[i])) - mu) * rs * channel(w, i, W(1)) + channel(bias, i, W(0)));
@@ -46,8 +44,8 @@ __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w,
 // dx = rstd * (g - mean(g) - xhat * mean(g xhat)), g = dy * w, xhat = (x - mean) * rstd.
 template <class T>
 __global__ void dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
-                          const Stat<T>* __restrict__ mean, const Stat<T>* __restrict__ rstd, int64_t C,
-                          T* __restrict__ dx) {
+                          const cuda::accumulator_t<T>* __restrict__ mean,
+                          const cuda::accumulator_t<T>* __restrict__ rstd, int64_t C, T* __restrict__ dx) {
   using W = cuda::wide_t<T>;
   __shared__ W scratch[32];
   const int64_t r = blockIdx.x;
@@ -72,8 +70,8 @@ template <class T>
 struct WeightGradTerm {
   const T* dy;
   const T* x;
-  const Stat<T>* mean;
-  const Stat<T>* rstd;
+  const cuda::accumulator_t<T>* mean;
+  const cuda::accumulator_t<T>* rstd;
   int64_t C;
   __device__ cuda::wide_t<T> operator()(int64_t r, int64_t c) const {
     using W = cuda::wide_t<T>;
@@ -98,7 +96,8 @@ void layer_norm_forward(int device, DType dtype, const void* x, const void* weig
     using T = decltype(zero);
     forward_kernel<T><<<unsigned(rows), kThreads, 0, cuda::stream_of(device)>>>(
         static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), eps, C,
-        static_cast<T*>(y), static_cast<Stat<T>*>(mean), static_cast<Stat<T>*>(rstd));
+        static_cast<T*>(y), static_cast<cuda::accumulator_t<T>*>(mean),
+        static_cast<cuda::accumulator_t<T>*>(rstd));
     DEW_CUDA_CHECK_LAUNCH("layer_norm forward_kernel");
   });
 }
@@ -113,8 +112,8 @@ void layer_norm_backward(int device, DType dtype, const void* dy, const void* x,
     using W = cuda::wide_t<T>;
     const T* dyp = static_cast<const T*>(dy);
     const T* xp = static_cast<const T*>(x);
-    const Stat<T>* mp = static_cast<const Stat<T>*>(mean);
-    const Stat<T>* rp = static_cast<const Stat<T>*>(rstd);
+    const cuda::accumulator_t<T>* mp = static_cast<const cuda::accumulator_t<T>*>(mean);
+    const cuda::accumulator_t<T>* rp = static_cast<const cuda::accumulator_t<T>*>(rstd);
     dx_kernel<T><<<unsigned(rows), kThreads, 0, cuda::stream_of(device)>>>(
         dyp, xp, static_cast<const T*>(weight), mp, rp, C, static_cast<T*>(dx));
     DEW_CUDA_CHECK_LAUNCH("layer_norm dx_kernel");

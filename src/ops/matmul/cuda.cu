@@ -32,7 +32,7 @@ void matmul_epilogue(int device, DType dtype, const void* acc, const void* bias,
   cuda::use_device(device);
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
-    using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using Acc = cuda::accumulator_t<T>;
     epilogue_kernel<T, Acc><<<cuda::blocks_for(n, kThreads), kThreads, 0, cuda::stream_of(device)>>>(
         static_cast<const Acc*>(acc), static_cast<const T*>(bias), static_cast<const T*>(residual), act,
         scale, static_cast<T*>(y), n, N);

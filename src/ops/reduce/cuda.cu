@@ -27,17 +27,9 @@ __global__ void logsumexp_rows_kernel(const T* __restrict__ x, int64_t n, T* __r
   using W = cuda::wide_t<T>;
   __shared__ W scratch[32];
   const T* row = x + int64_t(blockIdx.x) * n;
-  W m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = cuda::nan_max(m, W(cuda::widen(row[i])));
-  m = cuda::block_max(m, scratch);
-  if (isinf(m) || m != m) {  // all -inf, or +inf or NaN present: the maximum is the answer
-    if (threadIdx.x == 0) y[blockIdx.x] = cuda::narrow<T>(m);
-    return;
-  }
-  W s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += exp(W(cuda::widen(row[i])) - m);
-  s = cuda::block_sum(s, scratch);
-  if (threadIdx.x == 0) y[blockIdx.x] = cuda::narrow<T>(m + log(s));
+  const auto [m, s] = cuda::block_max_and_exp_sum<W>(row, n, scratch);
+  // All -inf, or +inf or NaN present: the maximum is the answer.
+  if (threadIdx.x == 0) y[blockIdx.x] = cuda::narrow<T>(isinf(m) || m != m ? m : m + log(s));
 }
 
 // Is (v, i) a better pick than (best, at) for max (or min)? NaN first, then value, then lower index.

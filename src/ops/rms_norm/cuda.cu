@@ -12,10 +12,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// rstd's storage type: f64 for f64 inputs, else f32.
-template <class T>
-using Rstd = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
 template <class T>
 __device__ cuda::wide_t<T> weight_at(const T* w, int64_t i) {
   return w ? cuda::wide_t<T>(cuda::widen(w[i])) : cuda::wide_t<T>(1);
@@ -23,7 +19,7 @@ __device__ cuda::wide_t<T> weight_at(const T* w, int64_t i) {
 
 template <class T>
 __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w, double eps, int64_t C,
-                               T* __restrict__ y, Rstd<T>* __restrict__ rstd) {
+                               T* __restrict__ y, cuda::accumulator_t<T>* __restrict__ rstd) {
   using W = cuda::wide_t<T>;
   __shared__ W scratch[32];
   const int64_t r = blockIdx.x;
@@ -35,7 +31,7 @@ __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w,
   }
   ss = cuda::block_sum(ss, scratch);
   const W inv = W(1) / sqrt(ss / W(C) + W(eps));
-  if (threadIdx.x == 0) rstd[r] = Rstd<T>(inv);
+  if (threadIdx.x == 0) rstd[r] = cuda::accumulator_t<T>(inv);
   for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
     y[r * C + i] = cuda::narrow<T>(W(cuda::widen(xr[i])) * inv * weight_at(w, i));
 }
@@ -43,7 +39,7 @@ __global__ void forward_kernel(const T* __restrict__ x, const T* __restrict__ w,
 // dx = rstd * (dy*w - x * rstd^2 * mean(dy*w*x))
 template <class T>
 __global__ void dx_kernel(const T* __restrict__ dy, const T* __restrict__ x, const T* __restrict__ w,
-                          const Rstd<T>* __restrict__ rstd, int64_t C, T* __restrict__ dx) {
+                          const cuda::accumulator_t<T>* __restrict__ rstd, int64_t C, T* __restrict__ dx) {
   using W = cuda::wide_t<T>;
   __shared__ W scratch[32];
   const int64_t r = blockIdx.x;
@@ -65,7 +61,7 @@ template <class T>
 struct WeightGradTerm {
   const T* dy;
   const T* x;
-  const Rstd<T>* rstd;
+  const cuda::accumulator_t<T>* rstd;
   int64_t C;
   __device__ cuda::wide_t<T> operator()(int64_t r, int64_t c) const {
     using W = cuda::wide_t<T>;
@@ -83,7 +79,7 @@ void rms_norm_forward(int device, DType dtype, const void* x, const void* weight
     using T = decltype(zero);
     forward_kernel<T><<<unsigned(rows), kThreads, 0, cuda::stream_of(device)>>>(
         static_cast<const T*>(x), static_cast<const T*>(weight), eps, C, static_cast<T*>(y),
-        static_cast<Rstd<T>*>(rstd));
+        static_cast<cuda::accumulator_t<T>*>(rstd));
     DEW_CUDA_CHECK_LAUNCH("rms_norm forward_kernel");
   });
 }
@@ -98,7 +94,7 @@ void rms_norm_backward(int device, DType dtype, const void* dy, const void* x, c
     using T = decltype(zero);
     using W = cuda::wide_t<T>;
     const T* w = static_cast<const T*>(weight);
-    const Rstd<T>* rs = static_cast<const Rstd<T>*>(rstd);
+    const cuda::accumulator_t<T>* rs = static_cast<const cuda::accumulator_t<T>*>(rstd);
     dx_kernel<T><<<unsigned(rows), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<const T*>(x),
                                                           w, rs, C, static_cast<T*>(dx));
     DEW_CUDA_CHECK_LAUNCH("rms_norm dx_kernel");

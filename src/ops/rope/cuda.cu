@@ -40,7 +40,7 @@ void rope(int device, DType dtype, const void* x, const int64_t* positions, cons
   cuda::use_device(device);
   cuda::visit_floating(dtype, [&](auto zero) {
     using T = decltype(zero);
-    using Tab = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using Tab = cuda::accumulator_t<T>;
     rope_kernel<T, Tab><<<cuda::blocks_for(n, kThreads), kThreads, 0, cuda::stream_of(device)>>>(
         static_cast<const T*>(x), positions, static_cast<const Tab*>(cos), static_cast<const Tab*>(sin), H, D,
         half, interleaved, n, static_cast<T*>(y));

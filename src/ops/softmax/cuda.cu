@@ -17,12 +17,7 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, int64_t n, bool log
   __shared__ W scratch[32];
   const T* row = x + int64_t(blockIdx.x) * n;
   T* out = y + int64_t(blockIdx.x) * n;
-  W m = -INFINITY;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = cuda::nan_max(m, W(cuda::widen(row[i])));
-  m = cuda::block_max(m, scratch);
-  W s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += exp(W(cuda::widen(row[i])) - m);
-  s = cuda::block_sum(s, scratch);
+  const auto [m, s] = cuda::block_max_and_exp_sum<W>(row, n, scratch);
   if (log_form) {
     const W log_s = log(s);
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x)

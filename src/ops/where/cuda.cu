@@ -1,4 +1,5 @@
 // where on CUDA: one thread per output element, a selection of bits (exact in every dtype).
+#include "core/element_size.h"
 #include "cuda/element.cuh"
 #include "cuda/launch.h"
 #include "ops/where/cuda.h"
@@ -29,16 +30,7 @@ void where(int device, size_t element_size, const cuda::View& condition, const c
                                                                                    static_cast<E*>(y), n);
     DEW_CUDA_CHECK_LAUNCH("where_kernel");
   };
-  switch (element_size) {
-    case 1:
-      return launch(uint8_t{});
-    case 2:
-      return launch(uint16_t{});
-    case 4:
-      return launch(uint32_t{});
-    default:
-      return launch(uint64_t{});
-  }
+  dew::detail::visit_element_size(element_size, launch);
 }
 
 }  // namespace dew::ops::cuda_kernels
