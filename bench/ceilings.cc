@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <vector>
+
+#include "cuda_bench.h"
 
 namespace dew::bench {
 namespace {
@@ -57,6 +60,16 @@ double sgemm_gflop_per_s(int n, int reps) {
     if (r > 0) best = std::min(best, t);  // the first call is warm-up
   }
   return 2.0 * n * double(n) * n / best * 1e-9;
+}
+
+}  // namespace dew::bench
+
+namespace dew::bench {
+
+double training_peak_flops(Device device, DType compute) {
+  if (device.kind == Device::Kind::cuda)
+    return 2 * std::pow(8192.0, 3) / (gpu_gemm_ms(device, compute, 8192, 8192, 8192, 3) * 1e-3);
+  return sgemm_gflop_per_s(2048, 3) * 1e9;
 }
 
 }  // namespace dew::bench

@@ -6,9 +6,14 @@
 #include <dew/runtime.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string_view>
+#include <tuple>
 
 #include "cuda/runtime.h"
+#include "select/overrides.h"
 
 namespace dew::bench {
 namespace {
@@ -55,6 +60,11 @@ double copy_gb_per_s(int reps) {
   return 2.0 * double(bytes) / (ms * 1e-3) * 1e-9;
 }
 
+// The RMS of a - b, in f64 on the device.
+double rms_difference(const Tensor& a, const Tensor& b) {
+  return std::sqrt(mean(square(sub(cast(a, DType::f64), cast(b, DType::f64)))).to_f64_vector()[0]);
+}
+
 }  // namespace
 
 double gpu_gemm_ms(Device device, DType dtype, int64_t M, int64_t N, int64_t K, int reps) {
@@ -90,27 +100,65 @@ int run_cuda_bench(const CudaBenchOptions& o) {
   for (const auto& s : shapes) gemm(DType::bf16, s[0], s[1], s[2], bf16_peak);
   for (const auto& s : shapes) gemm(DType::f32, s[0], s[1], s[2], 0);  // IEEE f32: no TF32
 
-  // Attention, causal, B*T = 16k tokens and H*D = 2048 (FlashAttention's benchmark), bf16.
-  for (int64_t D : {int64_t(64), int64_t(128)})
-    for (int64_t T : o.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 2048, 4096, 8192}) {
-      const int64_t B = std::max<int64_t>(1, 16384 / T), H = 2048 / D;
-      const Tensor q = device_uniform({B, T, H, D}, DType::bf16, 3),
-                   k = device_uniform({B, T, H, D}, DType::bf16, 4),
-                   v = device_uniform({B, T, H, D}, DType::bf16, 5),
-                   dout = device_uniform({B, T, H, D}, DType::bf16, 6);
-      AttentionOptions opts;
-      opts.causal = true;
-      const double flops = 4.0 * double(B * H) * double(T) * double(T) * double(D) / 2;
-      AttentionResult fwd;
-      const double f_ms = median_ms(o.reps, [&] { fwd = attention(q, k, v, opts); });
-      rows.push_back({"attention", fmt::format("fwd bf16 causal T={} D={} B={} H={}", T, D, B, H), f_ms,
-                      flops / (f_ms * 1e-3) * 1e-12, bf16_peak, "TFLOP/s"});
-      print_row(rows.back());
-      const double b_ms = median_ms(o.reps, [&] { attention_backward(dout, q, k, v, fwd, opts); });
-      rows.push_back({"attention", fmt::format("bwd bf16 causal T={} D={} B={} H={}", T, D, B, H), b_ms,
-                      2.5 * flops / (b_ms * 1e-3) * 1e-12, bf16_peak, "TFLOP/s"});
-      print_row(rows.back());
+  // Attention, causal, B*T = 16k tokens and H*D = 2048 (FlashAttention's benchmark), bf16, forward and
+  // backward of each implementation pinned in turn; the SIMT kernels (the exact baseline) at T = 1024.
+  const char* user_pins = std::getenv("DEW_IMPL");
+  for (const char* impl : {"cuda.flash_mma", "cuda.flash_simt"}) {
+    select::set_impl_overrides(fmt::format("attention:{},attention_backward:{}", impl, impl));
+    const bool simt = std::string_view(impl) == "cuda.flash_simt";
+    for (int64_t D : {int64_t(64), int64_t(128)})
+      for (int64_t T :
+           o.quick || simt ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 2048, 4096, 8192}) {
+        const int64_t B = std::max<int64_t>(1, 16384 / T), H = 2048 / D;
+        const Tensor q = device_uniform({B, T, H, D}, DType::bf16, 3),
+                     k = device_uniform({B, T, H, D}, DType::bf16, 4),
+                     v = device_uniform({B, T, H, D}, DType::bf16, 5),
+                     dout = device_uniform({B, T, H, D}, DType::bf16, 6);
+        AttentionOptions opts;
+        opts.causal = true;
+        const double flops = 4.0 * double(B * H) * double(T) * double(T) * double(D) / 2;
+        const std::string shape = fmt::format("causal T={} D={} B={} H={} {}", T, D, B, H, impl);
+        AttentionResult fwd;
+        const double f_ms = median_ms(o.reps, [&] { fwd = attention(q, k, v, opts); });
+        rows.push_back(
+            {"attention", "fwd bf16 " + shape, f_ms, flops / (f_ms * 1e-3) * 1e-12, bf16_peak, "TFLOP/s"});
+        print_row(rows.back());
+        const double b_ms = median_ms(o.reps, [&] { attention_backward(dout, q, k, v, fwd, opts); });
+        rows.push_back({"attention", "bwd bf16 " + shape, b_ms, 2.5 * flops / (b_ms * 1e-3) * 1e-12,
+                        bf16_peak, "TFLOP/s"});
+        print_row(rows.back());
+      }
+  }
+
+  // Accuracy on one causal case (B 1, T 1024, H 4, D 128) against the f64 SIMT result on the same
+  // inputs: each output's RMS error over that of the truth rounded to bf16 (1.0: as exact as a bf16
+  // output can be). bench/cuda_pytorch.py reports the same ratios for PyTorch's backends.
+  {
+    const Tensor q = device_uniform({1, 1024, 4, 128}, DType::bf16, 11),
+                 k = device_uniform({1, 1024, 4, 128}, DType::bf16, 12),
+                 v = device_uniform({1, 1024, 4, 128}, DType::bf16, 13),
+                 dout = device_uniform({1, 1024, 4, 128}, DType::bf16, 14);
+    AttentionOptions opts;
+    opts.causal = true;
+    auto f64 = [](const Tensor& t) { return cast(t, DType::f64); };
+    select::set_impl_overrides("attention:cuda.flash_simt,attention_backward:cuda.flash_simt");
+    const AttentionResult truth = attention(f64(q), f64(k), f64(v), opts);
+    const AttentionGradients truth_grad = attention_backward(f64(dout), f64(q), f64(k), f64(v), truth, opts);
+    for (const char* impl : {"cuda.flash_mma", "cuda.flash_simt"}) {
+      select::set_impl_overrides(fmt::format("attention:{},attention_backward:{}", impl, impl));
+      const AttentionResult fwd = attention(q, k, v, opts);
+      const AttentionGradients grad = attention_backward(dout, q, k, v, fwd, opts);
+      for (const auto& [what, got, want] :
+           {std::tuple{"out", fwd.out, truth.out}, std::tuple{"dq", grad.dq, truth_grad.dq},
+            std::tuple{"dk", grad.dk, truth_grad.dk}, std::tuple{"dv", grad.dv, truth_grad.dv}}) {
+        const double ratio = rms_difference(got, want) / rms_difference(cast(want, DType::bf16), want);
+        rows.push_back({"accuracy", fmt::format("attention {} bf16 causal T=1024 D=128 {}", what, impl), 0,
+                        ratio, 0, "x bf16 rounding"});
+        print_row(rows.back());
+      }
     }
+  }
+  select::set_impl_overrides(user_pins ? user_pins : "");
 
   // Memory-bound ops in bf16, bytes = inputs + outputs, against the copy bandwidth.
   const int64_t R = o.quick ? 8192 : 65536, C = 4096;
@@ -137,7 +185,6 @@ int run_cuda_bench(const CudaBenchOptions& o) {
     memory_row(fmt::format("cross_entropy bf16 {}x{}", N, V), 2.0 * double(N * V) * 2,
                [&] { cross_entropy(logits, t); });
   }
-  fmt::print("training step on cuda: not measured (the models and the Trainer do not run on cuda yet)\n");
 
   std::string json = fmt::format(
       "{{\"bench\":\"cuda\",\"device\":\"{}\",\"copy_gb_s\":{:.1f},\"bf16_tflop_s\":{:.1f},\"rows\":[",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch on the shapes of `dew bench cuda`, timed the same way (CUDA events, median after a warm-up):
 torch.matmul (f32 without TF32), scaled_dot_product_attention with its flash and cuDNN backends
-(forward, and backward alone), and the memory-bound ops. A table for people, one JSON line last."""
+(forward, and backward alone) with their accuracy against f64, and the memory-bound ops. A table for people, one JSON line last."""
 import argparse
 import json
 import statistics
@@ -84,6 +84,27 @@ def main():
                     flops / (f_ms * 1e-3) * 1e-12, "TFLOP/s")
                 row("attention", f"bwd bf16 causal T={T} D={D} B={B} H={H} {label}", b_ms,
                     2.5 * flops / (b_ms * 1e-3) * 1e-12, "TFLOP/s")
+
+    # Accuracy on one causal case (B 1, H 4, T 1024, D 128) against the f64 math backend on the same
+    # inputs: each output's RMS error over that of the truth rounded to bf16 (dew bench cuda: the same).
+    q, k, v = (uniform((1, 4, 1024, 128), torch.bfloat16, True) for _ in range(3))
+    dout = uniform((1, 4, 1024, 128), torch.bfloat16)
+    wide = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
+    with sdpa_kernel(SDPBackend.MATH):
+        truth = F.scaled_dot_product_attention(*wide, is_causal=True)
+        truth_grads = torch.autograd.grad(truth, wide, dout.double())
+    rms = lambda a, b: (a.double() - b).pow(2).mean().sqrt().item()
+    for backend, label in ((SDPBackend.FLASH_ATTENTION, "flash"), (SDPBackend.CUDNN_ATTENTION, "cudnn")):
+        try:
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                grads = torch.autograd.grad(out, (q, k, v), dout)
+        except RuntimeError as e:
+            print(f"accuracy   {label}: unavailable ({str(e).splitlines()[0]})")
+            continue
+        for what, got, want in zip(("out", "dq", "dk", "dv"), (out, *grads), (truth, *truth_grads)):
+            row("accuracy", f"attention {what} bf16 causal T=1024 D=128 {label}", 0,
+                rms(got, want) / rms(want.bfloat16(), want), "x bf16 rounding")
 
     R, C = (8192, 4096) if args.quick else (65536, 4096)
     x, y, w = uniform((R, C), torch.bfloat16), uniform((R, C), torch.bfloat16), uniform((C,), torch.bfloat16)

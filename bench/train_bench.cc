@@ -102,10 +102,7 @@ int run_train_bench(const TrainBenchOptions& o) {
   for (const auto& [name, p] : model.parameters()) n += p.numel();
   const double flops_per_token = train::training_flops_per_token(model, T);
   // MFU against this run's own rate: the host's sgemm, or the GPU's 8192^3 product in the compute dtype.
-  const double peak_flops =
-      device.kind == Device::Kind::cuda
-          ? 2 * std::pow(8192.0, 3) / (gpu_gemm_ms(device, compute, 8192, 8192, 8192, 3) * 1e-3)
-          : sgemm_gflop_per_s(2048, 3) * 1e9;
+  const double peak_flops = training_peak_flops(device, compute);
   const int64_t vocab = model.config().vocab_size;
   // PyTorch's side (train_pytorch.py) is the CPU's; on a GPU Dew runs alone.
   const bool pytorch = o.pytorch && device.kind == Device::Kind::cpu &&

@@ -7,4 +7,4 @@ nvcc -O2 -arch=sm_90 ceilings.cu -lcublas -o /tmp/ceilings 2>&1 | tail -5
 /tmp/ceilings 2>&1 | tee $OUT/ceilings.txt
 PEAK=$(awk '/square 8192/ {print $NF}' $OUT/ceilings.txt)
 PEAK=${PEAK:-989}
-PYTHONUNBUFFERED=1 timeout 300 python3 torch_gpt2_step.py "$PEAK" 2>&1 | grep -v Warning | tee $OUT/torch.txt
+PYTHONUNBUFFERED=1 timeout 300 python3 torch_train_step.py gpt2-124m "$PEAK" 2>&1 | grep -v Warning | tee $OUT/torch.txt

@@ -67,8 +67,8 @@ int train_with(const TrainOptions& options) {
   train::TrainerConfig config = train::trainer_config_from_toml(options.config, options.overrides);
   if (!options.restart.empty())
     config.init_from = std::filesystem::absolute(options.restart).lexically_normal().string();
-  // For MFU, measured now (the host drifts); on a GPU not reported yet (the host's sgemm is not its ceiling).
-  config.peak_flops = config.device.kind == Device::Kind::cpu ? bench::sgemm_gflop_per_s(2048, 3) * 1e9 : 0;
+  // For MFU, measured now (the host drifts): the host's sgemm, or the GPU's product in the compute dtype.
+  config.peak_flops = bench::training_peak_flops(config.device, config.compute);
   std::function<data::Chain()> held_out;
   if (config.eval_every)
     held_out = [&options] { return data::chain_from_config(options.config, options.overrides, "eval.data"); };

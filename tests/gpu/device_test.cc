@@ -1,5 +1,6 @@
 // Tensors on cuda:0: copies both ways for every dtype, fills, strided copies, the allocator's
-// counters and its out-of-memory error, refusals across devices, and the route an op takes there.
+// counters and its out-of-memory error, refusals across devices, and the route an op takes there
+// (attention's two implementations, each giving the same bits at every launch).
 // Each test is reported skipped on a machine without a CUDA device.
 #include <dew/ops.h>
 #include <dew/runtime.h>
@@ -7,6 +8,7 @@
 
 #include "cuda/runtime.h"
 #include "routes.h"
+#include "select/overrides.h"
 
 namespace dew {
 namespace {
@@ -98,6 +100,30 @@ TEST_F(CudaDevice, ElementwiseOpsRunTheCudaKernels) {
   EXPECT_ROUTE("exp", "cuda.elementwise", exp(x));
   EXPECT_ROUTE("mul", "cuda.elementwise", mul(x, x));
   EXPECT_EQ(exp(x).device(), gpu);
+}
+
+// The SIMT kernels stay attention's default until the tensor-core ones have been timed on a GPU
+// (DESIGN.md); pinned, those run, and neither adds anything atomically: two launches, the same bits.
+TEST_F(CudaDevice, AttentionRunsEitherKernelFamilyAndRepeatsItsBits) {
+  const Tensor q = random_tensor({2, 70, 4, 128}, DType::bf16, 6).to(gpu),
+               k = random_tensor({2, 100, 2, 128}, DType::bf16, 7).to(gpu),
+               v = random_tensor({2, 100, 2, 128}, DType::bf16, 8).to(gpu),
+               dout = random_tensor({2, 70, 4, 128}, DType::bf16, 9).to(gpu);
+  AttentionOptions o;
+  o.causal = true;
+  EXPECT_ROUTE("attention", "cuda.flash_simt", attention(q, k, v, o));
+  for (const char* impl : {"cuda.flash_simt", "cuda.flash_mma"}) {
+    select::set_impl_overrides(std::string("attention:") + impl + ",attention_backward:" + impl);
+    const AttentionResult a = attention(q, k, v, o), b = attention(q, k, v, o);
+    EXPECT_ROUTE("attention_backward", impl, attention_backward(dout, q, k, v, a, o));
+    const AttentionGradients ga = attention_backward(dout, q, k, v, a, o),
+                             gb = attention_backward(dout, q, k, v, b, o);
+    select::set_impl_overrides("");
+    EXPECT_EQ(a.out.to_f64_vector(), b.out.to_f64_vector()) << impl;
+    EXPECT_EQ(a.lse.to_f64_vector(), b.lse.to_f64_vector()) << impl;
+    for (const auto& [x, y] : {std::pair{ga.dq, gb.dq}, std::pair{ga.dk, gb.dk}, std::pair{ga.dv, gb.dv}})
+      EXPECT_EQ(x.to_f64_vector(), y.to_f64_vector()) << impl;
+  }
 }
 
 }  // namespace

@@ -195,6 +195,16 @@ uint64_t gate_seed() {
   return uint64_t(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
+int gate_max_draws() {
+  const char* env = std::getenv("DEW_GATE_DRAWS");
+  if (!env) return kMaxDraws;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  DEW_REQUIRE(end != env && *end == '\0' && n >= 1 && n <= kMaxDraws,
+              "DEW_GATE_DRAWS='{}': expected a whole number of draws from 1 to {}", env, kMaxDraws);
+  return int(n);
+}
+
 std::vector<int64_t> dense_order(const Tensor& t) {
   std::vector<int64_t> order(static_cast<size_t>(t.dim()));
   std::iota(order.begin(), order.end(), 0);

@@ -66,6 +66,10 @@ OutputReport compare_output(const Tensor& candidate, const Tensor& base, const o
 
 // The seed for a run: DEW_GATE_SEED when set (to replay a failure), else fresh from the clock.
 uint64_t gate_seed();
+// The most draws a check pools: DEW_GATE_DRAWS when set (1 for runs where the verdicts are not the
+// point: under CPU emulation, tests/cpu_emulated.sh; the ratios of small outputs are then noise),
+// else kMaxDraws.
+int gate_max_draws();
 
 // The device an implementation runs on: cuda:0 for "cuda.*" implementations, else the cpu. The gate
 // draws inputs on the cpu, moves them there, and reads the outputs back.
@@ -132,8 +136,8 @@ Report run_gate(const std::string& op_name, const std::string& impl_name,
   report.outputs = judge_draw(args);
   int64_t fewest = kPooledElements;
   for (const auto& o : report.outputs) fewest = std::min(fewest, std::max<int64_t>(o.elements(), 1));
-  const int draws = int(
-      std::min<int64_t>(kMaxDraws, std::max<int64_t>(kMinDraws, (kPooledElements + fewest - 1) / fewest)));
+  const int draws = int(std::min<int64_t>(
+      gate_max_draws(), std::max<int64_t>(kMinDraws, (kPooledElements + fewest - 1) / fewest)));
   for (int d = 1; d < draws; ++d) {
     auto more = judge_draw(c.make(dtype, RandomKey{seed, 0x6a7e + uint64_t(d) * 0x10000, 0}));
     for (size_t i = 0; i < more.size(); ++i)

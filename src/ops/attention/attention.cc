@@ -262,6 +262,8 @@ std::vector<NamedAttentionCase> attention_case_table() {
   window_cap.softcap = 5;
   AttentionOptions scaled;
   scaled.scale = 0.3;
+  AttentionOptions long_window_cap = window_cap;
+  long_window_cap.window = 45;
   AttentionOptions decode_window = window_cap;
   decode_window.window = 40;
   return {{"causal_gqa", {"ci"}, {2, 40, 40, 4, 2, 16}, causal, false, false},
@@ -272,6 +274,10 @@ std::vector<NamedAttentionCase> attention_case_table() {
           {"decode_one_token", {"ci", "edge"}, {2, 1, 300, 16, 1, 16}, causal, false, false},
           // a decode step with every score hook: window, softcap, packed segments, sinks, 3 heads per KV head
           {"decode_every_hook", {"ci", "edge"}, {2, 1, 70, 6, 2, 8}, decode_window, true, true},
+          // the tensor-core kernels' head dims and tiles: rows and keys past one 64-row tile, partial
+          // tiles, masks crossing tile edges
+          {"tiles_d64_segments_sinks", {"ci"}, {2, 72, 72, 1, 1, 64}, causal, true, true},
+          {"tiles_d128_window_softcap", {"ci"}, {1, 70, 90, 2, 1, 128}, long_window_cap, false, false},
           {"gpt2_layer", {"bench"}, {4, 1024, 1024, 12, 12, 64}, causal, false, false},
           {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false}};
 }

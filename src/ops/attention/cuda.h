@@ -1,5 +1,5 @@
-// attention, its backward and its jvp on CUDA: the launchers cuda_simt.cu defines and cuda.cc
-// registers as cuda.flash_simt.
+// attention, its backward and its jvp on CUDA: the launchers that cuda_simt.cu (cuda.flash_simt) and
+// cuda_mma*.cu (cuda.flash_mma, tensor cores) define and cuda.cc registers.
 #pragma once
 
 #include <dew/dtype.h>
@@ -26,10 +26,26 @@ inline constexpr int64_t kMaxDimsPerLane = 8;
 void attention_forward(int device, DType dtype, const AttentionCall& c, const void* q, const void* k,
                        const void* v, void* out, void* lse);
 
+// The forward on tensor cores (cuda_mma.cu): dtype bf16 only, c.D 64 or 128, inputs 16-byte aligned.
+void attention_forward_mma(int device, DType dtype, const AttentionCall& c, const void* q, const void* k,
+                           const void* v, void* out, void* lse);
+
 // dq, dk, dv in q's dtype; dsinks (H) in lse's dtype when c.sinks is set.
 void attention_backward(int device, DType dtype, const AttentionCall& c, const void* dout, const void* q,
                         const void* k, const void* v, const void* out, const void* lse, void* dq, void* dk,
                         void* dv, void* dsinks);
+
+// The backward on tensor cores (cuda_mma_backward.cu), with attention_forward_mma's cases.
+void attention_backward_mma(int device, DType dtype, const AttentionCall& c, const void* dout, const void* q,
+                            const void* k, const void* v, const void* out, const void* lse, void* dq,
+                            void* dk, void* dv, void* dsinks);
+
+// The backward kernels' shared steps (cuda_backward_rows.cu), in the wide type of dtype (f32 for
+// bf16): Dt (B,H,T) = dout . out per query row and, with sinks, each row's share of dsinks; then
+// dsinks (H) from the shares.
+void attention_backward_rows(int device, DType dtype, const AttentionCall& c, const void* dout,
+                             const void* out, const void* lse, void* Dt_rows, void* dsink_rows);
+void attention_dsinks(int device, DType dtype, const AttentionCall& c, const void* dsink_rows, void* dsinks);
 
 // The tangents of out (q's dtype) and lse (lse's dtype); t_sinks (H) when c.sinks is set.
 void attention_jvp(int device, DType dtype, const AttentionCall& c, const void* q, const void* k,

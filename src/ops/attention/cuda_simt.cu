@@ -7,6 +7,7 @@
 #include "cuda/element.cuh"
 #include "cuda/launch.h"
 #include "ops/attention/cuda.h"
+#include "ops/attention/cuda_scores.cuh"
 
 namespace dew::ops::cuda_kernels {
 namespace {
@@ -18,36 +19,6 @@ template <class W>
 __device__ W warp_sum(W v) {
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
-}
-
-// attention.h's AttentionMask on the device.
-struct Mask {
-  AttentionCall c;
-  __device__ int64_t position(int64_t t) const { return t + c.S - c.T; }  // bottom-right aligned
-  __device__ int64_t first_key(int64_t t) const {
-    return c.window > 0 ? max(int64_t(0), position(t) - c.window + 1) : 0;
-  }
-  __device__ int64_t end_key(int64_t t) const {
-    const int64_t hi = c.causal ? min(c.S, position(t) + 1) : c.S;
-    return max(first_key(t), hi);
-  }
-  __device__ bool visible(int64_t b, int64_t t, int64_t j) const {
-    if (c.q_segments && c.q_segments[b * c.T + t] != c.k_segments[b * c.S + j]) return false;
-    return j >= first_key(t) && j < end_key(t);
-  }
-};
-
-template <class W>
-__device__ W capped(W s, W cap) {
-  return cap > 0 ? cap * tanh(s / cap) : s;
-}
-
-// d capped / d raw, as a factor of the capped score's derivative.
-template <class W>
-__device__ W cap_factor(W sc, W cap) {
-  if (cap <= 0) return W(1);
-  const W th = sc / cap;
-  return W(1) - th * th;
 }
 
 template <class T, class W>
@@ -155,27 +126,25 @@ __global__ void forward_kernel(AttentionCall c, const T* __restrict__ q, const T
   if (threadIdx.x % 32 == 0) lse[at.stat] = cuda::accumulator_t<T>(l > 0 ? m + log(l) : W(-INFINITY));
 }
 
-// Backward, pass 1, one warp per query row: Dt = dout . out, dq, and the row's share of dsinks.
+// Backward, pass 1, one warp per query row: dq (Dt from attention_backward_rows).
 template <class T>
 __global__ void dq_kernel(AttentionCall c, const T* __restrict__ dout, const T* __restrict__ q,
-                          const T* __restrict__ k, const T* __restrict__ v, const T* __restrict__ out,
-                          const cuda::accumulator_t<T>* __restrict__ lse, T* __restrict__ dq,
-                          cuda::wide_t<T>* __restrict__ Dt_rows, cuda::wide_t<T>* __restrict__ dsink_rows) {
+                          const T* __restrict__ k, const T* __restrict__ v,
+                          const cuda::accumulator_t<T>* __restrict__ lse,
+                          const cuda::wide_t<T>* __restrict__ Dt_rows, T* __restrict__ dq) {
   using W = cuda::wide_t<T>;
   QueryRow at;
   if (!query_row(c, &at)) return;
   const Mask mask{c};
-  const int64_t b = at.b, h = at.h, t = at.t, hk = at.hk, D = c.D, row = at.row, stat = at.stat;
-  const W lse_t = W(lse[stat]);
+  const int64_t b = at.b, t = at.t, hk = at.hk, D = c.D, row = at.row, stat = at.stat;
+  const W lse_t = W(lse[stat]), Dt = Dt_rows[stat];
   W qr[kMaxDimsPerLane], dor[kMaxDimsPerLane], dqr[kMaxDimsPerLane];
   load_row(q + row, D, qr);
   load_row(dout + row, D, dor);
 #pragma unroll
   for (int i = 0; i < kMaxDimsPerLane; ++i) dqr[i] = 0;
-  const W Dt = dot_row(dor, out + row, D);
-  const bool saw_keys = lse_t != W(-INFINITY);
   const W scale = W(c.scale), cap = W(c.cap);
-  if (saw_keys)
+  if (lse_t != W(-INFINITY))
     for (int64_t j = mask.first_key(t); j < mask.end_key(t); ++j) {
       if (!mask.visible(b, t, j)) continue;
       const int64_t key = ((b * c.S + j) * c.Hkv + hk) * D;
@@ -185,10 +154,6 @@ __global__ void dq_kernel(AttentionCall c, const T* __restrict__ dout, const T* 
       add_scaled(dqr, ds, k + key, D);
     }
   store_row(dq + row, D, dqr, W(1));
-  if (threadIdx.x % 32 == 0) {
-    Dt_rows[stat] = Dt;
-    if (c.sinks) dsink_rows[stat] = saw_keys ? -exp(sink_of<T>(c, h) - lse_t) * Dt : W(0);
-  }
 }
 
 // Backward, pass 2, one warp per key row (b, j, hk): dk and dv over the group's heads and the queries
@@ -229,18 +194,6 @@ __global__ void dkv_kernel(AttentionCall c, const T* __restrict__ dout, const T*
     }
   store_row(dk + key, D, dkr, W(1));
   store_row(dv + key, D, dvr, W(1));
-}
-
-// dsinks[h] = the sum over b and t of the rows' shares, in that order (one thread per head).
-template <class T>
-__global__ void dsinks_kernel(AttentionCall c, const cuda::wide_t<T>* __restrict__ dsink_rows,
-                              cuda::accumulator_t<T>* __restrict__ dsinks) {
-  const int64_t h = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (h >= c.H) return;
-  cuda::wide_t<T> s = 0;
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t t = 0; t < c.T; ++t) s += dsink_rows[(b * c.H + h) * c.T + t];
-  dsinks[h] = cuda::accumulator_t<T>(s);
 }
 
 // NOTE [attention tangent] (attention.h), one warp per query row.
@@ -323,11 +276,12 @@ void attention_backward(int device, DType dtype, const AttentionCall& c, const v
     using W = cuda::wide_t<T>;
     const int64_t rows = c.B * c.H * c.T, keys = c.B * c.S * c.Hkv;
     cuda::DeviceBuffer<W> Dt(device, rows), dsink_rows(device, c.sinks ? rows : 0);
+    attention_backward_rows(device, dtype, c, dout, out, lse, Dt.data(), dsink_rows.data());
     if (rows > 0) {
       dq_kernel<T><<<warps_grid(rows), kThreads, 0, stream>>>(
           c, static_cast<const T*>(dout), static_cast<const T*>(q), static_cast<const T*>(k),
-          static_cast<const T*>(v), static_cast<const T*>(out),
-          static_cast<const cuda::accumulator_t<T>*>(lse), static_cast<T*>(dq), Dt.data(), dsink_rows.data());
+          static_cast<const T*>(v), static_cast<const cuda::accumulator_t<T>*>(lse), Dt.data(),
+          static_cast<T*>(dq));
       DEW_CUDA_CHECK_LAUNCH("attention dq_kernel");
     }
     if (keys > 0) {
@@ -337,11 +291,7 @@ void attention_backward(int device, DType dtype, const AttentionCall& c, const v
           static_cast<T*>(dk), static_cast<T*>(dv));
       DEW_CUDA_CHECK_LAUNCH("attention dkv_kernel");
     }
-    if (c.sinks && c.H > 0) {
-      dsinks_kernel<T><<<cuda::blocks_for(c.H, 128), 128, 0, stream>>>(
-          c, dsink_rows.data(), static_cast<cuda::accumulator_t<T>*>(dsinks));
-      DEW_CUDA_CHECK_LAUNCH("attention dsinks_kernel");
-    }
+    attention_dsinks(device, dtype, c, dsink_rows.data(), dsinks);
   });
 }
 
