@@ -1,5 +1,6 @@
 // A transformer block's core ops on cuda:0 next to the same ops on the CPU: matmul, rms_norm,
-// attention and cross_entropy on the device, the results read back and printed beside the CPU's.
+// attention and cross_entropy on the device, the results read back and printed beside the CPU's;
+// then bf16 attention, on the tensor cores when DEW_IMPL pins cuda.flash_mma.
 // Without a CUDA device (or a build without the toolkit) it says so and exits 0.
 #include <dew/ops.h>
 #include <dew/runtime.h>
@@ -50,6 +51,18 @@ int main() {
   std::printf("loss: cpu %.6f, cuda:0 %.6f\n", cpu.loss.to_f64_vector()[0], cuda.loss.to_f64_vector()[0]);
   std::printf("d_logits: largest difference %.2e of the largest value\n",
               relative_difference(cuda.d_logits, cpu.d_logits));
+  // bf16 attention at D = 64: the SIMT kernels by default; run with
+  // DEW_IMPL=attention:cuda.flash_mma (and DEW_ROUTES=1 to see it) for the tensor-core ones.
+  {
+    const Tensor q = cast(draw({B, T, H, D}, 6), DType::bf16), k = cast(draw({B, T, H, D}, 7), DType::bf16),
+                 v = cast(draw({B, T, H, D}, 8), DType::bf16);
+    AttentionOptions causal;
+    causal.causal = true;
+    const Tensor on_cpu = attention(q, k, v, causal).out,
+                 on_gpu = attention(q.to(gpu), k.to(gpu), v.to(gpu), causal).out;
+    std::printf("bf16 attention: largest difference %.2e of the largest value\n",
+                relative_difference(on_gpu, on_cpu));
+  }
   const MemoryStats m = cuda_memory_stats(0);
   std::printf("cuda:0 memory: %lld bytes in use, peak %lld\n", (long long)m.bytes_in_use,
               (long long)m.peak_bytes);
