@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "gate.h"
 
@@ -104,6 +106,27 @@ TEST(Gate, CompositionsWithoutABoundAreJudgedByTheirRatios) {
   candidate.data<float>()[9] = INFINITY;
   r = compare_output(candidate, base, no_bound, DType::f32);
   EXPECT_FALSE(r.rms_ratio() <= 1.5);
+}
+
+// DEW_GATE_DRAWS caps the draws (the emulation tests use 1); a value outside 1..kMaxDraws is refused
+// naming the variable and the range.
+TEST(Gate, DrawsAreCappedByTheEnvironmentWithinTheirRange) {
+  ::unsetenv("DEW_GATE_DRAWS");
+  EXPECT_EQ(gate_max_draws(), kMaxDraws);
+  ::setenv("DEW_GATE_DRAWS", "3", 1);
+  EXPECT_EQ(gate_max_draws(), 3);
+  for (const char* bad : {"0", "65", "two", "3x"}) {
+    ::setenv("DEW_GATE_DRAWS", bad, 1);
+    try {
+      gate_max_draws();
+      ADD_FAILURE() << "DEW_GATE_DRAWS=" << bad << " was accepted";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("DEW_GATE_DRAWS"), std::string::npos) << m;
+      EXPECT_NE(m.find("from 1 to 64"), std::string::npos) << m;
+    }
+  }
+  ::unsetenv("DEW_GATE_DRAWS");
 }
 
 }  // namespace
