@@ -13,6 +13,15 @@ namespace dew::ops {
 
 std::string_view activation_name(Activation a);
 
+// num sigmoid(z) = num / (1 + exp(-z)), and num exp(z) below z = -80, where 1 + exp(z) rounds to 1:
+// past -88.7 exp(-z) overflows in float and the plain form gives 0 (sigmoid(-89) is 2.2e-39, silu(-89)
+// -2.0e-37). One rounding after the exp either way, as the plain form has.
+template <class T>
+DEW_HOST_DEVICE T times_sigmoid(T num, T z) {
+  using std::exp;
+  return z < T(-80) ? num * exp(z) : num / (T(1) + exp(-z));
+}
+
 template <class T>
 DEW_HOST_DEVICE T apply_activation(Activation a, T x) {
   using std::erf, std::exp, std::tanh;
@@ -28,7 +37,7 @@ DEW_HOST_DEVICE T apply_activation(Activation a, T x) {
       return T(0.5) * x * (T(1) + tanh(inner));
     }
     case Activation::silu:
-      return x / (T(1) + exp(-x));
+      return times_sigmoid(x, x);
   }
   return x;
 }
@@ -50,7 +59,7 @@ DEW_HOST_DEVICE T activation_derivative(Activation a, T x) {
       return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
     }
     case Activation::silu: {
-      const T s = T(1) / (T(1) + exp(-x));
+      const T s = times_sigmoid(T(1), x);
       return s * (T(1) + x * (T(1) - s));
     }
   }

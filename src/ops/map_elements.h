@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/f32x16.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 
@@ -104,10 +105,46 @@ template <bool NativeBf16, class T, size_t NIn, size_t NOut, class F>
   }
 }
 
+#if DEW_HAS_F32X16
+// Whether f takes NIn F32x16 arguments: a kernel says so by giving a generic lambda (constrained to
+// the functions written over F, NOTE [one body for scalar and vector float functions]).
+template <class F, size_t... K>
+constexpr bool takes_f32x16(std::index_sequence<K...>) {
+  return std::is_invocable_v<F&, decltype((void)K, F32x16())...>;
+}
+
+// The same map sixteen elements at a time on F32x16, the tail under a mask.
+template <class T, size_t NIn, size_t NOut, class F, size_t... K>
+inline void map_elements_f32x16(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n,
+                                F& f, std::index_sequence<K...>) {
+  // Pointers copied out of the arrays: the stores (void*) could alias the arrays, which kept the
+  // compiler reloading them every group.
+  const std::array<const T*, NIn> in = x;
+  const std::array<T*, NOut> out = y;
+  const auto apply = [&](int64_t i, int lanes) __attribute__((always_inline)) {
+    const auto r = lanes == 16 ? f(load16(in[K] + i)...) : f(load16(in[K] + i, lanes)...);
+    if constexpr (NOut == 1)
+      store16(out[0] + i, r, lanes);
+    else
+      for (size_t k = 0; k < NOut; ++k) store16(out[k] + i, r[k], lanes);
+  };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) apply(i, 16), apply(i + 16, 16);
+  for (; i + 16 <= n; i += 16) apply(i, 16);
+  if (i < n) apply(i, int(n - i));
+}
+#endif
+
 // y_k[i] = f(widened x_0[i], x_1[i], ...)[k] for i in [0, n), narrowed to T; f returns one value
-// (NOut = 1) or an array of NOut.
+// (NOut = 1) or an array of NOut, and takes Acc (or, where it can, F32x16) arguments.
 template <class T, size_t NIn, size_t NOut, class F>
 inline void map_elements(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n, F f) {
+#if DEW_HAS_F32X16
+  if constexpr ((std::is_same_v<T, float> ||
+                 std::is_same_v<T, bf16>)&&takes_f32x16<F>(std::make_index_sequence<NIn>{}))
+    if (std::is_same_v<T, float> || narrows_natively<T>())
+      return map_elements_f32x16(x, y, n, f, std::make_index_sequence<NIn>{});
+#endif
   if (narrows_natively<T>()) return map_elements_loop<true>(x, y, n, f);
   map_elements_loop<false>(x, y, n, f);
 }

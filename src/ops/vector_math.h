@@ -15,10 +15,43 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/f32x16.h"
 #include "ops/isa.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
+
+// The scalar overloads of the helpers F32x16 has (NOTE [one body for scalar and vector float
+// functions]): the float functions below call only these, so F is float or F32x16 alike.
+template <class F>
+inline constexpr bool is_f32_like = std::is_same_v<F, float>
+#if DEW_HAS_F32X16
+                                    || std::is_same_v<F, F32x16>
+#endif
+    ;
+template <class F>
+requires std::is_floating_point_v<F>
+[[gnu::always_inline]] inline F mul_add(F a, F b, F c) {
+  return std::fma(a, b, c);
+}
+[[gnu::always_inline]] inline float select(bool c, float a, float b) {
+  return c ? a : b;
+}
+[[gnu::always_inline]] inline float magnitude(float a) {
+  return std::fabs(a);
+}
+[[gnu::always_inline]] inline float with_sign_of(float m, float sign) {
+  return std::copysign(m, sign);
+}
+[[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
+// y 2^n for integral n in [-151, 128], rounded once: two factors, so a subnormal result rounds only in
+// the second product.
+[[gnu::always_inline]] inline float times_pow2(float y, float n) {
+  const int32_t ni = int32_t(n), n1 = ni >> 1, n2 = ni - n1;
+  return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+}
 
 // NOTE [compensated exp]
 // exp(x) = 2^n exp(r), n = round(x / ln 2). Two roundings would cost a float polynomial accuracy the
@@ -26,25 +59,25 @@ namespace dew::ops::DEW_KERNEL_NS {
 // So r = rh + rl keeps its rounding error e (rh = x - n c1 is exact: c1 has 9 bits), and
 // exp(r) = 1 + r + r^2 p(r) + e is summed with 1 + r split exactly into hi + lo (Fast2Sum), leaving one
 // rounding at the end. 2^n is applied as two factors so that subnormal results round once.
-inline float exp_f32(float x) {
-  x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);  // exp(-104) rounds to 0, exp(89) to inf
-  const float shifted = std::fma(x, 1.44269504088896341f, 0x1.8p23f);  // n in the low mantissa bits
-  const float n = shifted - 0x1.8p23f;
-  const float rh = std::fma(n, -0.693359375f, x);
-  const float rl = n * 2.12194440e-4f;  // ln 2 - c1
-  const float r = rh + rl;              // |r| <= 0.347
-  const float e = (rh - r) + rl;        // r's rounding error
-  float p = 1.9875691500e-4f;           // Cephes' coefficients of (exp(r) - 1 - r) / r^2
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  const float hi = 1.0f + r;
-  const float lo = (1.0f - hi) + r;
-  const float y = hi + (lo + std::fma(p, r * r, e));
-  const int32_t ni = std::bit_cast<int32_t>(shifted) - 0x4B400000, n1 = ni >> 1, n2 = ni - n1;
-  return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp_f32(F x) {
+  x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp(-104) rounds to 0, exp(89) to inf
+  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
+  const F n = shifted - F(0x1.8p23f);
+  const F rh = mul_add(n, F(-0.693359375f), x);
+  const F rl = n * F(2.12194440e-4f);  // ln 2 - c1
+  const F r = rh + rl;                 // |r| <= 0.347
+  const F e = (rh - r) + rl;           // r's rounding error
+  F p = 1.9875691500e-4f;              // Cephes' coefficients of (exp(r) - 1 - r) / r^2
+  p = mul_add(p, r, F(1.3981999507e-3f));
+  p = mul_add(p, r, F(8.3334519073e-3f));
+  p = mul_add(p, r, F(4.1665795894e-2f));
+  p = mul_add(p, r, F(1.6666665459e-1f));
+  p = mul_add(p, r, F(5.0000001201e-1f));
+  const F hi = F(1.0f) + r;
+  const F lo = (F(1.0f) - hi) + r;
+  return times_pow2(hi + (lo + mul_add(p, r * r, e)), n);
 }
 
 // exp_f32_within_2ulp: float throughout (Cody-Waite reduction, Cephes' degree-6 polynomial, 2^n as two
@@ -71,28 +104,46 @@ inline float exp_f32_within_2ulp(float x) {
 // 2^n in two factors), for results stored as bf16, whose 8 bits round at 3.9e-3: it moves a rounding only
 // where exp lies within 2.5e-6 of a bf16 midpoint, and then to the other neighbour (still faithful). A
 // quarter cheaper than exp_f32, which is most of a bf16 exp-family op's time (docs/perf.md).
-inline float exp_f32_for_bf16(float x) {
-  x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  const float shifted = std::fma(x, 1.44269504088896341f, 0x1.8p23f);  // n in the low mantissa bits
-  const float n = shifted - 0x1.8p23f;
-  float r = std::fma(n, -0.693359375f, x);
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.0f / 120;
-  p = std::fma(p, r, 1.0f / 24);
-  p = std::fma(p, r, 1.0f / 6);
-  p = std::fma(p, r, 0.5f);
-  const float y = std::fma(p, r * r, r) + 1.0f;
-  const int32_t ni = std::bit_cast<int32_t>(shifted) - 0x4B400000, n1 = ni >> 1, n2 = ni - n1;
-  return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp_f32_for_bf16(F x) {
+  x = clamp_keep_nan(x, -104.0f, 89.0f);
+  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
+  const F n = shifted - F(0x1.8p23f);
+  F r = mul_add(n, F(-0.693359375f), x);
+  r = mul_add(n, F(2.12194440e-4f), r);
+  F p = 1.0f / 120;
+  p = mul_add(p, r, F(1.0f / 24));
+  p = mul_add(p, r, F(1.0f / 6));
+  p = mul_add(p, r, F(0.5f));
+  return times_pow2(mul_add(p, r * r, r) + F(1.0f), n);
 }
 
 // The exp a kernel whose results are stored as T computes with.
-template <class T>
-[[gnu::always_inline]] inline float exp_for(float x) {
+template <class T, class F>
+[[gnu::always_inline]] inline F exp_for(F x) {
   if constexpr (std::is_same_v<T, bf16>)
     return exp_f32_for_bf16(x);
   else
     return exp_f32(x);
+}
+
+// a / b for a kernel whose results are stored as T, finite b >= 1: bf16 results on F32x16 take a
+// reciprocal within 2 ulp (NOTE [bf16 results in float]); everything else divides.
+template <class T, class F>
+[[gnu::always_inline]] inline F divide_for(F a, F b) {
+#if DEW_HAS_F32X16
+  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<F, F32x16>) return a * reciprocal_within_2ulp(b);
+#endif
+  return a / b;
+}
+
+// num sigmoid(z) for results stored as T: activation.h's times_sigmoid, with exp_for and divide_for.
+template <class T, class F>
+[[gnu::always_inline]] inline F times_sigmoid_for(F num, F z) {
+  const auto tail = z < F(-80.0f);
+  const F e = exp_for<T>(select(tail, z, -z));
+  return select(tail, num * e, divide_for<T>(num, F(1.0f) + e));
 }
 
 // NOTE [float functions in double]: tanh, log and erf-GELU of float data are computed in double, with
@@ -101,14 +152,14 @@ template <class T>
 
 // c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
 // keep the loops these functions sit in from vectorizing.
-template <class F, size_t N, size_t... I>
-[[gnu::always_inline]] inline F horner_unrolled(F x, const std::array<F, N>& c, std::index_sequence<I...>) {
-  F p = c[N - 1];
-  ((p = std::fma(p, x, c[N - 2 - I])), ...);
+template <class F, class C, size_t N, size_t... I>
+[[gnu::always_inline]] inline F horner_unrolled(F x, const std::array<C, N>& c, std::index_sequence<I...>) {
+  F p = F(c[N - 1]);
+  ((p = mul_add(p, x, F(c[N - 2 - I]))), ...);
   return p;
 }
-template <class F, size_t N>
-[[gnu::always_inline]] inline F horner(F x, const std::array<F, N>& c) {
+template <class F, class C, size_t N>
+[[gnu::always_inline]] inline F horner(F x, const std::array<C, N>& c) {
   return horner_unrolled(x, c, std::make_index_sequence<N - 1>{});
 }
 

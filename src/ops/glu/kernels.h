@@ -17,12 +17,12 @@ namespace dew::ops::DEW_KERNEL_NS {
 template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
-    return x / (Acc(1) + exp_for<T>(-x));
+    return times_sigmoid_for<T>(x, x);
   } else if constexpr (Fast && A == Activation::gelu_erf) {  // NOTE [bf16 results in float]
     return std::is_same_v<T, bf16> ? gelu_erf_f32_for_bf16(x) : gelu_erf_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
-    return x / (Acc(1) + exp_for<T>(Acc(-2) * y));
+    return times_sigmoid_for<T>(x, Acc(2) * y);
   } else {
     return apply_activation(A, x);
   }
@@ -31,20 +31,24 @@ template <Activation A, bool Fast, class T, class Acc>
 template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act_derivative(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
-    const Acc s = Acc(1) / (Acc(1) + exp_for<T>(-x));
+    const Acc s = times_sigmoid_for<T>(Acc(1), x);
     return s * (Acc(1) + x * (Acc(1) - s));
   } else if constexpr (Fast && A == Activation::gelu_erf) {
     return std::is_same_v<T, bf16> ? gelu_erf_derivative_f32_for_bf16(x) : gelu_erf_derivative_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
     const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);
-    const Acc s = Acc(1) / (Acc(1) + exp_for<T>(Acc(-2) * y)),
-              s_neg = Acc(1) / (Acc(1) + exp_for<T>(Acc(2) * y));
+    const Acc s = times_sigmoid_for<T>(Acc(1), Acc(2) * y), s_neg = times_sigmoid_for<T>(Acc(1), Acc(-2) * y);
     return s + Acc(2) * x * s * s_neg * k * (Acc(1) + Acc(3 * 0.044715) * x * x);
   } else {
     return activation_derivative(A, x);
   }
 }
+
+// The activations act and act_derivative write over F (NOTE [one body for scalar and vector float
+// functions]).
+template <Activation A, bool Fast>
+inline constexpr bool has_f32x16_form = Fast && (A == Activation::silu || A == Activation::gelu_tanh);
 
 template <Activation A, bool Fast, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
@@ -59,15 +63,17 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
     if (!a.backward) {
       map_elements<T>(
           std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
-          [](Acc gi, Acc ui) __attribute__((always_inline)) { return act<A, Fast, T>(gi) * ui; });
+          []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
+              std::is_same_v<V, Acc> || has_f32x16_form<A, Fast>) { return act<A, Fast, T>(gi) * ui; });
       return;
     }
     map_elements<T>(
         std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
-        [](Acc gi, Acc ui, Acc di) __attribute__((always_inline)) {
-          // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
-          return std::array<Acc, 2>{di * ui * act_derivative<A, Fast, T>(gi), di * act<A, Fast, T>(gi)};
-        });
+        []<class V>(V gi, V ui, V di)
+            __attribute__((always_inline)) requires(std::is_same_v<V, Acc> || has_f32x16_form<A, Fast>) {
+              // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
+              return std::array<V, 2>{di * ui * act_derivative<A, Fast, T>(gi), di * act<A, Fast, T>(gi)};
+            });
   });
 }
 

@@ -20,9 +20,9 @@ template <UnaryFn F, bool Fast, class T, class Acc>
   if constexpr (Fast && F == UnaryFn::exp)
     return exp_for<T>(x);
   else if constexpr (Fast && F == UnaryFn::sigmoid)
-    return Acc(1) / (Acc(1) + exp_for<T>(-x));
+    return times_sigmoid_for<T>(Acc(1), x);
   else if constexpr (Fast && F == UnaryFn::silu)
-    return x / (Acc(1) + exp_for<T>(-x));
+    return times_sigmoid_for<T>(x, x);
   else if constexpr (Fast && F == UnaryFn::tanh)
     return std::is_same_v<T, bf16> ? tanh_f32_for_bf16(x) : tanh_f32(x);  // NOTE [bf16 results in float]
   else if constexpr (Fast && F == UnaryFn::log)
@@ -30,10 +30,15 @@ template <UnaryFn F, bool Fast, class T, class Acc>
   else if constexpr (Fast && F == UnaryFn::gelu)
     return std::is_same_v<T, bf16> ? gelu_erf_f32_for_bf16(x) : gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    return x / (Acc(1) + exp_for<T>(Acc(-1.5957691216057307118) * (x + Acc(0.044715) * x * x * x)));
+    return times_sigmoid_for<T>(x, Acc(1.5957691216057307118) * (x + Acc(0.044715) * x * x * x));
   else
     return unary_apply<F>(x);
 }
+
+// The functions unary_kernel_value writes over F (NOTE [one body for scalar and vector float functions]).
+template <UnaryFn F, bool Fast>
+inline constexpr bool has_f32x16_form = Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
+                                                 F == UnaryFn::silu || F == UnaryFn::gelu_tanh);
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
@@ -48,7 +53,10 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
       if (v.stride[0] == 1)
         map_elements<T>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
-            [](Acc xi) __attribute__((always_inline)) { return unary_kernel_value<Fn::value, Fast, T>(xi); });
+            []<class V>(V xi) __attribute__((always_inline)) requires(std::is_same_v<V, Acc> ||
+                                                                      has_f32x16_form<Fn::value, Fast>) {
+              return unary_kernel_value<Fn::value, Fast, T>(xi);
+            });
       else
         for (int64_t i = 0; i < v.length; ++i)
           yo[i] = narrow<T>(unary_kernel_value<F, Fast, T>(widen<Acc>(x[i * v.stride[0]])));

@@ -32,7 +32,7 @@ DEW_HOST_DEVICE T unary_apply(T x) {
   else if constexpr (F == UnaryFn::tanh)
     return tanh(x);
   else if constexpr (F == UnaryFn::sigmoid)
-    return T(1) / (T(1) + exp(-x));
+    return times_sigmoid(T(1), x);
   else if constexpr (F == UnaryFn::silu)
     return apply_activation(Activation::silu, x);
   else if constexpr (F == UnaryFn::gelu)

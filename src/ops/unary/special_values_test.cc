@@ -60,6 +60,9 @@ void check(const std::string& op, Tensor (*fn)(const Tensor&), const std::vector
 Tensor gelu_erf(const Tensor& x) {
   return gelu(x, false);
 }
+Tensor gelu_tanh(const Tensor& x) {
+  return gelu(x, true);
+}
 
 TEST(UnarySpecialValues, Exp) {
   const std::vector<float> xs{-kInf,   kInf,  kNan,   0.0f,    -0.0f,  89.0f,
@@ -104,6 +107,22 @@ TEST(UnarySpecialValues, Bf16Results) {
   check_bf16(
       "log", log, [](double x) { return x < 0 ? NAN : std::log(x); },
       {0.0f, -0.0f, -1.0f, kInf, -kInf, kNan, 1.0f, 1e-40f, 2.0f, 3e38f, 0.7f, 1.4f, 0.999f, 1.001f, 7.0f});
+  // The sigmoid forms' denominators 1 + exp(-x) near float's end (88.7) and past it (inf), where a
+  // reciprocal may fall into the subnormals or to zero (NOTE [one body for scalar and vector float
+  // functions]).
+  const std::vector<float> sigmoid_inputs{-kInf,  kInf,   kNan,   0.0f,   -0.0f,  1.0f,   -1.0f,   3.0f,
+                                          -87.0f, -87.5f, -88.0f, -88.5f, -89.0f, -90.0f, -100.0f, 20.0f};
+  check_bf16(
+      "sigmoid", sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, sigmoid_inputs);
+  check_bf16(
+      "silu", silu, [](double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); },
+      sigmoid_inputs);
+  // 0.5 x (1 + tanh u) = x sigmoid(2u), whose tail the tiers keep (portable's 1 + tanh u cancels there).
+  check_bf16(
+      "gelu_tanh", gelu_tanh,
+      [](double x) { return x / (1.0 + std::exp(-1.5957691216057307118 * (x + 0.044715 * x * x * x))); },
+      {kNan, 0.0f, -0.0f, 1.0f, -1.0f, 3.0f, -3.0f, -5.0f, -9.0f, -10.0f, -12.0f, -60.0f, 60.0f},
+      /*tiers_only=*/true);
   // The erf-GELU's negative tail keeps its relative accuracy (1 + erf computed as exp(-z^2) erfcx(-z)),
   // past |z| = 4 and down to where it underflows (on the tiers: portable's 1 + erf cancels there).
   check_bf16(

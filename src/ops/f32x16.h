@@ -1,0 +1,149 @@
+// F32x16: sixteen floats in one AVX-512 register, with the operators and helpers that vector_math.h's
+// float functions are written with, so one template body runs as scalar float (auto-vectorized, every
+// tier) and as F32x16 (the avx512 tier's elementwise maps, map_elements.h). Not a general SIMD
+// library: only what those functions need. Included inside a DEW_KERNEL_NS namespace (NOTE [kernel
+// namespaces]); empty outside the avx512 tier.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "ops/isa.h"
+#include "ops/kernel_types.h"
+
+// Tiers that have F32x16: avx512 only (0 where undefined).
+#define DEW_HAS_F32X16_avx512 1
+#define DEW_HAS_F32X16 DEW_ISA_CONCAT(DEW_HAS_F32X16_, DEW_KERNEL_NS)
+
+#if DEW_HAS_F32X16
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS {
+
+// NOTE [one body for scalar and vector float functions]
+// Auto-vectorized scalar code cannot reach AVX-512's vscalefps (2^n in one instruction, rounding once
+// into the subnormals) or vfpclassps, and it compiles a NaN-keeping clamp into masked compares: a bf16
+// exp loop took 0.8 ns per element where the same arithmetic on F32x16 took 0.29 (one core of this
+// machine, L2-resident, 2026-12-01; docs/perf.md).
+// So vector_math.h writes a function once over F and calls only the overloads here (mul_add,
+// clamp_keep_nan, times_pow2, select, magnitude, ...), which float and F32x16 both have, with the same
+// results.
+struct F32x16 {
+  __m512 v;
+  F32x16() = default;
+  F32x16(__m512 r) : v(r) {}
+  F32x16(float f) : v(_mm512_set1_ps(f)) {}  // constants broadcast, as float code writes them
+};
+struct Mask16 {
+  __mmask16 m;
+};
+
+inline F32x16 operator+(F32x16 a, F32x16 b) {
+  return _mm512_add_ps(a.v, b.v);
+}
+inline F32x16 operator-(F32x16 a, F32x16 b) {
+  return _mm512_sub_ps(a.v, b.v);
+}
+inline F32x16 operator*(F32x16 a, F32x16 b) {
+  return _mm512_mul_ps(a.v, b.v);
+}
+inline F32x16 operator/(F32x16 a, F32x16 b) {
+  return _mm512_div_ps(a.v, b.v);
+}
+inline F32x16 operator-(F32x16 a) {
+  return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a.v), _mm512_set1_epi32(INT32_MIN)));
+}
+inline F32x16& operator+=(F32x16& a, F32x16 b) {
+  return a = a + b;
+}
+inline F32x16& operator*=(F32x16& a, F32x16 b) {
+  return a = a * b;
+}
+inline Mask16 operator<(F32x16 a, F32x16 b) {
+  return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)};
+}
+inline Mask16 operator>(F32x16 a, F32x16 b) {
+  return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)};
+}
+
+inline F32x16 mul_add(F32x16 a, F32x16 b, F32x16 c) {
+  return _mm512_fmadd_ps(a.v, b.v, c.v);
+}
+inline F32x16 select(Mask16 c, F32x16 a, F32x16 b) {
+  return _mm512_mask_blend_ps(c.m, b.v, a.v);
+}
+inline F32x16 magnitude(F32x16 a) {
+  return _mm512_abs_ps(a.v);
+}
+inline F32x16 with_sign_of(F32x16 m, F32x16 sign) {  // m's bits but sign's sign bit
+  return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(m.v), _mm512_castps_si512(sign.v),
+                                                       _mm512_set1_epi32(INT32_MAX),
+                                                       0xe4));  // mask ? m : sign, bit by bit
+}
+// The masked forms with every lane set: GCC 12's unmasked vmaxps, vminps and vscalefps start from an
+// undefined register that -Wmaybe-uninitialized reports (GCC bug 105593); so do vpmovzxwd and vpslld.
+inline constexpr __mmask16 kAllLanes = 0xffff;
+
+// x clamped to [lo, hi]; NaN stays NaN (vminps returns its second operand when either is NaN).
+inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
+  const __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
+  return _mm512_mask_max_ps(l, kAllLanes, l, _mm512_mask_min_ps(h, kAllLanes, h, x.v));
+}
+// y 2^n for integral n, rounded once (into the subnormals too).
+inline F32x16 times_pow2(F32x16 y, F32x16 n) {
+  return _mm512_mask_scalef_ps(y.v, kAllLanes, y.v, n.v);
+}
+
+// 1 / d within 2 ulp for finite d >= 1 (so 1 / d is normal: the denominators of sigmoid-like forms):
+// vrcp14ps's 14 bits and one Newton step, where vdivps costs about as much as a whole bf16 exp here.
+inline F32x16 reciprocal_within_2ulp(F32x16 d) {
+  const __m512 r = _mm512_maskz_rcp14_ps(kAllLanes, d.v);
+  return _mm512_fmadd_ps(_mm512_fnmadd_ps(d.v, r, _mm512_set1_ps(1.0f)), r, r);
+}
+
+// Sixteen T values widened to float, and sixteen floats narrowed to T and stored; `lanes` (< 16) for a
+// row's tail, whose other lanes read as 0 and are not written.
+inline F32x16 widen16(__m256i bf16_bits) {  // bf16 is a float's upper half
+  return _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(kAllLanes, _mm512_maskz_cvtepu16_epi32(kAllLanes, bf16_bits), 16));
+}
+template <class T>
+inline F32x16 load16(const T* p) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  else
+    return _mm512_loadu_ps(p);
+}
+template <class T>
+inline F32x16 load16(const T* p, int lanes) {
+  const __mmask16 k = __mmask16((1u << lanes) - 1);
+  if constexpr (std::is_same_v<T, bf16>)
+    return widen16(_mm256_maskz_loadu_epi16(k, p));
+  else
+    return _mm512_maskz_loadu_ps(k, p);
+}
+
+// NOTE [native bf16 narrowing] (map_elements.h): vcvtneps2bf16 flushes subnormal inputs, so a group that
+// holds one (vfpclassps, category 0x20) narrows lane by lane with dtype.h's integer rounding.
+template <class T>
+inline void store16(T* p, F32x16 v, int lanes = 16) {
+  const __mmask16 k = __mmask16(lanes == 16 ? 0xffff : (1u << lanes) - 1);
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (_mm512_fpclass_ps_mask(v.v, 0x20) == 0) {
+      _mm256_mask_storeu_epi16(p, k, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v.v)));
+      return;
+    }
+    alignas(64) float f[16];
+    _mm512_store_ps(f, v.v);
+    for (int i = 0; i < lanes; ++i) p[i] = narrow<bf16>(f[i]);
+  } else {
+    _mm512_mask_storeu_ps(p, k, v.v);
+  }
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END
+#endif
