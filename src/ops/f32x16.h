@@ -69,6 +69,13 @@ inline Mask16 operator>(F32x16 a, F32x16 b) {
   return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_GT_OQ)};
 }
 
+inline Mask16 operator==(F32x16 a, F32x16 b) {
+  return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_EQ_OQ)};
+}
+inline Mask16 operator&&(Mask16 a, Mask16 b) {  // both evaluated, as selects are
+  return {__mmask16(a.m & b.m)};
+}
+
 inline F32x16 mul_add(F32x16 a, F32x16 b, F32x16 c) {
   return _mm512_fmadd_ps(a.v, b.v, c.v);
 }
@@ -95,6 +102,15 @@ inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
 // y 2^n for integral n, rounded once (into the subnormals too).
 inline F32x16 times_pow2(F32x16 y, F32x16 n) {
   return _mm512_mask_scalef_ps(y.v, kAllLanes, y.v, n.v);
+}
+
+// x = 2^k m with m in [1, 2) for finite x > 0, subnormals included: vgetmantps and vgetexpps.
+struct ExponentSplit16 {
+  F32x16 m, k;
+};
+inline ExponentSplit16 split_exponent(F32x16 x) {
+  return {_mm512_maskz_getmant_ps(kAllLanes, x.v, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero),
+          _mm512_maskz_getexp_ps(kAllLanes, x.v)};
 }
 
 // 1 / d within 2 ulp for finite d >= 1 (so 1 / d is normal: the denominators of sigmoid-like forms):

@@ -34,7 +34,9 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline F mul_add(F a, F b, F c) {
   return std::fma(a, b, c);
 }
-[[gnu::always_inline]] inline float select(bool c, float a, float b) {
+template <class F>
+requires std::is_floating_point_v<F>
+[[gnu::always_inline]] inline F select(bool c, F a, F b) {
   return c ? a : b;
 }
 [[gnu::always_inline]] inline float magnitude(float a) {
@@ -208,25 +210,35 @@ struct ExpSplit {
   return float(std::copysign(e / (e + 2.0), double(x)));
 }
 
+// x = 2^k m with m in [1, 2), for finite x > 0 (subnormals scaled into the normals first); m and k as
+// floats. F32x16 has the same (vgetmantps, vgetexpps).
+struct ExponentSplit {
+  float m, k;
+};
+[[gnu::always_inline]] inline ExponentSplit split_exponent(float x) {
+  const bool tiny = x < 0x1p-126f;
+  const int32_t b = std::bit_cast<int32_t>(tiny ? x * 0x1p24f : x);
+  return {std::bit_cast<float>((b & 0x007fffff) | 0x3f800000),
+          float(((b >> 23) & 0xff) - 127 - (tiny ? 24 : 0))};
+}
+
 // log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
 // atanh by the series given (in F: double to s^21 for f32 results, float to s^11 for bf16 ones).
 // Subnormal inputs are scaled into the normals first. log(0) = -inf, log(x < 0) = NaN,
 // log(inf) = inf, NaN stays NaN.
-template <class F, size_t N>
-[[gnu::always_inline]] inline float log_with(float x, const std::array<F, N>& atanh_series) {
-  const bool tiny = x < 0x1p-126f;
-  const int32_t b = std::bit_cast<int32_t>(tiny ? x * 0x1p24f : x);
-  int32_t k = ((b >> 23) & 0xff) - 127 - (tiny ? 24 : 0);
-  F m = F(std::bit_cast<float>((b & 0x007fffff) | 0x3f800000));  // [1, 2)
-  const bool high = m > F(1.4142135623730951);
-  m = high ? F(0.5) * m : m;
-  k = high ? k + 1 : k;
-  const F s = (m - F(1)) / (m + F(1)), s2 = s * s;
-  const F result =
-      std::fma(F(k), F(0.6931471805599453), F(2) * std::fma(s * s2, horner(s2, atanh_series), s));
+template <class I, class F, size_t N>
+[[gnu::always_inline]] inline F log_with(F x, const std::array<I, N>& atanh_series) {
+  using C = std::conditional_t<std::is_same_v<F, float>, I, F>;  // computes in I, F32x16 in float
+  auto [m0, k0] = split_exponent(x);                             // x = 2^k m, m in [1, 2)
+  const C m1 = C(m0), k1 = C(k0);
+  const auto high = m1 > C(1.4142135623730951);
+  const C m = select(high, C(0.5) * m1, m1), k = select(high, k1 + C(1), k1);
+  const C s = (m - C(1)) / (m + C(1)), s2 = s * s;
+  const F result = F(mul_add(k, C(0.6931471805599453), C(2) * mul_add(s * s2, horner(s2, atanh_series), s)));
   const float inf = std::numeric_limits<float>::infinity();
-  const float special = x == 0 ? -inf : (x == inf ? inf : std::numeric_limits<float>::quiet_NaN());
-  return x > 0 && x < inf ? float(result) : special;  // selects, not branches: the loop vectorizes
+  const F special =
+      select(x == F(0.0f), F(-inf), select(x == F(inf), F(inf), F(std::numeric_limits<float>::quiet_NaN())));
+  return select(x > F(0.0f) && x < F(inf), result, special);  // selects, not branches: loops vectorize
 }
 [[gnu::always_inline]] inline float log_f32(float x) {
   return log_with(x, kAtanhSeries);
@@ -243,18 +255,22 @@ inline constexpr std::array<float, 6> kTanhTaylor = {-1.0f / 3,    2.0f / 15,   
 
 // tanh for bf16 results: the series below 0.55, 1 - 2 / (exp(2a) + 1) above (relative error ~3e-6);
 // tanh(9) rounds to 1. NaN stays NaN (the clamp keeps it), signed zeros keep their sign.
-[[gnu::always_inline]] inline float tanh_f32_for_bf16(float x) {
-  const float a0 = std::fabs(x), a = a0 > 9.0f ? 9.0f : a0, a2 = a * a;
-  const float series = std::fma(a * a2, horner(a2, kTanhTaylor), a);
-  const float large = 1.0f - 2.0f / (exp_f32_for_bf16(2.0f * a) + 1.0f);
-  return std::copysign(a < 0.55f ? series : large, x);
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F tanh_f32_for_bf16(F x) {
+  const F a0 = magnitude(x), a = select(a0 > F(9.0f), F(9.0f), a0), a2 = a * a;
+  const F series = mul_add(a * a2, horner(a2, kTanhTaylor), a);
+  const F large = F(1.0f) - divide_for<bf16>(F(2.0f), exp_f32_for_bf16(F(2.0f) * a) + F(1.0f));
+  return with_sign_of(select(a < F(0.55f), series, large), x);
 }
 
 // 1 / (2k + 3) for k = 0..4: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^11 (|s| <= 0.172: 2e-10).
 inline constexpr std::array<float, 5> kAtanhSeriesF32 = {1.0f / 3, 1.0f / 5, 1.0f / 7, 1.0f / 9, 1.0f / 11};
 
 // log for bf16 results (NOTE [bf16 results in float]).
-[[gnu::always_inline]] inline float log_f32_for_bf16(float x) {
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F log_f32_for_bf16(F x) {
   return log_with(x, kAtanhSeriesF32);
 }
 
@@ -304,39 +320,50 @@ inline constexpr std::array<float, 17> kErfcxChebyshev = {
     2.40915375968e-5f,  -6.83168035587e-6f, 1.88478668299e-6f,   -5.06765291401e-7f, 1.32987369904e-7f,
     -3.41073355951e-8f, 8.55918204923e-9f};
 
-template <size_t... I>  // unrolled, as horner is, so that loops over elements vectorize
-[[gnu::always_inline]] inline float erfcx_clenshaw(float u, std::index_sequence<I...>) {
+template <class F, size_t... I>  // unrolled, as horner is, so that loops over elements vectorize
+[[gnu::always_inline]] inline F erfcx_clenshaw(F u, std::index_sequence<I...>) {
   constexpr size_t N = kErfcxChebyshev.size();
-  const float two_u = u + u;
-  float b1 = 0.0f, b2 = 0.0f;
-  ((b2 = std::exchange(b1, std::fma(two_u, b1, kErfcxChebyshev[N - 1 - I] - b2))), ...);  // k = N-1 .. 1
-  return std::fma(u, b1, kErfcxChebyshev[0] - b2);
+  const F two_u = u + u;
+  F b1 = 0.0f, b2 = 0.0f;
+  ((b2 = std::exchange(b1, mul_add(two_u, b1, F(kErfcxChebyshev[N - 1 - I]) - b2))), ...);  // k = N-1 .. 1
+  return mul_add(u, b1, F(kErfcxChebyshev[0]) - b2);
 }
-[[gnu::always_inline]] inline float erfcx_f32(float a) {  // a in [0, 4]
-  return erfcx_clenshaw(a * 0.5f - 1.0f, std::make_index_sequence<kErfcxChebyshev.size() - 1>{});
+template <class F>
+[[gnu::always_inline]] inline F erfcx_f32(F a) {  // a in [0, 4]
+  return erfcx_clenshaw(a * F(0.5f) - F(1.0f), std::make_index_sequence<kErfcxChebyshev.size() - 1>{});
 }
 
 // 1 + erf(z) and exp(-z^2) in float, for bf16 results: g erfcx(-z) below 0 (no cancellation: the GELU's
 // negative tail keeps its relative accuracy down to where it underflows), 2 - g erfcx(z) above. Past
 // |z| = 4, erfcx's asymptotic series 1/(sqrt(pi) a) (1 - 1/(2a^2) + 3/(4a^4) - 15/(8a^6)), within 1e-4.
+template <class F>
 struct OnePlusErf {
-  float value, gaussian;
+  F value, gaussian;
 };
-[[gnu::always_inline]] inline OnePlusErf one_plus_erf_f32_for_bf16(float z) {
-  const float a = std::fabs(z), near = a < 4.0f ? a : 4.0f, r = 1.0f / (a < 4.0f ? 4.0f : a), w = r * r;
-  const float asymptotic = 0.56418958354775628695f * r * (1.0f + w * (-0.5f + w * (0.75f + w * -1.875f)));
-  const float gaussian = exp_f32_for_bf16(-(z * z));
-  const float tail = gaussian * (a < 4.0f ? erfcx_f32(near) : asymptotic);  // 0.564... = 1/sqrt(pi)
-  return {z < 0.0f ? tail : 2.0f - tail, gaussian};
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_f32_for_bf16(F z) {
+  const F a = magnitude(z), near = select(a < F(4.0f), a, F(4.0f));
+  const F r = divide_for<bf16>(F(1.0f), clamp_keep_nan(a, 4.0f, 0x1p60f)),
+          w = r * r;                                     // 2^60: 1/a stays normal
+  const F asymptotic = F(0.56418958354775628695f) * r *  // 0.564... = 1/sqrt(pi)
+                       (F(1.0f) + w * (F(-0.5f) + w * (F(0.75f) + w * F(-1.875f))));
+  const F gaussian = exp_f32_for_bf16(-(z * z));
+  const F tail = gaussian * select(a < F(4.0f), erfcx_f32(near), asymptotic);
+  return {select(z < F(0.0f), tail, F(2.0f) - tail), gaussian};
 }
 
 // GELU (erf form) and its derivative for bf16 results, in float.
-[[gnu::always_inline]] inline float gelu_erf_f32_for_bf16(float x) {
-  return 0.5f * x * one_plus_erf_f32_for_bf16(x * 0.70710678118654752440f).value;
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F gelu_erf_f32_for_bf16(F x) {
+  return F(0.5f) * x * one_plus_erf_f32_for_bf16(x * F(0.70710678118654752440f)).value;
 }
-[[gnu::always_inline]] inline float gelu_erf_derivative_f32_for_bf16(float x) {
-  const OnePlusErf e = one_plus_erf_f32_for_bf16(x * 0.70710678118654752440f);
-  return 0.5f * e.value + x * 0.39894228040143267794f * e.gaussian;
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F gelu_erf_derivative_f32_for_bf16(F x) {
+  const OnePlusErf<F> e = one_plus_erf_f32_for_bf16(x * F(0.70710678118654752440f));
+  return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
 }
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).

@@ -18,8 +18,10 @@ template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
     return times_sigmoid_for<T>(x, x);
-  } else if constexpr (Fast && A == Activation::gelu_erf) {  // NOTE [bf16 results in float]
-    return std::is_same_v<T, bf16> ? gelu_erf_f32_for_bf16(x) : gelu_erf_f32(x);
+  } else if constexpr (Fast && A == Activation::gelu_erf && std::is_same_v<T, bf16>) {
+    return gelu_erf_f32_for_bf16(x);  // NOTE [bf16 results in float]
+  } else if constexpr (Fast && A == Activation::gelu_erf) {
+    return gelu_erf_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
     return times_sigmoid_for<T>(x, Acc(2) * y);
@@ -33,8 +35,10 @@ template <Activation A, bool Fast, class T, class Acc>
   if constexpr (Fast && A == Activation::silu) {
     const Acc s = times_sigmoid_for<T>(Acc(1), x);
     return s * (Acc(1) + x * (Acc(1) - s));
+  } else if constexpr (Fast && A == Activation::gelu_erf && std::is_same_v<T, bf16>) {
+    return gelu_erf_derivative_f32_for_bf16(x);
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return std::is_same_v<T, bf16> ? gelu_erf_derivative_f32_for_bf16(x) : gelu_erf_derivative_f32(x);
+    return gelu_erf_derivative_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
     const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);
@@ -47,8 +51,9 @@ template <Activation A, bool Fast, class T, class Acc>
 
 // The activations act and act_derivative write over F (NOTE [one body for scalar and vector float
 // functions]).
-template <Activation A, bool Fast>
-inline constexpr bool has_f32x16_form = Fast && (A == Activation::silu || A == Activation::gelu_tanh);
+template <Activation A, bool Fast, class T>
+inline constexpr bool has_f32x16_form = Fast && (A == Activation::silu || A == Activation::gelu_tanh ||
+                                                 (A == Activation::gelu_erf && std::is_same_v<T, bf16>));
 
 template <Activation A, bool Fast, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
@@ -64,13 +69,13 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
       map_elements<T>(
           std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
           []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
-              std::is_same_v<V, Acc> || has_f32x16_form<A, Fast>) { return act<A, Fast, T>(gi) * ui; });
+              std::is_same_v<V, Acc> || has_f32x16_form<A, Fast, T>) { return act<A, Fast, T>(gi) * ui; });
       return;
     }
     map_elements<T>(
         std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
         []<class V>(V gi, V ui, V di)
-            __attribute__((always_inline)) requires(std::is_same_v<V, Acc> || has_f32x16_form<A, Fast>) {
+            __attribute__((always_inline)) requires(std::is_same_v<V, Acc> || has_f32x16_form<A, Fast, T>) {
               // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
               return std::array<V, 2>{di * ui * act_derivative<A, Fast, T>(gi), di * act<A, Fast, T>(gi)};
             });

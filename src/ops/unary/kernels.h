@@ -23,12 +23,18 @@ template <UnaryFn F, bool Fast, class T, class Acc>
     return times_sigmoid_for<T>(Acc(1), x);
   else if constexpr (Fast && F == UnaryFn::silu)
     return times_sigmoid_for<T>(x, x);
+  else if constexpr (Fast && F == UnaryFn::tanh && std::is_same_v<T, bf16>)  // NOTE [bf16 results in float]
+    return tanh_f32_for_bf16(x);
   else if constexpr (Fast && F == UnaryFn::tanh)
-    return std::is_same_v<T, bf16> ? tanh_f32_for_bf16(x) : tanh_f32(x);  // NOTE [bf16 results in float]
+    return tanh_f32(x);
+  else if constexpr (Fast && F == UnaryFn::log && std::is_same_v<T, bf16>)
+    return log_f32_for_bf16(x);
   else if constexpr (Fast && F == UnaryFn::log)
-    return std::is_same_v<T, bf16> ? log_f32_for_bf16(x) : log_f32(x);
+    return log_f32(x);
+  else if constexpr (Fast && F == UnaryFn::gelu && std::is_same_v<T, bf16>)
+    return gelu_erf_f32_for_bf16(x);
   else if constexpr (Fast && F == UnaryFn::gelu)
-    return std::is_same_v<T, bf16> ? gelu_erf_f32_for_bf16(x) : gelu_erf_f32(x);
+    return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_for<T>(x, Acc(1.5957691216057307118) * (x + Acc(0.044715) * x * x * x));
   else
@@ -36,9 +42,10 @@ template <UnaryFn F, bool Fast, class T, class Acc>
 }
 
 // The functions unary_kernel_value writes over F (NOTE [one body for scalar and vector float functions]).
-template <UnaryFn F, bool Fast>
-inline constexpr bool has_f32x16_form = Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
-                                                 F == UnaryFn::silu || F == UnaryFn::gelu_tanh);
+template <UnaryFn F, bool Fast, class T>
+inline constexpr bool has_f32x16_form =
+    Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid || F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
+             (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log || F == UnaryFn::gelu)));
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
@@ -54,7 +61,7 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
         map_elements<T>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
             []<class V>(V xi) __attribute__((always_inline)) requires(std::is_same_v<V, Acc> ||
-                                                                      has_f32x16_form<Fn::value, Fast>) {
+                                                                      has_f32x16_form<Fn::value, Fast, T>) {
               return unary_kernel_value<Fn::value, Fast, T>(xi);
             });
       else
