@@ -25,12 +25,12 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 // NOTE [one body for scalar and vector float functions]
 // Auto-vectorized scalar code cannot reach AVX-512's vscalefps (2^n in one instruction, rounding once
-// into the subnormals) or vfpclassps, and it compiles a NaN-keeping clamp into masked compares: a bf16
-// exp loop took 0.8 ns per element where the same arithmetic on F32x16 took 0.29 (one core of this
-// machine, L2-resident, 2026-12-01; docs/perf.md).
+// into the subnormals) or vfpclassps, and it compiles a NaN-keeping clamp into masked compares: per
+// element, bf16 exp took 0.51-0.58 ns that F32x16 does in 0.29-0.48, f32 exp 0.49-0.62 against
+// 0.31-0.44 (one core, L2-resident, both in one process: dev/f32x16_ab/ab.cc; docs/perf.md).
 // So vector_math.h writes a function once over F and calls only the overloads here (mul_add,
-// clamp_keep_nan, times_pow2, select, magnitude, ...), which float and F32x16 both have, with the same
-// results.
+// clamp_keep_nan, times_pow2, select, magnitude, ...), which float and F32x16 both have with the same
+// results (all but divide_for, whose F32x16 form for bf16 results is a reciprocal within 2 ulp).
 struct F32x16 {
   __m512 v;
   F32x16() = default;

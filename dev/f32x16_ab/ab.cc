@@ -1,0 +1,76 @@
+// A/B in one process, one core, L2-resident rows: each map through the scalar body (auto-vectorized, the
+// chunked path of map_elements) and through F32x16 (NOTE [one body for scalar and vector float functions]).
+// Build (after the project's build): g++ -std=c++20 -O3 -DNDEBUG -fno-math-errno -fno-trapping-math
+//   -ffp-contract=off -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx2 -mfma -mf16c
+//   -mprefer-vector-width=512 -Iinclude -Isrc dev/f32x16_ab/ab.cc build/libdew_core.a -lfmt -o /tmp/ab
+#define DEW_KERNEL_NS avx512
+#include <chrono>
+#include <cstdio>
+#include <vector>
+#include "ops/map_elements.h"
+#include "ops/vector_math.h"
+namespace k = dew::ops::avx512;
+template <class T, class F>
+__attribute__((noinline)) void run(const T* x, T* y, int64_t n, F f) {
+  k::map_elements<T>(std::array<const T*, 1>{x}, std::array<T*, 1>{y}, n, f);
+}
+template <class T, class F>
+double time_it(std::vector<T>& x, std::vector<T>& y, F f) {
+  double best = 1e9;
+  for (int r = 0; r < 9; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 200; ++i) run(x.data(), y.data(), int64_t(x.size()), f);
+    best = std::min(best,
+                    std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+                        (200.0 * x.size()));
+  }
+  return best;
+}
+int main() {
+  const int64_t n = 32768;
+  std::vector<float> x(n), y(n);
+  std::vector<dew::bf16> xb(n), yb(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = float((i * 2654435761u) % 10000) / 1000.f - 5.f;
+    xb[i] = dew::f32_to_bf16(x[i]);
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    printf("bf16 sigmoid f32x16: times_sigmoid_for %.3f  plain divide %.3f  exp alone %.3f ns/elem\n",
+           time_it(
+               xb, yb, []<class V>(V v) __attribute__((always_inline)) {
+                 return k::times_sigmoid_for<dew::bf16>(V(1.0f), v);
+               }),
+           time_it(
+               xb, yb, []<class V>(V v) __attribute__((always_inline)) {
+                 return V(1.0f) / (V(1.0f) + k::exp_f32_for_bf16(-v));
+               }),
+           time_it(
+               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::exp_f32_for_bf16(v); }));
+    printf("f32 exp  scalar %.3f  f32x16 %.3f ns/elem\n",
+           time_it(
+               x, y, [](float v) __attribute__((always_inline)) { return k::exp_f32(v); }),
+           time_it(
+               x, y, []<class V>(V v) __attribute__((always_inline)) { return k::exp_f32(v); }));
+    printf("bf16 exp scalar %.3f  f32x16 %.3f ns/elem\n",
+           time_it(
+               xb, yb, [](float v) __attribute__((always_inline)) { return k::exp_f32_for_bf16(v); }),
+           time_it(
+               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::exp_f32_for_bf16(v); }));
+    printf("bf16 tanh scalar %.3f  f32x16 %.3f ns/elem\n",
+           time_it(
+               xb, yb, [](float v) __attribute__((always_inline)) { return k::tanh_f32_for_bf16(v); }),
+           time_it(
+               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::tanh_f32_for_bf16(v); }));
+    printf(
+        "bf16 gelu scalar %.3f  f32x16 %.3f ns/elem\n",
+        time_it(
+            xb, yb, [](float v) __attribute__((always_inline)) { return k::gelu_erf_f32_for_bf16(v); }),
+        time_it(
+            xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::gelu_erf_f32_for_bf16(v); }));
+    printf("bf16 log scalar %.3f  f32x16 %.3f ns/elem\n",
+           time_it(
+               xb, yb, [](float v) __attribute__((always_inline)) { return k::log_f32_for_bf16(v); }),
+           time_it(
+               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::log_f32_for_bf16(v); }));
+  }
+}
