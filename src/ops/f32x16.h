@@ -5,7 +5,9 @@
 // namespaces]); empty outside the avx512 tier.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #if defined(__x86_64__)
@@ -160,6 +162,65 @@ inline void store16(T* p, F32x16 v, int lanes = 16) {
   }
 }
 
+// The largest of x[0..n) (NaN skipped, as row_max does); -inf for n = 0.
+template <class T>
+inline float row_max_f32x16(const T* x, int64_t n) {
+  __m512 part = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) part = _mm512_mask_max_ps(part, kAllLanes, load16(x + i).v, part);
+  if (i < n)
+    part = _mm512_mask_max_ps(part, __mmask16((1u << (n - i)) - 1), load16(x + i, int(n - i)).v, part);
+  // Across lanes through memory: GCC 12's reduction intrinsics trip the warning named above.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, part);
+  float m = lanes[0];
+  for (int l = 1; l < 16; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
+// NOTE [streaming large outputs]
+// An output row written once and not read again by its op, in an output that outgrows the caches
+// before the next op reads it (cross_entropy's GPT-2 gradient, 1024 x 50257 f32, is 206 MB): ordinary
+// stores first read each line they fill (the read-for-ownership), a third stream of memory traffic.
+// Non-temporal stores skip it: f32 cross_entropy 44 -> 35 ms on this session's Xeon (docs/perf.md).
+// Smaller outputs, which the next op may find in cache, keep ordinary stores, and so do bf16 ones
+// (half the bytes for the same arithmetic: their time is the arithmetic's; 32-byte streaming stores
+// measured no faster). The writer fences (sfence) before its results are handed on.
+inline constexpr int64_t kStreamOutputBytes = int64_t(64) << 20;
+
+// y[i] = value(i, lanes) for i in [0, n), sixteen at a time (lanes < 16 only for the tail); `stream`:
+// non-temporal stores for f32 from the row's first 64-byte boundary (NOTE [streaming large outputs]).
+template <class T, class V>
+inline void write_row16(T* y, int64_t n, bool stream, V&& value) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
+      const int64_t head = std::min(n, int64_t((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4);
+      if (head > 0) store16(y, value(int64_t(0), int(head)), int(head));
+      for (i = head; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, value(i, 16).v);
+    }
+  }
+  for (; i + 16 <= n; i += 16) store16(y + i, value(i, 16));
+  if (i < n) store16(y + i, value(i, int(n - i)), int(n - i));
+}
+
 }  // namespace dew::ops::DEW_KERNEL_NS
 DEW_ISA_END
 #endif
+
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS {
+
+// Whether an output of numel T values is written with non-temporal stores: f32 outputs of
+// kStreamOutputBytes and more, in the tier that has F32x16 (NOTE [streaming large outputs]).
+template <class T>
+inline bool streams_output([[maybe_unused]] int64_t numel) {
+#if DEW_HAS_F32X16
+  return std::is_same_v<T, float> && numel * int64_t(sizeof(T)) >= kStreamOutputBytes;
+#else
+  return false;
+#endif
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/cross_entropy/cross_entropy.h"
+#include "ops/f32x16.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
@@ -27,6 +28,83 @@ namespace dew::ops::DEW_KERNEL_NS {
 // one exp rounding and one product rounding; x - m_b is no larger than x - m, so the exps' arguments
 // round no worse.
 inline constexpr int64_t kLogitBlock = 1024;
+
+#if DEW_HAS_F32X16
+// block_max_and_exps on F32x16: the block read twice from L1 (max, then exps), bf16 widened as it is
+// loaded, the exps' sum in two double accumulators; masked tails.
+template <class T>
+inline float block_max_and_exps_f32x16(const T* x, float running_max, float* e, int64_t n, double& sum) {
+  const int tail = int(n % 16);
+  const __mmask16 tail_lanes = __mmask16((1u << tail) - 1);
+  const float bm = row_max_f32x16(x, n);
+  const float mb = bm > running_max ? bm : running_max;
+  __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+  const auto add = [&](__m512 v) __attribute__((always_inline)) {
+    s0 = _mm512_add_pd(s0, _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v, 0)));
+    s1 = _mm512_add_pd(s1, _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v, 1)));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const F32x16 v = exp_f32(load16(x + i) - F32x16(mb));
+    _mm512_storeu_ps(e + i, v.v);
+    add(v.v);
+  }
+  if (tail) {
+    const __m512 v = _mm512_maskz_mov_ps(tail_lanes, exp_f32(load16(x + i, tail) - F32x16(mb)).v);
+    _mm512_mask_storeu_ps(e + i, tail_lanes, v);
+    add(v);
+  }
+  alignas(64) double partial[8];
+  _mm512_store_pd(partial, _mm512_add_pd(s0, s1));
+  sum = 0;
+  for (double p : partial) sum += p;
+  return bm;
+}
+
+// scale_block on F32x16 (e is not changed).
+template <class T>
+inline void scale_block_f32x16(const float* e, float scale, T* d, int64_t n, bool stream) {
+  write_row16(d, n, stream, [&](int64_t i, int lanes) { return F32x16(scale) * load16(e + i, lanes); });
+}
+#endif
+
+// One block of a row (NOTE [one pass over the logits]): its max, then e[i] = exp(x[i] - m) with the
+// running max m and their sum in double. Returns the block's max; `sum` receives the sum.
+template <int L, bool FastExp, class T, class Acc>
+[[gnu::always_inline]] inline Acc block_max_and_exps(const T* x, Acc running_max, Acc* e, int64_t n,
+                                                     double& sum) {
+#if DEW_HAS_F32X16
+  if constexpr (FastExp && std::is_same_v<Acc, float>) {
+    if (std::is_same_v<T, float> || narrows_natively<T>())
+      return block_max_and_exps_f32x16(x, running_max, e, n, sum);
+  }
+#endif
+  const Acc* xb = row_as<Acc>(x, n, e);  // bf16 blocks are widened into e first
+  const Acc bm = row_max<L, Acc>(xb, n);
+  const Acc mb = bm > running_max ? bm : running_max;  // a const: stores to e could alias a reference
+  // The sums in double: their rounding would scale a whole row of gradients by one shared error,
+  // which dominates when one logit dominates (large_logits); they cost little next to the exps.
+  sum = lane_sum<L, double>(n, [&](int64_t i) { return double(e[i] = exp_with<FastExp>(xb[i] - mb)); });
+  return bm;
+}
+
+// d[i] = narrow<T>(scale e[i]) for one block; e may be scaled in place. `stream`: NOTE [streaming large
+// outputs], where the tier can.
+template <bool FastExp, class T, class Acc>
+[[gnu::always_inline]] inline void scale_block(Acc* e, Acc scale, T* d, int64_t n,
+                                               [[maybe_unused]] bool stream) {
+#if DEW_HAS_F32X16
+  if constexpr (FastExp && std::is_same_v<Acc, float>) {
+    if (std::is_same_v<T, float> || narrows_natively<T>()) return scale_block_f32x16(e, scale, d, n, stream);
+  }
+#endif
+  if constexpr (std::is_same_v<T, Acc>) {
+    for (int64_t i = 0; i < n; ++i) d[i] = scale * e[i];
+  } else {  // the products in place, then narrowed as a row (natively where the CPU can)
+    for (int64_t i = 0; i < n; ++i) e[i] *= scale;
+    narrow_row(e, d, n);
+  }
+}
 
 template <int L, bool FastExp, class T>
 void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
@@ -48,6 +126,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   const Acc inv_w = W > 0 ? Acc(1.0 / W) : Acc(0);
   const Acc z = Acc(a.z_loss);
   std::vector<double> row_loss(size_t(N), 0.0);  // summed in row order below: thread-independent
+  const bool stream = streams_output<T>(N * V);
   parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
     Scratch<Acc> row_buffer(V);
     Acc* e = row_buffer.data();  // exp(x - m_b) of the row, kept so that each logit costs one exp
@@ -63,14 +142,8 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
         const T* next = x + r * V + std::min(i0 + kLogitBlock, V - 1);
         for (int64_t k = 0; k < kLogitBlock * int64_t(sizeof(T)); k += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(next) + k);
-        const Acc* xb = row_as<Acc>(x + r * V + i0, n, eb);  // bf16 blocks are widened into e first
-        const Acc bm = row_max<L, Acc>(xb, n);
+        const Acc bm = block_max_and_exps<L, FastExp>(x + r * V + i0, m, eb, n, block_sum[size_t(b)]);
         m = bm > m ? bm : m;
-        const Acc mb = m;  // a const copy: the lambda's stores to e could alias m, which kept it in memory
-        // The sums in double: their rounding would scale a whole row of gradients by one shared error,
-        // which dominates when one logit dominates (large_logits); they cost little next to the exps.
-        block_sum[size_t(b)] =
-            lane_sum<L, double>(n, [&](int64_t i) { return double(eb[i] = exp_with<FastExp>(xb[i] - mb)); });
         block_max[size_t(b)] = m;
       }
       double sum = 0;
@@ -93,17 +166,13 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
         const Acc p_scale = Acc(row_scale * block_factor[size_t(b)]);
         Acc* eb = e + i0;
         T* db = dr + i0;
-        if constexpr (std::is_same_v<T, Acc>) {
-          for (int64_t i = 0; i < n; ++i) db[i] = p_scale * eb[i];
-        } else {  // the products in place, then narrowed as a row (natively where the CPU can)
-          for (int64_t i = 0; i < n; ++i) eb[i] *= p_scale;
-          narrow_row(eb, db, n);
-        }
-        if (counted && target >= i0 && target < i0 + n) {
-          const Acc p = std::is_same_v<T, Acc> ? widen<Acc>(db[target - i0]) : eb[target - i0];  // p_scale e
-          db[target - i0] = narrow<T>(p - scale);
-        }
+        const Acc p_target = counted && target >= i0 && target < i0 + n ? p_scale * eb[target - i0] : Acc(0);
+        scale_block<FastExp>(eb, p_scale, db, n, stream);
+        if (counted && target >= i0 && target < i0 + n) db[target - i0] = narrow<T>(p_target - scale);
       }
+#if DEW_HAS_F32X16
+      if (stream) _mm_sfence();  // the row's non-temporal stores before anything after it
+#endif
     }
   });
   double loss = 0;

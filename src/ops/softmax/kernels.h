@@ -6,9 +6,11 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/f32x16.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
+#include "ops/map_elements.h"
 #include "ops/rows.h"
 #include "ops/scratch.h"
 #include "ops/softmax/softmax.h"
@@ -42,6 +44,33 @@ void along_row(AlongAxisFn f, const T* x_row, T* y, int64_t n, Acc* e) {
   }
 }
 
+#if DEW_HAS_F32X16
+// softmax or log_softmax of one row on F32x16: the max, the exps (kept in e for softmax) summed in 16
+// float lanes, then the row written, streamed where `stream` (NOTE [streaming large outputs]).
+template <class T>
+void softmax_row_f32x16(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool stream) {
+  const F32x16 m = row_max_f32x16(x, n);
+  F32x16 sum = 0.0f;
+  for (int64_t i = 0; i < n; i += 16) {
+    const int lanes = int(std::min<int64_t>(16, n - i));
+    const F32x16 v = _mm512_maskz_mov_ps(__mmask16((1u << lanes) - 1), exp_f32(load16(x + i, lanes) - m).v);
+    if (f == AlongAxisFn::softmax) _mm512_storeu_ps(e + i, v.v);  // e holds n rounded up to 16
+    sum += v;
+  }
+  alignas(64) float lanes[16];  // across lanes in a fixed order
+  _mm512_store_ps(lanes, sum.v);
+  float s = 0;
+  for (float l : lanes) s += l;
+  if (f == AlongAxisFn::softmax) {
+    const F32x16 inv = 1.0f / s;
+    write_row16(y, n, stream, [&](int64_t i, int k) { return inv * load16(e + i, k); });
+  } else {
+    const F32x16 log_s = std::log(s);
+    write_row16(y, n, stream, [&](int64_t i, int k) { return (load16(x + i, k) - m) - log_s; });
+  }
+}
+#endif
+
 template <int L, bool FastExp, class T>
 void along_axis(const AlongAxisArgs& a, Tensor& out) {
   using Acc = AccumulatorOf<T>;
@@ -52,7 +81,19 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
   const T* x = l.rows.data<T>();
   T* yp = y.data<T>();
   const int64_t rows = numel_of(l.kept_shape), n = l.length;
+  [[maybe_unused]] const bool stream = streams_output<T>(rows * n);
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
+#if DEW_HAS_F32X16
+    if constexpr (FastExp && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
+      if (a.fn != AlongAxisFn::cumsum && (std::is_same_v<T, float> || narrows_natively<T>())) {
+        Scratch<float> e((n + 15) / 16 * 16);
+        for (int64_t r = r0; r < r1; ++r)
+          softmax_row_f32x16(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
+        if (stream) _mm_sfence();  // the non-temporal stores before the rows are handed on
+        return;
+      }
+    }
+#endif
     Scratch<Acc> widened = widening_buffer<Acc, T>(n);
     for (int64_t r = r0; r < r1; ++r)
       along_row<L, FastExp, Acc>(a.fn, x + r * n, yp + r * n, n, widened.data());
