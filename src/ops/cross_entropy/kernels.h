@@ -106,6 +106,41 @@ template <bool FastExp, class T, class Acc>
   }
 }
 
+// NOTE [rows in a pipeline]
+// A row's gradient needs its lse, so it is written after its exps: a pass that only streams stores,
+// while the exps are arithmetic with the logits streaming in. Each thread therefore writes the previous
+// row's gradient block by block between the blocks of the next row's exps, so that the two overlap
+// (the same arithmetic in the same order per row: only the interleaving of rows changes).
+
+// A row whose exps are taken and whose gradient is still to be written.
+template <class T, class Acc>
+struct PendingRow {
+  explicit PendingRow(int64_t V, int64_t blocks)
+      : e(V), block_max(size_t(blocks)), block_sum(size_t(blocks)), block_factor(size_t(blocks)) {}
+  Scratch<Acc> e;  // exp(x - m_b) of the row, kept so that each logit costs one exp
+  std::vector<Acc> block_max;
+  std::vector<double> block_sum, block_factor;
+  T* d = nullptr;  // the row's gradient; null while there is none to write
+  double row_scale = 0;
+  Acc scale = 0;
+  int64_t target = -1;
+  bool counted = false;
+};
+
+// Block b of a pending row's gradient: d = scale (1 + 2 z lse) softmax(x) - scale [i = target], with
+// softmax(x) = e exp(m_b - m) / sum folded into one factor per block.
+template <bool FastExp, class T, class Acc>
+void write_gradient_block(PendingRow<T, Acc>& p, int64_t b, int64_t V, bool stream) {
+  const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
+  const Acc p_scale = Acc(p.row_scale * p.block_factor[size_t(b)]);
+  Acc* eb = p.e.data() + i0;
+  T* db = p.d + i0;
+  const bool has_target = p.counted && p.target >= i0 && p.target < i0 + n;
+  const Acc p_target = has_target ? p_scale * eb[p.target - i0] : Acc(0);
+  scale_block<FastExp>(eb, p_scale, db, n, stream);
+  if (has_target) db[p.target - i0] = narrow<T>(p_target - p.scale);
+}
+
 template <int L, bool FastExp, class T>
 void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
@@ -127,53 +162,47 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   const Acc z = Acc(a.z_loss);
   std::vector<double> row_loss(size_t(N), 0.0);  // summed in row order below: thread-independent
   const bool stream = streams_output<T>(N * V);
+  const auto fence = [stream] {
+#if DEW_HAS_F32X16
+    if (stream) _mm_sfence();  // a row's non-temporal stores before anything after it
+#endif
+  };
   parallel_for(N, std::max<int64_t>(1, 65536 / std::max<int64_t>(V, 1)), [&](int64_t r0, int64_t r1) {
-    Scratch<Acc> row_buffer(V);
-    Acc* e = row_buffer.data();  // exp(x - m_b) of the row, kept so that each logit costs one exp
-    std::vector<Acc> block_max(static_cast<size_t>(blocks));
-    std::vector<double> block_sum(static_cast<size_t>(blocks)), block_factor(static_cast<size_t>(blocks));
+    PendingRow<T, Acc> row(V, blocks), previous(V, blocks);  // NOTE [rows in a pipeline]
     for (int64_t r = r0; r < r1; ++r) {
-      T* dr = dx + r * V;
       Acc m = -std::numeric_limits<Acc>::infinity();
       for (int64_t b = 0; b < blocks; ++b) {  // NOTE [one pass over the logits]
         const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
-        Acc* eb = e + i0;
         // Hardware prefetchers stop at page ends, and a block is a page or half of one: ask for the next.
         const T* next = x + r * V + std::min(i0 + kLogitBlock, V - 1);
         for (int64_t k = 0; k < kLogitBlock * int64_t(sizeof(T)); k += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(next) + k);
-        const Acc bm = block_max_and_exps<L, FastExp>(x + r * V + i0, m, eb, n, block_sum[size_t(b)]);
+        const Acc bm =
+            block_max_and_exps<L, FastExp>(x + r * V + i0, m, row.e.data() + i0, n, row.block_sum[size_t(b)]);
         m = bm > m ? bm : m;
-        block_max[size_t(b)] = m;
+        row.block_max[size_t(b)] = m;
+        if (previous.d) write_gradient_block<FastExp>(previous, b, V, stream);
       }
+      if (previous.d) fence();
       double sum = 0;
       for (int64_t b = 0; b < blocks; ++b) {  // exp(m_b - m): each block's exps relative to the row's max
-        block_factor[size_t(b)] = std::exp(double(block_max[size_t(b)] - m));
-        sum += block_sum[size_t(b)] * block_factor[size_t(b)];
+        row.block_factor[size_t(b)] = std::exp(double(row.block_max[size_t(b)] - m));
+        sum += row.block_sum[size_t(b)] * row.block_factor[size_t(b)];
       }
       const Acc lse = Acc(double(m) + std::log(sum));
       lse_out[r] = R(lse);
-      const int64_t target = t[r];
-      const bool counted = target != a.ignore_index;
-      const Acc scale = counted ? (w ? Acc(w[r]) : Acc(1)) * inv_w : Acc(0);
-      if (counted)
-        row_loss[size_t(r)] =
-            double(scale) * (double(lse) - double(widen<Acc>(x[r * V + target])) + double(z) * lse * lse);
-      // d logits = scale (1 + 2 z lse) softmax(x) - scale [i = target], softmax(x) = e exp(m_b - m) / sum
-      const double row_scale = double(scale) * (1.0 + 2.0 * double(z) * double(lse)) / sum;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
-        const Acc p_scale = Acc(row_scale * block_factor[size_t(b)]);
-        Acc* eb = e + i0;
-        T* db = dr + i0;
-        const Acc p_target = counted && target >= i0 && target < i0 + n ? p_scale * eb[target - i0] : Acc(0);
-        scale_block<FastExp>(eb, p_scale, db, n, stream);
-        if (counted && target >= i0 && target < i0 + n) db[target - i0] = narrow<T>(p_target - scale);
-      }
-#if DEW_HAS_F32X16
-      if (stream) _mm_sfence();  // the row's non-temporal stores before anything after it
-#endif
+      row.target = t[r];
+      row.counted = row.target != a.ignore_index;
+      row.scale = row.counted ? (w ? Acc(w[r]) : Acc(1)) * inv_w : Acc(0);
+      if (row.counted)
+        row_loss[size_t(r)] = double(row.scale) * (double(lse) - double(widen<Acc>(x[r * V + row.target])) +
+                                                   double(z) * lse * lse);
+      row.row_scale = double(row.scale) * (1.0 + 2.0 * double(z) * double(lse)) / sum;
+      row.d = dx + r * V;
+      std::swap(row, previous);
     }
+    for (int64_t b = 0; b < blocks; ++b) write_gradient_block<FastExp>(previous, b, V, stream);
+    fence();
   });
   double loss = 0;
   for (double v : row_loss) loss += v;

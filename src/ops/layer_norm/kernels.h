@@ -9,6 +9,7 @@
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
 #include "ops/layer_norm/layer_norm.h"
+#include "ops/map_elements.h"
 #include "ops/scratch.h"
 
 DEW_ISA_BEGIN
@@ -63,7 +64,8 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   Scratch<Acc> dw_blocks(has_w ? blocks * C : 0, Acc(0)), db_blocks(has_w ? blocks * C : 0, Acc(0));
   Acc *dw_parts = dw_blocks.data(), *db_parts = db_blocks.data();
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    Scratch<Acc> x_widened = widening_buffer<Acc, T>(C), dy_widened = widening_buffer<Acc, T>(C);
+    Scratch<Acc> x_widened = widening_buffer<Acc, T>(C), dy_widened = widening_buffer<Acc, T>(C),
+                 dx_wide = widening_buffer<Acc, T>(C);  // bf16 rows computed in Acc, narrowed as a row
     for (int64_t blk = b0; blk < b1; ++blk) {
       for (int64_t r = blk * kLayerNormBlockRows; r < std::min(rows, (blk + 1) * kLayerNormBlockRows); ++r) {
         const Acc* xr = row_as<Acc>(x + r * C, C, x_widened.data());
@@ -74,7 +76,13 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
         auto xhat = [&](int64_t i) { return (xr[i] - mu) * rs; };
         const Acc mean_g = lane_sum<L, Acc>(C, g) / Acc(C);
         const Acc mean_gx = lane_sum<L, Acc>(C, [&](int64_t i) { return g(i) * xhat(i); }) / Acc(C);
-        for (int64_t i = 0; i < C; ++i) dxr[i] = narrow<T>(rs * (g(i) - mean_g - xhat(i) * mean_gx));
+        if constexpr (std::is_same_v<T, Acc>) {
+          for (int64_t i = 0; i < C; ++i) dxr[i] = rs * (g(i) - mean_g - xhat(i) * mean_gx);
+        } else {  // natively where the CPU can (NOTE [native bf16 narrowing])
+          Acc* d = dx_wide.data();
+          for (int64_t i = 0; i < C; ++i) d[i] = rs * (g(i) - mean_g - xhat(i) * mean_gx);
+          narrow_row(d, dxr, C);
+        }
         if (has_w) {
           Acc* dwb = dw_parts + blk * C;
           Acc* dbb = db_parts + blk * C;
