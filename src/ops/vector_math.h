@@ -86,20 +86,22 @@ requires is_f32_like<F>
 // factors so results round once into the subnormals); Cephes documents about 1-2 ulp for it. For
 // kernels whose own rounding dwarfs it (attention: a score carries gamma_D * sum |q k|); switching the
 // flash_gemm forward from exp_f32 took the GPT-2 layer from 80.5 to 61.9 ms (dew bench ops, 2026-11-29).
-inline float exp_f32_within_2ulp(float x) {
-  x = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  float r = std::fma(n, -0.693359375f, x);
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  const float y = std::fma(p, r * r, r) + 1.0f;
-  const int32_t ni = int32_t(n), n1 = ni / 2, n2 = ni - n1;
-  return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+// Always inlined: an outlined copy, called per score, kept the softmax loops scalar (docs/perf.md).
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
+  x = clamp_keep_nan(x, -104.0f, 89.0f);
+  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
+  const F n = shifted - F(0x1.8p23f);
+  F r = mul_add(n, F(-0.693359375f), x);
+  r = mul_add(n, F(2.12194440e-4f), r);
+  F p = 1.9875691500e-4f;
+  p = mul_add(p, r, F(1.3981999507e-3f));
+  p = mul_add(p, r, F(8.3334519073e-3f));
+  p = mul_add(p, r, F(4.1665795894e-2f));
+  p = mul_add(p, r, F(1.6666665459e-1f));
+  p = mul_add(p, r, F(5.0000001201e-1f));
+  return times_pow2(mul_add(p, r * r, r) + F(1.0f), n);
 }
 
 // exp_f32_for_bf16: relative error below 2.5e-6 (Taylor to r^5 on |r| <= 0.347; exp_f32's range ends and
