@@ -129,14 +129,14 @@ inline F32x16 widen16(__m256i bf16_bits) {  // bf16 is a float's upper half
       _mm512_maskz_slli_epi32(kAllLanes, _mm512_maskz_cvtepu16_epi32(kAllLanes, bf16_bits), 16));
 }
 template <class T>
-inline F32x16 load16(const T* p) {
+[[gnu::always_inline]] inline F32x16 load16(const T* p) {
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   else
     return _mm512_loadu_ps(p);
 }
 template <class T>
-inline F32x16 load16(const T* p, int lanes) {
+[[gnu::always_inline]] inline F32x16 load16(const T* p, int lanes) {
   const __mmask16 k = __mmask16((1u << lanes) - 1);
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_maskz_loadu_epi16(k, p));
@@ -147,7 +147,7 @@ inline F32x16 load16(const T* p, int lanes) {
 // NOTE [native bf16 narrowing] (map_elements.h): vcvtneps2bf16 flushes subnormal inputs, so a group that
 // holds one (vfpclassps, category 0x20) narrows lane by lane with dtype.h's integer rounding.
 template <class T>
-inline void store16(T* p, F32x16 v, int lanes = 16) {
+[[gnu::always_inline]] inline void store16(T* p, F32x16 v, int lanes = 16) {
   const __mmask16 k = __mmask16(lanes == 16 ? 0xffff : (1u << lanes) - 1);
   if constexpr (std::is_same_v<T, bf16>) {
     if (_mm512_fpclass_ps_mask(v.v, 0x20) == 0) {

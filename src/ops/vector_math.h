@@ -370,7 +370,7 @@ requires is_f32_like<F>
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).
 template <bool FastExp, class Acc>
-inline Acc exp_with(Acc x) {
+[[gnu::always_inline]] inline Acc exp_with(Acc x) {
   if constexpr (FastExp)
     return exp_f32(x);
   else
