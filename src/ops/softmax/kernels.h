@@ -87,8 +87,13 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
     if constexpr (FastExp && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
       if (a.fn != AlongAxisFn::cumsum && (std::is_same_v<T, float> || narrows_natively<T>())) {
         Scratch<float> e((n + 15) / 16 * 16);
-        for (int64_t r = r0; r < r1; ++r)
+        for (int64_t r = r0; r < r1; ++r) {
+          // Hardware prefetchers stop at page ends, and a row of 1024 f32 is a page: ask for the next row.
+          if (r + 1 < r1)
+            for (int64_t k = 0; k < std::min<int64_t>(n * int64_t(sizeof(T)), 8192); k += 64)
+              __builtin_prefetch(reinterpret_cast<const char*>(x + (r + 1) * n) + k);
           softmax_row_f32x16(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
+        }
         if (stream) _mm_sfence();  // the non-temporal stores before the rows are handed on
         return;
       }
