@@ -32,7 +32,7 @@ namespace dew::ops::DEW_KERNEL_NS {
 // 0.31-0.44 (one core, L2-resident, both in one process: dev/f32x16_ab/ab.cc; docs/perf.md).
 // So vector_math.h writes a function once over F and calls only the overloads here (mul_add,
 // clamp_keep_nan, times_pow2, select, magnitude, ...), which float and F32x16 both have with the same
-// results (all but divide_for, whose F32x16 form for bf16 results is a reciprocal within 2 ulp).
+// results. (A reciprocal of vrcp14ps and one Newton step in place of vdivps measured slower here.)
 struct F32x16 {
   __m512 v;
   F32x16() = default;
@@ -113,13 +113,6 @@ struct ExponentSplit16 {
 inline ExponentSplit16 split_exponent(F32x16 x) {
   return {_mm512_maskz_getmant_ps(kAllLanes, x.v, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero),
           _mm512_maskz_getexp_ps(kAllLanes, x.v)};
-}
-
-// 1 / d within 2 ulp for finite d >= 1 (so 1 / d is normal: the denominators of sigmoid-like forms):
-// vrcp14ps's 14 bits and one Newton step, where vdivps costs about as much as a whole bf16 exp here.
-inline F32x16 reciprocal_within_2ulp(F32x16 d) {
-  const __m512 r = _mm512_maskz_rcp14_ps(kAllLanes, d.v);
-  return _mm512_fmadd_ps(_mm512_fnmadd_ps(d.v, r, _mm512_set1_ps(1.0f)), r, r);
 }
 
 // Sixteen T values widened to float, and sixteen floats narrowed to T and stored; `lanes` (< 16) for a

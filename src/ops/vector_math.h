@@ -132,22 +132,12 @@ template <class T, class F>
     return exp_f32(x);
 }
 
-// a / b for a kernel whose results are stored as T, finite b >= 1: bf16 results on F32x16 take a
-// reciprocal within 2 ulp (NOTE [bf16 results in float]); everything else divides.
-template <class T, class F>
-[[gnu::always_inline]] inline F divide_for(F a, F b) {
-#if DEW_HAS_F32X16
-  if constexpr (std::is_same_v<T, bf16> && std::is_same_v<F, F32x16>) return a * reciprocal_within_2ulp(b);
-#endif
-  return a / b;
-}
-
-// num sigmoid(z) for results stored as T: activation.h's times_sigmoid, with exp_for and divide_for.
+// num sigmoid(z) for results stored as T: activation.h's times_sigmoid, with exp_for.
 template <class T, class F>
 [[gnu::always_inline]] inline F times_sigmoid_for(F num, F z) {
   const auto tail = z < F(-80.0f);
   const F e = exp_for<T>(select(tail, z, -z));
-  return select(tail, num * e, divide_for<T>(num, F(1.0f) + e));
+  return select(tail, num * e, num / (F(1.0f) + e));
 }
 
 // NOTE [float functions in double]: tanh, log and erf-GELU of float data are computed in double, with
@@ -225,7 +215,7 @@ struct ExponentSplit {
 }
 
 // log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
-// atanh by the series given (in F: double to s^21 for f32 results, float to s^11 for bf16 ones).
+// atanh by the series given (in I: double to s^21 for f32 results, float to s^11 for bf16 ones).
 // Subnormal inputs are scaled into the normals first. log(0) = -inf, log(x < 0) = NaN,
 // log(inf) = inf, NaN stays NaN.
 template <class I, class F, size_t N>
@@ -275,7 +265,7 @@ template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F tanh_f32_for_bf16(F x) {
   const F a = clamp_keep_nan(magnitude(x), 0.0f, 9.0f), em1 = expm1_f32_for_bf16(F(-2.0f) * a);
-  return with_sign_of(divide_for<bf16>(-em1, F(2.0f) + em1), x);
+  return with_sign_of(-em1 / (F(2.0f) + em1), x);
 }
 
 // 1 / (2k + 3) for k = 0..4: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^11 (|s| <= 0.172: 2e-10).
@@ -358,8 +348,7 @@ template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_f32_for_bf16(F z) {
   const F a = magnitude(z), near = select(a < F(4.0f), a, F(4.0f));
-  const F r = divide_for<bf16>(F(1.0f), clamp_keep_nan(a, 4.0f, 0x1p60f)),
-          w = r * r;                                     // 2^60: 1/a stays normal
+  const F r = F(1.0f) / select(a < F(4.0f), F(4.0f), a), w = r * r;
   const F asymptotic = F(0.56418958354775628695f) * r *  // 0.564... = 1/sqrt(pi)
                        (F(1.0f) + w * (F(-0.5f) + w * (F(0.75f) + w * F(-1.875f))));
   const F gaussian = exp_f32_for_bf16(-(z * z));
