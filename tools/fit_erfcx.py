@@ -10,8 +10,9 @@ coefficients, error = mp.chebyfit(lambda z: mp.exp(z * z) * mp.erfc(z), [0, 4], 
 print(f"// {TERMS} terms, max |fit - erfcx| on [0, 4] = {mp.nstr(error, 3)}")
 print(",\n".join(mp.nstr(c, 20) for c in reversed(coefficients)))
 
-# The Chebyshev series of erfcx on [0, 4] in u = z / 2 - 1, for float evaluation by Clenshaw's
-# recurrence (kErfcxChebyshev): well conditioned, where the monomials above cancel to 1e-2 in float.
+# The Chebyshev series of erfcx on [0, 4] in u = z / 2 - 1, for float evaluation (kErfcxChebyshev; the
+# header converts it to powers of u, kErfcxPowers): well conditioned, where the monomials above cancel
+# to 1e-2 in float.
 CHEBYSHEV_TERMS, NODES = 17, 64
 nodes = [mp.cos(mp.pi * (j + mp.mpf(1) / 2) / NODES) for j in range(NODES)]
 values = [mp.exp((2 * u + 2) ** 2) * mp.erfc(2 * u + 2) for u in nodes]
