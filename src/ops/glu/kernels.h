@@ -41,8 +41,11 @@ template <Activation A, bool Fast, class T, class Acc>
     return gelu_erf_derivative_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
-    const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x);
-    const Acc s = times_sigmoid_for<T>(Acc(1), Acc(2) * y), s_neg = times_sigmoid_for<T>(Acc(1), Acc(-2) * y);
+    // Both sigmoids from one exp that cannot overflow, e = exp(-|2y|): 1 / (1 + e) and e / (1 + e).
+    const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x), z = Acc(2) * y;
+    const Acc e = exp_for<T>(-magnitude(z)), large = Acc(1) / (Acc(1) + e), small = e * large;
+    const auto positive = z > Acc(0);
+    const Acc s = select(positive, large, small), s_neg = select(positive, small, large);
     return s + Acc(2) * x * s * s_neg * k * (Acc(1) + Acc(3 * 0.044715) * x * x);
   } else {
     return activation_derivative(A, x);
