@@ -90,6 +90,21 @@ std::string portable_everywhere() {
   return fmt::format("{}", fmt::join(pins, ","));
 }
 
+std::string candidate_first_in_folder(const std::string& op, const std::string& impl) {
+  const OpEntry* entry = find_op(op);
+  DEW_REQUIRE(entry, "[gate] no op '{}' in the catalog", op);
+  std::vector<std::string> exclusions;
+  for (const auto& e : catalog()) {
+    if (e.folder != entry->folder) continue;
+    const auto has = std::find_if(e.implementations.begin(), e.implementations.end(),
+                                  [&](const ImplInfo& i) { return i.name == impl; });
+    if (has == e.implementations.end()) continue;
+    for (auto other = e.implementations.begin(); other != has; ++other)
+      exclusions.push_back(e.name + ":-" + other->name);
+  }
+  return fmt::format("{}", fmt::join(exclusions, ","));
+}
+
 bool CaseInfo::has_tag(std::string_view tag) const {
   return std::find(tags.begin(), tags.end(), tag) != tags.end();
 }
