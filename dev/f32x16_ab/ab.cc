@@ -26,6 +26,17 @@ double time_it(std::vector<T>& x, std::vector<T>& y, F f) {
   }
   return best;
 }
+// One row of the table: f (a generic lambda) through the scalar body, then through F32x16.
+template <class T, class F>
+void compare(const char* name, std::vector<T>& x, std::vector<T>& y, F f) {
+  const double scalar = time_it(
+      x, y, [f](float v) __attribute__((always_inline)) { return f(v); });
+  printf("%-10s scalar %.3f  f32x16 %.3f ns/elem\n", name, scalar, time_it(x, y, f));
+}
+#define DEW_AB(name, x, y, call) \
+  compare(                       \
+      name, x, y, []<class V>(V v) __attribute__((always_inline)) { return call; })
+
 int main() {
   const int64_t n = 32768;
   std::vector<float> x(n), y(n);
@@ -35,42 +46,11 @@ int main() {
     xb[i] = dew::f32_to_bf16(x[i]);
   }
   for (int rep = 0; rep < 3; ++rep) {
-    printf("bf16 sigmoid f32x16: times_sigmoid_for %.3f  plain divide %.3f  exp alone %.3f ns/elem\n",
-           time_it(
-               xb, yb, []<class V>(V v) __attribute__((always_inline)) {
-                 return k::times_sigmoid_for<dew::bf16>(V(1.0f), v);
-               }),
-           time_it(
-               xb, yb, []<class V>(V v) __attribute__((always_inline)) {
-                 return V(1.0f) / (V(1.0f) + k::exp_f32_for_bf16(-v));
-               }),
-           time_it(
-               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::exp_f32_for_bf16(v); }));
-    printf("f32 exp  scalar %.3f  f32x16 %.3f ns/elem\n",
-           time_it(
-               x, y, [](float v) __attribute__((always_inline)) { return k::exp_f32(v); }),
-           time_it(
-               x, y, []<class V>(V v) __attribute__((always_inline)) { return k::exp_f32(v); }));
-    printf("bf16 exp scalar %.3f  f32x16 %.3f ns/elem\n",
-           time_it(
-               xb, yb, [](float v) __attribute__((always_inline)) { return k::exp_f32_for_bf16(v); }),
-           time_it(
-               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::exp_f32_for_bf16(v); }));
-    printf("bf16 tanh scalar %.3f  f32x16 %.3f ns/elem\n",
-           time_it(
-               xb, yb, [](float v) __attribute__((always_inline)) { return k::tanh_f32_for_bf16(v); }),
-           time_it(
-               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::tanh_f32_for_bf16(v); }));
-    printf(
-        "bf16 gelu scalar %.3f  f32x16 %.3f ns/elem\n",
-        time_it(
-            xb, yb, [](float v) __attribute__((always_inline)) { return k::gelu_erf_f32_for_bf16(v); }),
-        time_it(
-            xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::gelu_erf_f32_for_bf16(v); }));
-    printf("bf16 log scalar %.3f  f32x16 %.3f ns/elem\n",
-           time_it(
-               xb, yb, [](float v) __attribute__((always_inline)) { return k::log_f32_for_bf16(v); }),
-           time_it(
-               xb, yb, []<class V>(V v) __attribute__((always_inline)) { return k::log_f32_for_bf16(v); }));
+    DEW_AB("f32 exp", x, y, k::exp_f32(v));
+    DEW_AB("bf16 exp", xb, yb, k::exp_f32_for_bf16(v));
+    DEW_AB("bf16 sigm", xb, yb, k::times_sigmoid_for<dew::bf16>(V(1.0f), v));
+    DEW_AB("bf16 tanh", xb, yb, k::tanh_f32_for_bf16(v));
+    DEW_AB("bf16 gelu", xb, yb, k::gelu_erf_f32_for_bf16(v));
+    DEW_AB("bf16 log", xb, yb, k::log_f32_for_bf16(v));
   }
 }

@@ -96,6 +96,11 @@ inline F32x16 with_sign_of(F32x16 m, F32x16 sign) {  // m's bits but sign's sign
 // undefined register that -Wmaybe-uninitialized reports (GCC bug 105593); so do vpmovzxwd and vpslld.
 inline constexpr __mmask16 kAllLanes = 0xffff;
 
+// The mask of lanes 0 .. lanes - 1, lanes in [0, 16].
+inline __mmask16 first_lanes(int lanes) {
+  return __mmask16((1u << lanes) - 1);
+}
+
 // x clamped to [lo, hi]; NaN stays NaN (vminps returns its second operand when either is NaN).
 inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
   const __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
@@ -130,7 +135,7 @@ template <class T>
 }
 template <class T>
 [[gnu::always_inline]] inline F32x16 load16(const T* p, int lanes) {
-  const __mmask16 k = __mmask16((1u << lanes) - 1);
+  const __mmask16 k = first_lanes(lanes);
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_maskz_loadu_epi16(k, p));
   else
@@ -141,7 +146,7 @@ template <class T>
 // holds one (vfpclassps, category 0x20) narrows lane by lane with dtype.h's integer rounding.
 template <class T>
 [[gnu::always_inline]] inline void store16(T* p, F32x16 v, int lanes = 16) {
-  const __mmask16 k = __mmask16(lanes == 16 ? 0xffff : (1u << lanes) - 1);
+  const __mmask16 k = first_lanes(lanes);
   if constexpr (std::is_same_v<T, bf16>) {
     if (_mm512_fpclass_ps_mask(v.v, 0x20) == 0) {
       _mm256_mask_storeu_epi16(p, k, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v.v)));
@@ -161,8 +166,7 @@ inline float row_max_f32x16(const T* x, int64_t n) {
   __m512 part = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) part = _mm512_mask_max_ps(part, kAllLanes, load16(x + i).v, part);
-  if (i < n)
-    part = _mm512_mask_max_ps(part, __mmask16((1u << (n - i)) - 1), load16(x + i, int(n - i)).v, part);
+  if (i < n) part = _mm512_mask_max_ps(part, first_lanes(int(n - i)), load16(x + i, int(n - i)).v, part);
   // Across lanes through memory: GCC 12's reduction intrinsics trip the warning named above.
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, part);

@@ -27,27 +27,24 @@ namespace dew::ops::DEW_KERNEL_NS {
 // Rounding f32 to bf16 with integer arithmetic (dtype.h) costs about 8 vector instructions per 16
 // values, a third of a cheap exp. AVX512-BF16's vcvtneps2bf16 does it in one, rounding to nearest even
 // and quieting NaN as dtype.h does, but it treats subnormal inputs as zero. So on CPUs that have it,
-// maps narrow 16 values at a time natively until a group holds a subnormal, and finish the chunk with
-// integers (rare, and exact either way). The narrowing needs the values in memory, which is why maps
-// compute in chunks: an unrolled in-register version did not vectorize (measured, GCC 12).
+// maps narrow 16 values at a time natively, and a group that holds a subnormal with integers (rare, and
+// exact either way; f32x16.h's store16). Maps whose function has an F32x16 form narrow in registers;
+// the others compute float chunks in L1 and narrow those.
 
 inline constexpr int64_t kMapChunk = 256;  // floats per output: fastest of 128-2048 here (bf16 exp)
 
+#if DEW_HAS_NATIVE_BF16 && !DEW_HAS_F32X16
+#error "native bf16 narrowing goes through F32x16's store16: a tier with one has the other"
+#endif
 template <bool NativeBf16, class T, class Acc>
 inline void narrow_chunk(const Acc* v, T* y, int64_t n) {
   int64_t i = 0;
 #if DEW_HAS_NATIVE_BF16
-  if constexpr (NativeBf16 && std::is_same_v<T, bf16>) {
-    for (; i + 16 <= n; i += 16) {
-      const __m512 f = _mm512_loadu_ps(v + i);
-      const __m512i magnitude = _mm512_and_si512(_mm512_castps_si512(f), _mm512_set1_epi32(0x7fffffff));
-      const __mmask16 subnormal =  // 1 <= magnitude <= 0x7fffff, as one unsigned compare
-          _mm512_cmplt_epu32_mask(_mm512_sub_epi32(magnitude, _mm512_set1_epi32(1)),
-                                  _mm512_set1_epi32(0x7fffff));
-      if (subnormal != 0) break;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
-                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(f)));
-    }
+  if constexpr (NativeBf16 &&
+                std::is_same_v<T, bf16>) {  // store16 narrows a group with a subnormal by integers
+    for (; i + 16 <= n; i += 16) store16(y + i, F32x16(_mm512_loadu_ps(v + i)));
+    if (i < n) store16(y + i, load16(v + i, int(n - i)), int(n - i));
+    return;
   }
 #endif
   for (; i < n; ++i) y[i] = narrow<T>(v[i]);

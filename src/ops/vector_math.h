@@ -55,6 +55,41 @@ requires std::is_floating_point_v<F>
   return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
 }
 
+// exp's argument reduction, shared by the exps below: x (clamped to exp's range, NaN kept; exp(-104)
+// rounds to 0, exp(89) to inf) = n ln 2 + rh + n kLn2Low, with ln 2 = c1 + kLn2Low and c1 of 9 bits,
+// so rh = x - n c1 is exact and |rh + n kLn2Low| <= 0.347.
+inline constexpr float kLn2Low = 2.12194440e-4f;
+template <class F>
+struct ExpArgument {
+  F n, rh;
+};
+template <class F>
+[[gnu::always_inline]] inline ExpArgument<F> exp_argument(F x) {
+  x = clamp_keep_nan(x, -104.0f, 89.0f);
+  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
+  const F n = shifted - F(0x1.8p23f);
+  return {n, mul_add(n, F(-0.693359375f), x)};
+}
+
+// (exp(r) - 1 - r) / r^2: Cephes' coefficients (exp_f32, exp_f32_within_2ulp), or Taylor's to r^3 for
+// bf16 results (exp and expm1 within 2.5e-6 on |r| <= 0.347).
+template <class F>
+[[gnu::always_inline]] inline F exp_tail_cephes(F r) {
+  F p = 1.9875691500e-4f;
+  p = mul_add(p, r, F(1.3981999507e-3f));
+  p = mul_add(p, r, F(8.3334519073e-3f));
+  p = mul_add(p, r, F(4.1665795894e-2f));
+  p = mul_add(p, r, F(1.6666665459e-1f));
+  return mul_add(p, r, F(5.0000001201e-1f));
+}
+template <class F>
+[[gnu::always_inline]] inline F exp_tail_for_bf16(F r) {
+  F p = 1.0f / 120;
+  p = mul_add(p, r, F(1.0f / 24));
+  p = mul_add(p, r, F(1.0f / 6));
+  return mul_add(p, r, F(0.5f));
+}
+
 // NOTE [compensated exp]
 // exp(x) = 2^n exp(r), n = round(x / ln 2). Two roundings would cost a float polynomial accuracy the
 // gate measures (RMS ratio 1.4-1.55 against expf): the reduced argument r and the sum 1 + r + ...
@@ -64,19 +99,11 @@ requires std::is_floating_point_v<F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32(F x) {
-  x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp(-104) rounds to 0, exp(89) to inf
-  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
-  const F n = shifted - F(0x1.8p23f);
-  const F rh = mul_add(n, F(-0.693359375f), x);
-  const F rl = n * F(2.12194440e-4f);  // ln 2 - c1
-  const F r = rh + rl;                 // |r| <= 0.347
-  const F e = (rh - r) + rl;           // r's rounding error
-  F p = 1.9875691500e-4f;              // Cephes' coefficients of (exp(r) - 1 - r) / r^2
-  p = mul_add(p, r, F(1.3981999507e-3f));
-  p = mul_add(p, r, F(8.3334519073e-3f));
-  p = mul_add(p, r, F(4.1665795894e-2f));
-  p = mul_add(p, r, F(1.6666665459e-1f));
-  p = mul_add(p, r, F(5.0000001201e-1f));
+  const auto [n, rh] = exp_argument(x);
+  const F rl = n * F(kLn2Low);
+  const F r = rh + rl;        // |r| <= 0.347
+  const F e = (rh - r) + rl;  // r's rounding error
+  const F p = exp_tail_cephes(r);
   const F hi = F(1.0f) + r;
   const F lo = (F(1.0f) - hi) + r;
   return times_pow2(hi + (lo + mul_add(p, r * r, e)), n);
@@ -90,18 +117,9 @@ requires is_f32_like<F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
-  x = clamp_keep_nan(x, -104.0f, 89.0f);
-  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
-  const F n = shifted - F(0x1.8p23f);
-  F r = mul_add(n, F(-0.693359375f), x);
-  r = mul_add(n, F(2.12194440e-4f), r);
-  F p = 1.9875691500e-4f;
-  p = mul_add(p, r, F(1.3981999507e-3f));
-  p = mul_add(p, r, F(8.3334519073e-3f));
-  p = mul_add(p, r, F(4.1665795894e-2f));
-  p = mul_add(p, r, F(1.6666665459e-1f));
-  p = mul_add(p, r, F(5.0000001201e-1f));
-  return times_pow2(mul_add(p, r * r, r) + F(1.0f), n);
+  const auto [n, rh] = exp_argument(x);
+  const F r = mul_add(n, F(kLn2Low), rh);
+  return times_pow2(mul_add(exp_tail_cephes(r), r * r, r) + F(1.0f), n);
 }
 
 // exp_f32_for_bf16: relative error below 2.5e-6 (Taylor to r^5 on |r| <= 0.347; exp_f32's range ends and
@@ -111,16 +129,9 @@ requires is_f32_like<F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_for_bf16(F x) {
-  x = clamp_keep_nan(x, -104.0f, 89.0f);
-  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
-  const F n = shifted - F(0x1.8p23f);
-  F r = mul_add(n, F(-0.693359375f), x);
-  r = mul_add(n, F(2.12194440e-4f), r);
-  F p = 1.0f / 120;
-  p = mul_add(p, r, F(1.0f / 24));
-  p = mul_add(p, r, F(1.0f / 6));
-  p = mul_add(p, r, F(0.5f));
-  return times_pow2(mul_add(p, r * r, r) + F(1.0f), n);
+  const auto [n, rh] = exp_argument(x);
+  const F r = mul_add(n, F(kLn2Low), rh);
+  return times_pow2(mul_add(exp_tail_for_bf16(r), r * r, r) + F(1.0f), n);
 }
 
 // The exp a kernel whose results are stored as T computes with.
@@ -246,16 +257,9 @@ template <class I, class F, size_t N>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F expm1_f32_for_bf16(F x) {
-  x = clamp_keep_nan(x, -104.0f, 89.0f);
-  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
-  const F n = shifted - F(0x1.8p23f);
-  F r = mul_add(n, F(-0.693359375f), x);
-  r = mul_add(n, F(2.12194440e-4f), r);
-  F p = 1.0f / 120;
-  p = mul_add(p, r, F(1.0f / 24));
-  p = mul_add(p, r, F(1.0f / 6));
-  p = mul_add(p, r, F(0.5f));
-  return times_pow2(mul_add(p, r * r, r), n) + (times_pow2(F(1.0f), n) - F(1.0f));
+  const auto [n, rh] = exp_argument(x);
+  const F r = mul_add(n, F(kLn2Low), rh);
+  return times_pow2(mul_add(exp_tail_for_bf16(r), r * r, r), n) + (times_pow2(F(1.0f), n) - F(1.0f));
 }
 
 // tanh for bf16 results: -expm1(-2a) / (2 + expm1(-2a)) for a = |x|, one exp and one division by a

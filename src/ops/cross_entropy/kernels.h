@@ -35,7 +35,7 @@ inline constexpr int64_t kLogitBlock = 1024;
 template <class T>
 inline float block_max_and_exps_f32x16(const T* x, float running_max, float* e, int64_t n, double& sum) {
   const int tail = int(n % 16);
-  const __mmask16 tail_lanes = __mmask16((1u << tail) - 1);
+  const __mmask16 tail_lanes = first_lanes(tail);
   const float bm = row_max_f32x16(x, n);
   const float mb = bm > running_max ? bm : running_max;
   __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();

@@ -53,7 +53,7 @@ void softmax_row_f32x16(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bo
   F32x16 sum = 0.0f;
   for (int64_t i = 0; i < n; i += 16) {
     const int lanes = int(std::min<int64_t>(16, n - i));
-    const F32x16 v = _mm512_maskz_mov_ps(__mmask16((1u << lanes) - 1), exp_f32(load16(x + i, lanes) - m).v);
+    const F32x16 v = _mm512_maskz_mov_ps(first_lanes(lanes), exp_f32(load16(x + i, lanes) - m).v);
     if (f == AlongAxisFn::softmax) _mm512_storeu_ps(e + i, v.v);  // e holds n rounded up to 16
     sum += v;
   }

@@ -43,7 +43,7 @@ template <UnaryFn F, bool Fast, class T, class Acc>
 
 // The functions unary_kernel_value writes over F (NOTE [one body for scalar and vector float functions]).
 template <UnaryFn F, bool Fast, class T>
-inline constexpr bool has_f32x16_form =
+inline constexpr bool unary_fn_has_f32x16_form =
     Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid || F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
              (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log || F == UnaryFn::gelu)));
 
@@ -60,8 +60,8 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
       if (v.stride[0] == 1)
         map_elements<T>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
-            []<class V>(V xi) __attribute__((always_inline)) requires(std::is_same_v<V, Acc> ||
-                                                                      has_f32x16_form<Fn::value, Fast, T>) {
+            []<class V>(V xi) __attribute__((always_inline)) requires(
+                std::is_same_v<V, Acc> || unary_fn_has_f32x16_form<Fn::value, Fast, T>) {
               return unary_kernel_value<Fn::value, Fast, T>(xi);
             });
       else
