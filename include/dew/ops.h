@@ -143,9 +143,10 @@ struct AttentionTangents {
   Tensor out, lse;  // the tangents of attention's outputs
 };
 // Forward mode through attention, fused: the tangents of out and lse given those of q, k, v (and of
-// the sinks, when options.sinks is set), never materializing T x S.
+// the sinks, when options.sinks is set), never materializing T x S. lse is the forward's: it keeps the
+// exponents in range (the tangents are those of attention at q, k, v whatever rounding it carries).
 AttentionTangents attention_jvp(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& tq,
-                                const Tensor& tk, const Tensor& tv, const AttentionResult& forward,
+                                const Tensor& tk, const Tensor& tv, const Tensor& lse,
                                 const AttentionOptions& options = {}, const Tensor& t_sinks = {});
 
 struct CrossEntropyOptions {

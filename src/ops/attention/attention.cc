@@ -102,12 +102,12 @@ std::vector<Tensor*> AttentionBackwardArgs::mutable_inputs() {
 }
 
 std::vector<const Tensor*> AttentionJvpArgs::inputs() const {
-  std::vector<const Tensor*> all = with_options({&q, &k, &v, &tq, &tk, &tv, &out, &lse}, options);
+  std::vector<const Tensor*> all = with_options({&q, &k, &v, &tq, &tk, &tv, &lse}, options);
   if (t_sinks.defined()) all.push_back(&t_sinks);
   return all;
 }
 std::vector<Tensor*> AttentionJvpArgs::mutable_inputs() {
-  std::vector<Tensor*> all = with_options({&q, &k, &v, &tq, &tk, &tv, &out, &lse}, options);
+  std::vector<Tensor*> all = with_options({&q, &k, &v, &tq, &tk, &tv, &lse}, options);
   if (t_sinks.defined()) all.push_back(&t_sinks);
   return all;
 }
@@ -157,8 +157,6 @@ std::vector<OutputSpec> AttentionJvp::infer(const Args& a) {
                   a.tq.dtype() == a.dtype() && a.tk.dtype() == a.dtype() && a.tv.dtype() == a.dtype(),
               "[attention_jvp] the tangents are {}, {}, {}; expected q's, k's and v's shapes and dtype {}",
               a.tq.describe(), a.tk.describe(), a.tv.describe(), dtype_name(a.dtype()));
-  DEW_REQUIRE(a.out.shape() == a.q.shape() && a.out.dtype() == a.dtype(),
-              "[attention_jvp] out is {}; expected q's shape and dtype {}", a.out.describe(), a.q.describe());
   DEW_REQUIRE(a.lse.shape() == Shape({a.q.size(0), a.q.size(2), a.q.size(1)}) &&
                   a.lse.dtype() == stat_dtype(a.dtype()),
               "[attention_jvp] lse is {}; expected {}[{},{},{}] from attention", a.lse.describe(),
@@ -324,27 +322,30 @@ std::vector<Case<AttentionBackwardArgs>> AttentionBackward::cases(std::string_vi
 }
 
 std::vector<Case<AttentionJvpArgs>> AttentionJvp::cases(std::string_view) {
+  // lse_shift moves the given lse off the forward's: the tangents must not change (NOTE [attention
+  // tangent]), as when the forward ran on an implementation that rounds its scores differently.
+  auto make = [](const NamedAttentionCase& c, double lse_shift) {
+    return [c, lse_shift](DType t, RandomKey k) {
+      AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
+      Tensor lse = run_op<Attention>(f)[1];
+      if (lse_shift != 0) lse = add(lse, Tensor::full({}, lse_shift, lse.dtype()));
+      AttentionJvpArgs a{f.q,
+                         f.k,
+                         f.v,
+                         random_input(f.q.shape(), t, {k.seed, k.stream + 4}),
+                         random_input(f.k.shape(), t, {k.seed, k.stream + 5}),
+                         random_input(f.v.shape(), t, {k.seed, k.stream + 6}),
+                         lse,
+                         f.options,
+                         Tensor()};
+      if (c.sinks) a.t_sinks = random_input(f.options.sinks.shape(), stat_dtype(t), {k.seed, k.stream + 7});
+      return a;
+    };
+  };
   std::vector<Case<AttentionJvpArgs>> out;
   for (const auto& c : attention_case_table()) {
-    const std::vector<DType> dtypes = case_dtypes(c);
-    out.push_back(
-        {c.name, c.tags, dtypes, [c](DType t, RandomKey k) {
-           AttentionArgs f = make_attention(c.shape, t, k, c.options, c.segments, c.sinks);
-           std::vector<Tensor> fwd = run_op<Attention>(f);
-           AttentionJvpArgs a{f.q,
-                              f.k,
-                              f.v,
-                              random_input(f.q.shape(), t, {k.seed, k.stream + 4}),
-                              random_input(f.k.shape(), t, {k.seed, k.stream + 5}),
-                              random_input(f.v.shape(), t, {k.seed, k.stream + 6}),
-                              fwd[0],
-                              fwd[1],
-                              f.options,
-                              Tensor()};
-           if (c.sinks)
-             a.t_sinks = random_input(f.options.sinks.shape(), stat_dtype(t), {k.seed, k.stream + 7});
-           return a;
-         }});
+    out.push_back({c.name, c.tags, case_dtypes(c), make(c, 0)});
+    if (c.name == "sinks") out.push_back({"sinks_shifted_lse", c.tags, case_dtypes(c), make(c, 0.75)});
   }
   return out;
 }
@@ -374,15 +375,16 @@ AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const
 }
 
 AttentionTangents attention_jvp(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& tq,
-                                const Tensor& tk, const Tensor& tv, const AttentionResult& forward,
+                                const Tensor& tk, const Tensor& tv, const Tensor& lse,
                                 const AttentionOptions& options, const Tensor& t_sinks) {
-  const ops::AttentionJvpArgs args{q, k, v, tq, tk, tv, forward.out, forward.lse, options, t_sinks};
-  const std::vector<Tensor> outs =  // composite, as attention_backward
-      ops::differentiated(args.inputs())
-          ? (ops::AttentionJvp::infer(args),
-             ops::dense_attention_jvp(ops::dense_attention_at(q, k, v, options, forward.out, forward.lse), tq,
-                                      tk, tv, t_sinks, q.dtype(), forward.lse.dtype()))
-          : ops::run_op<ops::AttentionJvp>(args);
+  const ops::AttentionJvpArgs args{q, k, v, tq, tk, tv, lse, options, t_sinks};
+  // Composite, as attention_backward; lse only shifts the kernels' exponents (NOTE [attention tangent]),
+  // so the dense path computes its own.
+  const std::vector<Tensor> outs = ops::differentiated(args.inputs())
+                                       ? (ops::AttentionJvp::infer(args),
+                                          ops::dense_attention_jvp(ops::dense_attention(q, k, v, options), tq,
+                                                                   tk, tv, t_sinks, q.dtype(), lse.dtype()))
+                                       : ops::run_op<ops::AttentionJvp>(args);
   return {outs[0], outs[1]};
 }
 

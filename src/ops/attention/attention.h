@@ -5,8 +5,8 @@
 // one learned logit per head that joins the softmax's denominator with no value.
 // Outputs out (B,T,H,D) in q's dtype and lse (B,H,T) f32 (f64 for f64), -inf for a row that sees no key
 // (its out is 0). attention_backward(dout, q, k, v, out, lse) -> dq, dk, dv (and dsinks).
-// attention_jvp(q, k, v, tangents of q, k, v (and sinks), out, lse) -> the tangents of out and lse, one
-// pass over the keys per query row from the saved lse: NOTE [attention tangent].
+// attention_jvp(q, k, v, tangents of q, k, v (and sinks), lse) -> the tangents of out and lse, one
+// pass over the keys per query row, shifted by the saved lse: NOTE [attention tangent].
 #pragma once
 
 #include "ops/op.h"
@@ -62,9 +62,15 @@ struct AttentionBackward {
 // ds_j = scale (tq.k_j + q.tk_j) (times 1 - (s_j / cap)^2 under softcap); mu = sum_j p_j ds_j (+ p_sink
 // t_sink) is the tangent of lse, and the tangent of out = sum_j p_j v_j is
 // sum_j p_j (ds_j v_j + tv_j) - mu out. Recomputing p_j from the saved lse, each query row is one pass
-// over its keys: nothing of size T x S exists, as in the forward.
+// over its keys: nothing of size T x S exists, as in the forward. The kernels divide by their own
+// sum l = sum_j p_j (+ p_sink) and accumulate their own out beside the tangent, so the saved lse only
+// shifts the exponents: a forward that rounded its scores in another order (flash_gemm's GEMM tiles)
+// would otherwise scale every p_j by exp(lse' - lse) against this pass's scores and miss the
+// cancellation in sum_j p_j ds_j (v_j - out). So the op is the tangent of attention at q, k, v
+// whatever lse holds, as long as it keeps the exponents in range (the forward's lse, or -inf for a row
+// that sees no key).
 struct AttentionJvpArgs {
-  Tensor q, k, v, tq, tk, tv, out, lse;
+  Tensor q, k, v, tq, tk, tv, lse;
   AttentionOptions options;
   Tensor t_sinks;  // the sinks' tangent, (H); required when options.sinks is given
   DType dtype() const { return q.dtype(); }

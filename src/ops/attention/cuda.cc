@@ -108,12 +108,12 @@ void add_attention_jvp_cuda(select::Registry<AttentionJvpArgs>& r) {
            const auto c = make_call(a.q, a.k, a.options, keep);
            const Tensor q = a.q.contiguous(), k = a.k.contiguous(), v = a.v.contiguous(),
                         tq = a.tq.contiguous(), tk = a.tk.contiguous(), tv = a.tv.contiguous(),
-                        out = a.out.contiguous(), lse = a.lse.contiguous();
+                        lse = a.lse.contiguous();
            const Tensor t_sinks = a.t_sinks.defined() ? a.t_sinks.contiguous() : Tensor();
            cuda_kernels::attention_jvp(a.device().index, a.dtype(), c, q.raw_data(), k.raw_data(),
                                        v.raw_data(), tq.raw_data(), tk.raw_data(), tv.raw_data(),
-                                       data_or_null(t_sinks), out.raw_data(), lse.raw_data(),
-                                       outs[0].raw_data(), outs[1].raw_data());
+                                       data_or_null(t_sinks), lse.raw_data(), outs[0].raw_data(),
+                                       outs[1].raw_data());
          }});
 }
 

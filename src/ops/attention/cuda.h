@@ -47,9 +47,10 @@ void attention_backward_rows(int device, DType dtype, const AttentionCall& c, co
                              const void* out, const void* lse, void* Dt_rows, void* dsink_rows);
 void attention_dsinks(int device, DType dtype, const AttentionCall& c, const void* dsink_rows, void* dsinks);
 
-// The tangents of out (q's dtype) and lse (lse's dtype); t_sinks (H) when c.sinks is set.
+// The tangents of out (q's dtype) and lse (lse's dtype); t_sinks (H) when c.sinks is set. lse only
+// shifts the exponents (NOTE [attention tangent]).
 void attention_jvp(int device, DType dtype, const AttentionCall& c, const void* q, const void* k,
                    const void* v, const void* tq, const void* tk, const void* tv, const void* t_sinks,
-                   const void* out, const void* lse, void* t_out, void* t_lse);
+                   const void* lse, void* t_out, void* t_lse);
 
 }  // namespace dew::ops::cuda_kernels

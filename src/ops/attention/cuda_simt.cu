@@ -201,17 +201,17 @@ template <class T>
 __global__ void jvp_kernel(AttentionCall c, const T* __restrict__ q, const T* __restrict__ k,
                            const T* __restrict__ v, const T* __restrict__ tq, const T* __restrict__ tk,
                            const T* __restrict__ tv, const cuda::accumulator_t<T>* __restrict__ t_sinks,
-                           const T* __restrict__ out, const cuda::accumulator_t<T>* __restrict__ lse,
-                           T* __restrict__ t_out, cuda::accumulator_t<T>* __restrict__ t_lse) {
+                           const cuda::accumulator_t<T>* __restrict__ lse, T* __restrict__ t_out,
+                           cuda::accumulator_t<T>* __restrict__ t_lse) {
   using W = cuda::wide_t<T>;
   QueryRow at;
   if (!query_row(c, &at)) return;
   const Mask mask{c};
   const int64_t b = at.b, h = at.h, t = at.t, hk = at.hk, D = c.D, row = at.row, stat = at.stat;
   const W lse_t = W(lse[stat]);
-  W acc[kMaxDimsPerLane];
+  W acc[kMaxDimsPerLane], own_out[kMaxDimsPerLane];
 #pragma unroll
-  for (int i = 0; i < kMaxDimsPerLane; ++i) acc[i] = 0;
+  for (int i = 0; i < kMaxDimsPerLane; ++i) acc[i] = own_out[i] = 0;
   if (lse_t == W(-INFINITY)) {  // the row saw nothing: out is 0, so is its tangent
     store_row(t_out + row, D, acc, W(1));
     if (threadIdx.x % 32 == 0) t_lse[stat] = 0;
@@ -221,28 +221,36 @@ __global__ void jvp_kernel(AttentionCall c, const T* __restrict__ q, const T* __
   load_row(q + row, D, qr);
   load_row(tq + row, D, tqr);
   const W scale = W(c.scale), cap = W(c.cap);
-  W mu = 0;
+  const int lane = threadIdx.x % 32;
+  W mu = 0, l = 0;
   for (int64_t j = mask.first_key(t); j < mask.end_key(t); ++j) {
     if (!mask.visible(b, t, j)) continue;
     const int64_t key = ((b * c.S + j) * c.Hkv + hk) * D;
     const W sc = capped(scale * dot_row(qr, k + key, D), cap);
     const W p = exp(sc - lse_t);
     const W ds = scale * (dot_row(tqr, k + key, D) + dot_row(qr, tk + key, D)) * cap_factor(sc, cap);
+    l += p;
     mu += p * ds;
-    const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int i = 0; i < kMaxDimsPerLane; ++i) {
       const int64_t d = lane + 32 * i;
-      if (d < D) acc[i] += p * (ds * W(cuda::widen(v[key + d])) + W(cuda::widen(tv[key + d])));
+      if (d < D) {
+        const W vd = W(cuda::widen(v[key + d]));
+        acc[i] += p * (ds * vd + W(cuda::widen(tv[key + d])));
+        own_out[i] += p * vd;
+      }
     }
   }
-  if (c.sinks) mu += exp(sink_of<T>(c, h) - lse_t) * W(t_sinks[h]);
-  const int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int i = 0; i < kMaxDimsPerLane; ++i) {
-    const int64_t d = lane + 32 * i;
-    if (d < D) t_out[row + d] = cuda::narrow<T>(acc[i] - mu * W(cuda::widen(out[row + d])));
+  if (c.sinks) {
+    const W p_sink = exp(sink_of<T>(c, h) - lse_t);
+    l += p_sink;
+    mu += p_sink * W(t_sinks[h]);
   }
+  const W inv = W(1) / l;
+  mu *= inv;
+#pragma unroll
+  for (int i = 0; i < kMaxDimsPerLane; ++i) acc[i] -= mu * own_out[i];
+  store_row(t_out + row, D, acc, inv);
   if (lane == 0) t_lse[stat] = cuda::accumulator_t<T>(mu);
 }
 
@@ -297,7 +305,7 @@ void attention_backward(int device, DType dtype, const AttentionCall& c, const v
 
 void attention_jvp(int device, DType dtype, const AttentionCall& c, const void* q, const void* k,
                    const void* v, const void* tq, const void* tk, const void* tv, const void* t_sinks,
-                   const void* out, const void* lse, void* t_out, void* t_lse) {
+                   const void* lse, void* t_out, void* t_lse) {
   const int64_t rows = c.B * c.H * c.T;
   if (rows == 0) return;
   cuda::use_device(device);
@@ -306,8 +314,7 @@ void attention_jvp(int device, DType dtype, const AttentionCall& c, const void* 
     jvp_kernel<T><<<warps_grid(rows), kThreads, 0, cuda::stream_of(device)>>>(
         c, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
         static_cast<const T*>(tq), static_cast<const T*>(tk), static_cast<const T*>(tv),
-        static_cast<const cuda::accumulator_t<T>*>(t_sinks), static_cast<const T*>(out),
-        static_cast<const cuda::accumulator_t<T>*>(lse), static_cast<T*>(t_out),
+        static_cast<const cuda::accumulator_t<T>*>(t_sinks), static_cast<const cuda::accumulator_t<T>*>(lse), static_cast<T*>(t_out),
         static_cast<cuda::accumulator_t<T>*>(t_lse));
     DEW_CUDA_CHECK_LAUNCH("attention jvp_kernel");
   });

@@ -168,7 +168,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
 }
 
 // NOTE [attention tangent]: threads over (B, H); each query row is one pass over its keys with p_j
-// recomputed from the saved lse, so every output row has one writer.
+// recomputed from the saved lse and normalized by their own sum, so every output row has one writer.
 template <int L, bool FastExp, class T>
 void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
@@ -178,13 +178,13 @@ void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
   const Acc scale = Acc(g.scale), cap = Acc(g.cap);
   Scratch<Acc> q = widened<Acc, T>(a.q), k = widened<Acc, T>(a.k), v = widened<Acc, T>(a.v),
                tq = widened<Acc, T>(a.tq), tk = widened<Acc, T>(a.tk), tv = widened<Acc, T>(a.tv),
-               out = widened<Acc, T>(a.out), lse = widened<Acc, Acc>(a.lse);
+               lse = widened<Acc, Acc>(a.lse);
   Scratch<Acc> sinks = o.sinks.defined() ? widened<Acc, Acc>(o.sinks) : Scratch<Acc>();
   Scratch<Acc> t_sinks = a.t_sinks.defined() ? widened<Acc, Acc>(a.t_sinks) : Scratch<Acc>();
   T* t_out = outs[0].data<T>();
   Acc* t_lse = outs[1].data<Acc>();
   parallel_for(g.B * H, 1, [&](int64_t w0, int64_t w1) {
-    std::vector<Acc> acc(static_cast<size_t>(D));
+    std::vector<Acc> acc(static_cast<size_t>(D)), own_out(static_cast<size_t>(D));
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / H, h = w % H, hk = h / group;
       AttentionMask mask = attention_mask(o, T_, S, b, o.q_segments, o.k_segments);
@@ -200,7 +200,8 @@ void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
         }
         const Acc *qt = q.data() + row * D, *tqt = tq.data() + row * D;
         std::fill(acc.begin(), acc.end(), Acc(0));
-        Acc mu = 0;
+        std::fill(own_out.begin(), own_out.end(), Acc(0));
+        Acc mu = 0, l = 0;
         auto [j_lo, j_hi] = mask.key_range(t);
         for (int64_t j = j_lo; j < j_hi; ++j) {
           if (!mask.visible(t, j)) continue;
@@ -214,12 +215,21 @@ void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
             const Acc th = sc / cap;
             ds *= Acc(1) - th * th;
           }
+          l += p;
           mu += p * ds;
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += p * (ds * vj[d] + tvj[d]);
+          for (int64_t d = 0; d < D; ++d) {
+            acc[size_t(d)] += p * (ds * vj[d] + tvj[d]);
+            own_out[size_t(d)] += p * vj[d];
+          }
         }
-        if (!sinks.empty()) mu += exp_with<FastExp>(sinks[size_t(h)] - lse_t) * t_sinks[size_t(h)];
-        const Acc* ot = out.data() + row * D;
-        for (int64_t d = 0; d < D; ++d) to[d] = narrow<T>(acc[size_t(d)] - mu * ot[d]);
+        if (!sinks.empty()) {
+          const Acc p_sink = exp_with<FastExp>(sinks[size_t(h)] - lse_t);
+          l += p_sink;
+          mu += p_sink * t_sinks[size_t(h)];
+        }
+        const Acc inv = Acc(1) / l;
+        mu *= inv;
+        for (int64_t d = 0; d < D; ++d) to[d] = narrow<T>((acc[size_t(d)] - mu * own_out[size_t(d)]) * inv);
         t_lse[(b * H + h) * T_ + t] = mu;
       }
     }

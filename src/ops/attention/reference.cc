@@ -142,13 +142,16 @@ std::vector<Truth> AttentionBackward::reference(const Args& args) {
 }
 
 // NOTE [attention tangent] in float64, with magnitudes as NOTE [attention bounds] gives them: p_j
-// carries (1 + a_j + |s_j - lse| + |lse|) relative, ds_j its products' absolute sums.
+// carries (1 + a_j + |s_j - lse| + |lse|) relative, ds_j its products' absolute sums. The tangent of
+// attention at q, k, v: out and lse are this reference's own forward (the given lse only shifts the
+// kernels' exponents).
 std::vector<Truth> AttentionJvp::reference(const Args& args) {
   const AttentionOptions& o = args.options;
   AttentionGeometry g(args.q, args.k, o);
   auto q = args.q.to_f64_vector(), k = args.k.to_f64_vector(), v = args.v.to_f64_vector();
   auto tq = args.tq.to_f64_vector(), tk = args.tk.to_f64_vector(), tv = args.tv.to_f64_vector();
-  auto out = args.out.to_f64_vector(), lse = args.lse.to_f64_vector();
+  const std::vector<Truth> forward = Attention::reference(AttentionArgs{args.q, args.k, args.v, o});
+  auto out = forward[0].value.to_f64_vector(), lse = forward[1].value.to_f64_vector();
   auto sinks = o.sinks.defined() ? o.sinks.to_f64_vector() : std::vector<double>();
   auto t_sinks = args.t_sinks.defined() ? args.t_sinks.to_f64_vector() : std::vector<double>();
   std::vector<double> t_out(q.size(), 0), m_out(q.size(), 0), t_lse(lse.size(), 0), m_lse(lse.size(), 0);

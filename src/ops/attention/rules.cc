@@ -57,9 +57,9 @@ std::vector<Tensor> Attention::jvp(const Args& a, const std::vector<Tensor>& out
   };
   Tensor sinks_tangent;
   if (a.options.sinks.defined()) sinks_tangent = tangent(t_sinks, a.options.sinks);
-  std::vector<Tensor> r = run_op<AttentionJvp>(
-      AttentionJvpArgs{a.q, a.k, a.v, tangent(tq, a.q), tangent(tk, a.k), tangent(tv, a.v), outs[0].detach(),
-                       outs[1].detach(), a.options, sinks_tangent});
+  std::vector<Tensor> r =
+      run_op<AttentionJvp>(AttentionJvpArgs{a.q, a.k, a.v, tangent(tq, a.q), tangent(tk, a.k),
+                                            tangent(tv, a.v), outs[1].detach(), a.options, sinks_tangent});
   return {r[0], r[1]};
 }
 
