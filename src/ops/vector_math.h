@@ -319,40 +319,16 @@ struct ErfAndGaussian {
   return float(0.5 * (1.0 + e.erf) + x * 0.39894228040143267794 * e.gaussian);
 }
 
-// erfcx on [0, 4] as a Chebyshev series in u = z / 2 - 1 (tools/fit_erfcx.py; truncation below 2.8e-9),
-// for float evaluation (NOTE [bf16 results in float]), where the monomials of kErfcxFit cancel to 1e-2.
-inline constexpr std::array<float, 17> kErfcxChebyshev = {
-    0.388984738054f,    -0.361621320411f,   0.153819605849f,     -0.0608900867816f,  0.0226874030012f,
-    -0.00802178454227f, 0.00270819536832f,  -0.000877210160221f, 0.000273668132108f, -8.24945090763e-5f,
-    2.40915375968e-5f,  -6.83168035587e-6f, 1.88478668299e-6f,   -5.06765291401e-7f, 1.32987369904e-7f,
-    -3.41073355951e-8f, 8.55918204923e-9f};
+// erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):
+// Q is smooth on t in [1/7, 1], a in [0, 12] (past 12, exp(-a^2) underflows), between 0.28 and 1;
+// tools/fit_erfcx.py fits it within 4.8e-8, in powers of t, well conditioned there.
+inline constexpr std::array<float, 9> kErfcxOverT = {0.282080274949f,  0.282494875168f,   0.242151931829f,
+                                                     0.206748271486f,  -0.0368388415205f, 0.293658590957f,
+                                                     -0.501393121246f, 0.291656931613f,   -0.0605589612142f};
 
-// The same series in powers of u, for Horner's rule: on u in [-1, 1] the powers are well conditioned
-// (sum |a_k| = 1.0, erfcx >= 0.137), unlike kErfcxFit's powers of z on [0, 4]. In float, Horner's rule
-// here came out more accurate than Clenshaw's recurrence (largest relative error over 2e5 points
-// 1.5e-7 against 3.5e-7) at half the operations (one fused multiply-add per term, not two steps).
-inline constexpr auto kErfcxPowers = [] {
-  constexpr size_t N = kErfcxChebyshev.size();
-  std::array<std::array<double, N>, N> t{};  // t[k][i]: the coefficient of u^i in T_k(u)
-  t[0][0] = 1, t[1][1] = 1;
-  for (size_t k = 2; k < N; ++k)
-    for (size_t i = 0; i < N; ++i) t[k][i] = (i > 0 ? 2 * t[k - 1][i - 1] : 0) - t[k - 2][i];
-  std::array<float, N> a{};
-  for (size_t i = 0; i < N; ++i) {
-    double sum = 0;
-    for (size_t k = 0; k < N; ++k) sum += double(kErfcxChebyshev[k]) * t[k][i];
-    a[i] = float(sum);
-  }
-  return a;
-}();
-template <class F>
-[[gnu::always_inline]] inline F erfcx_f32(F a) {  // a in [0, 4]
-  return horner(a * F(0.5f) - F(1.0f), kErfcxPowers);
-}
-
-// 1 + erf(z) and exp(-z^2) in float, for bf16 results: g erfcx(-z) below 0 (no cancellation: the GELU's
-// negative tail keeps its relative accuracy down to where it underflows), 2 - g erfcx(z) above. Past
-// |z| = 4, erfcx's asymptotic series 1/(sqrt(pi) a) (1 - 1/(2a^2) + 3/(4a^4) - 15/(8a^6)), within 1e-4.
+// 1 + erf(z) and exp(-z^2) in float, for bf16 results: erfc(-z) = exp(-z^2) erfcx(|z|) below 0 (no
+// cancellation: the GELU's negative tail keeps its relative accuracy down to where it underflows),
+// 2 - erfc(z) above. One division and one exp, shared with the derivative's gaussian.
 template <class F>
 struct OnePlusErf {
   F value, gaussian;
@@ -360,13 +336,9 @@ struct OnePlusErf {
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_f32_for_bf16(F z) {
-  const F a = magnitude(z), near = select(a < F(4.0f), a, F(4.0f));
-  const F r = F(1.0f) / select(a < F(4.0f), F(4.0f), a), w = r * r;
-  const F asymptotic = F(0.56418958354775628695f) * r *  // 0.564... = 1/sqrt(pi)
-                       (F(1.0f) + w * (F(-0.5f) + w * (F(0.75f) + w * F(-1.875f))));
-  const F gaussian = exp_f32_for_bf16(-(z * z));
-  const F tail = gaussian * select(a < F(4.0f), erfcx_f32(near), asymptotic);
-  return {select(z < F(0.0f), tail, F(2.0f) - tail), gaussian};
+  const F t = F(1.0f) / mul_add(magnitude(z), F(0.5f), F(1.0f));
+  const F gaussian = exp_f32_for_bf16(-(z * z)), erfc_a = gaussian * (t * horner(t, kErfcxOverT));
+  return {select(z < F(0.0f), erfc_a, F(2.0f) - erfc_a), gaussian};
 }
 
 // GELU (erf form) and its derivative for bf16 results, in float.
