@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/f32x16.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
@@ -47,6 +48,45 @@ void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   });
 }
 
+#if DEW_HAS_F32X16
+// One row of layer_norm_backward on F32x16, in two passes over the row where the general body takes
+// six (two widenings, two sums, dx, dx's narrowing, dw and db): the row stays in L1, so its cost is the
+// operations, and loads widen bf16 and stores narrow it in registers. The same sums in the same order
+// as lane_sum's sixteen partials (tail last), the same roundings per element.
+template <class T>
+inline void layer_norm_backward_row_f32x16(const T* x, const T* dy, const float* w, float mu, float rs,
+                                           int64_t C, T* dx, float* dw, float* db) {
+  const int64_t full = C - C % 16;
+  const F32x16 mean(mu), rstd(rs);
+  F32x16 part_g = 0.0f, part_gx = 0.0f;
+  for (int64_t i = 0; i < full; i += 16) {
+    const F32x16 g = load16(dy + i) * load16(w + i), xhat = (load16(x + i) - mean) * rstd;
+    part_g += g;
+    part_gx += g * xhat;
+  }
+  alignas(64) float lanes_g[16], lanes_gx[16];
+  _mm512_store_ps(lanes_g, part_g.v);
+  _mm512_store_ps(lanes_gx, part_gx.v);
+  float sum_g = 0, sum_gx = 0;
+  for (int l = 0; l < 16; ++l) sum_g += lanes_g[l], sum_gx += lanes_gx[l];
+  for (int64_t i = full; i < C; ++i) {
+    const float g = widen<float>(dy[i]) * w[i];
+    sum_g += g;
+    sum_gx += g * ((widen<float>(x[i]) - mu) * rs);
+  }
+  const F32x16 mean_g(sum_g / float(C)), mean_gx(sum_gx / float(C));
+  for (int64_t i = 0; i < C; i += 16) {
+    const int lanes = int(std::min<int64_t>(16, C - i));
+    const F32x16 dyv = load16(dy + i, lanes), xhat = (load16(x + i, lanes) - mean) * rstd;
+    store16(dx + i, rstd * ((dyv * load16(w + i, lanes) - mean_g) - xhat * mean_gx), lanes);
+    if (dw) {
+      store16(dw + i, load16(dw + i, lanes) + dyv * xhat, lanes);
+      store16(db + i, load16(db + i, lanes) + dyv, lanes);
+    }
+  }
+}
+#endif
+
 template <int L, class T>
 void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
@@ -68,10 +108,20 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
                  dx_wide = widening_buffer<Acc, T>(C);  // bf16 rows computed in Acc, narrowed as a row
     for (int64_t blk = b0; blk < b1; ++blk) {
       for (int64_t r = blk * kLayerNormBlockRows; r < std::min(rows, (blk + 1) * kLayerNormBlockRows); ++r) {
-        const Acc* xr = row_as<Acc>(x + r * C, C, x_widened.data());
-        const Acc* dyr = row_as<Acc>(dy + r * C, C, dy_widened.data());
         T* dxr = dx + r * C;
         const Acc mu = mean[r], rs = rstd[r];
+#if DEW_HAS_F32X16
+        if constexpr (std::is_same_v<Acc, float>) {
+          if (std::is_same_v<T, float> || narrows_natively<T>()) {
+            layer_norm_backward_row_f32x16(x + r * C, dy + r * C, w, mu, rs, C, dxr,
+                                           has_w ? dw_parts + blk * C : nullptr,
+                                           has_w ? db_parts + blk * C : nullptr);
+            continue;
+          }
+        }
+#endif
+        const Acc* xr = row_as<Acc>(x + r * C, C, x_widened.data());
+        const Acc* dyr = row_as<Acc>(dy + r * C, C, dy_widened.data());
         auto g = [&](int64_t i) { return dyr[i] * w[i]; };
         auto xhat = [&](int64_t i) { return (xr[i] - mu) * rs; };
         const Acc mean_g = lane_sum<L, Acc>(C, g) / Acc(C);
