@@ -30,6 +30,16 @@ namespace dew::ops::DEW_KERNEL_NS {
 inline constexpr int64_t kLogitBlock = 1024;
 
 #if DEW_HAS_F32X16
+// The exp of a row's logits: a bf16 row's exps feed bf16 gradients (rounded at 2^-9) and a double sum,
+// in which exp_f32_within_2ulp's errors (1-2 ulp, unbiased) vanish; f32 gradients keep exp_f32.
+template <class T>
+[[gnu::always_inline]] inline F32x16 logit_exp(F32x16 x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return exp_f32_within_2ulp(x);
+  else
+    return exp_f32(x);
+}
+
 // block_max_and_exps on F32x16: the block read twice from L1 (max, then exps), bf16 widened as it is
 // loaded, the exps' sum in two double accumulators; masked tails.
 template <class T>
@@ -45,12 +55,12 @@ inline float block_max_and_exps_f32x16(const T* x, float running_max, float* e, 
   };
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const F32x16 v = exp_f32(load16(x + i) - F32x16(mb));
+    const F32x16 v = logit_exp<T>(load16(x + i) - F32x16(mb));
     _mm512_storeu_ps(e + i, v.v);
     add(v.v);
   }
   if (tail) {
-    const __m512 v = _mm512_maskz_mov_ps(tail_lanes, exp_f32(load16(x + i, tail) - F32x16(mb)).v);
+    const __m512 v = _mm512_maskz_mov_ps(tail_lanes, logit_exp<T>(load16(x + i, tail) - F32x16(mb)).v);
     _mm512_mask_storeu_ps(e + i, tail_lanes, v);
     add(v);
   }
