@@ -39,6 +39,8 @@ std::string portable_everywhere();
 // and segments, the RMS ratio of dv read 1.33-1.58 against the base, whose forward and derivatives
 // are one implementation (the gate failed 4 of 60 seeds). So the candidate's derivatives run on its own
 // family where the folder has it, and fall through to the selector's choice where it refuses.
+// attention_jvp has no flash_gemm member; it normalizes by its own sum instead (NOTE [attention
+// tangent]), so the forward's lse only shifts its exponents.
 std::string candidate_first_in_folder(const std::string& op, const std::string& impl);
 
 struct RuleDerivatives {
