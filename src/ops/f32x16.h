@@ -111,13 +111,21 @@ inline F32x16 times_pow2(F32x16 y, F32x16 n) {
   return _mm512_mask_scalef_ps(y.v, kAllLanes, y.v, n.v);
 }
 
-// x = 2^k m with m in [1, 2) for finite x > 0, subnormals included: vgetmantps and vgetexpps.
+// x = 2^k m with m in [1, 2) for finite x > 0, subnormals included: vgetmantps and vgetexpps. For the
+// others, as those instructions define them: m NaN for x < 0 or NaN, m = 1 and k = inf for inf, and
+// k = -inf for zero.
 struct ExponentSplit16 {
   F32x16 m, k;
 };
 inline ExponentSplit16 split_exponent(F32x16 x) {
-  return {_mm512_maskz_getmant_ps(kAllLanes, x.v, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero),
+  return {_mm512_maskz_getmant_ps(kAllLanes, x.v, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_nan),
           _mm512_maskz_getexp_ps(kAllLanes, x.v)};
+}
+// log's special values (vector_math.h's log_with): split_exponent's m and k carry x < 0 (NaN), NaN and
+// inf (k inf, m 1) through the series; zero, whose m may be signed or NaN, is set to -inf here.
+inline F32x16 log_special_values(F32x16 x, F32x16 series) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x.v, _mm512_setzero_ps(), _CMP_EQ_OQ), series.v,
+                              _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
 }
 
 // Sixteen T values widened to float, and sixteen floats narrowed to T and stored; `lanes` (< 16) for a

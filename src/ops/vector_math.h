@@ -230,6 +230,15 @@ struct ExponentSplit {
           float(((b >> 23) & 0xff) - 127 - (tiny ? 24 : 0))};
 }
 
+// log's special values over the series' result: log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
+// stays NaN. (F32x16 has its own, shorter: vgetmantps and vgetexpps give most of these already.)
+[[gnu::always_inline]] inline float log_special_values(float x, float series) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float special =
+      select(x == 0.0f, -inf, select(x == inf, inf, std::numeric_limits<float>::quiet_NaN()));
+  return select(x > 0.0f && x < inf, series, special);  // selects, not branches: loops vectorize
+}
+
 // log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
 // atanh by the series given (in I: double to s^13 for f32 results, float to s^11 for bf16 ones).
 // Subnormal inputs are scaled into the normals first. log(0) = -inf, log(x < 0) = NaN,
@@ -242,11 +251,8 @@ template <class I, class F, size_t N>
   const auto high = m1 > C(1.4142135623730951);
   const C m = select(high, C(0.5) * m1, m1), k = select(high, k1 + C(1), k1);
   const C s = (m - C(1)) / (m + C(1)), s2 = s * s;
-  const F result = F(mul_add(k, C(0.6931471805599453), C(2) * mul_add(s * s2, horner(s2, atanh_series), s)));
-  const float inf = std::numeric_limits<float>::infinity();
-  const F special =
-      select(x == F(0.0f), F(-inf), select(x == F(inf), F(inf), F(std::numeric_limits<float>::quiet_NaN())));
-  return select(x > F(0.0f) && x < F(inf), result, special);  // selects, not branches: loops vectorize
+  return log_special_values(
+      x, F(mul_add(k, C(0.6931471805599453), C(2) * mul_add(s * s2, horner(s2, atanh_series), s))));
 }
 [[gnu::always_inline]] inline float log_f32(float x) {
   return log_with(x, kAtanhSeries);
