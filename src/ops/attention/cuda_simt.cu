@@ -314,8 +314,8 @@ void attention_jvp(int device, DType dtype, const AttentionCall& c, const void* 
     jvp_kernel<T><<<warps_grid(rows), kThreads, 0, cuda::stream_of(device)>>>(
         c, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
         static_cast<const T*>(tq), static_cast<const T*>(tk), static_cast<const T*>(tv),
-        static_cast<const cuda::accumulator_t<T>*>(t_sinks), static_cast<const cuda::accumulator_t<T>*>(lse), static_cast<T*>(t_out),
-        static_cast<cuda::accumulator_t<T>*>(t_lse));
+        static_cast<const cuda::accumulator_t<T>*>(t_sinks), static_cast<const cuda::accumulator_t<T>*>(lse),
+        static_cast<T*>(t_out), static_cast<cuda::accumulator_t<T>*>(t_lse));
     DEW_CUDA_CHECK_LAUNCH("attention jvp_kernel");
   });
 }

@@ -103,16 +103,24 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
   Scratch<Acc> dw_blocks(has_w ? blocks * C : 0, Acc(0)), db_blocks(has_w ? blocks * C : 0, Acc(0));
   Acc *dw_parts = dw_blocks.data(), *db_parts = db_blocks.data();
+  bool rows_on_f32x16 = false;  // f32, or bf16 where the CPU narrows natively: no widening buffers
+#if DEW_HAS_F32X16
+  if constexpr (std::is_same_v<Acc, float>)
+    rows_on_f32x16 = std::is_same_v<T, float> || narrows_natively<T>();
+#endif
+  const int64_t widened_C = rows_on_f32x16 ? 0 : C;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    Scratch<Acc> x_widened = widening_buffer<Acc, T>(C), dy_widened = widening_buffer<Acc, T>(C),
-                 dx_wide = widening_buffer<Acc, T>(C);  // bf16 rows computed in Acc, narrowed as a row
+    Scratch<Acc> x_widened = widening_buffer<Acc, T>(widened_C),
+                 dy_widened = widening_buffer<Acc, T>(widened_C),
+                 dx_wide =
+                     widening_buffer<Acc, T>(widened_C);  // bf16 rows computed in Acc, narrowed as a row
     for (int64_t blk = b0; blk < b1; ++blk) {
       for (int64_t r = blk * kLayerNormBlockRows; r < std::min(rows, (blk + 1) * kLayerNormBlockRows); ++r) {
         T* dxr = dx + r * C;
         const Acc mu = mean[r], rs = rstd[r];
 #if DEW_HAS_F32X16
         if constexpr (std::is_same_v<Acc, float>) {
-          if (std::is_same_v<T, float> || narrows_natively<T>()) {
+          if (rows_on_f32x16) {
             layer_norm_backward_row_f32x16(x + r * C, dy + r * C, w, mu, rs, C, dxr,
                                            has_w ? dw_parts + blk * C : nullptr,
                                            has_w ? db_parts + blk * C : nullptr);
