@@ -22,6 +22,19 @@ DEW_HOST_DEVICE T times_sigmoid(T num, T z) {
   return z < T(-80) ? num * exp(z) : num / (T(1) + exp(-z));
 }
 
+// GELU's tanh form, 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3): the argument u and du/dx.
+// vector_math.h defines gelu_tanh_argument again inside the ISA region, from these constants, so that
+// F32x16 can instantiate it (a template defined out here cannot inline F32x16's operators).
+inline constexpr double kGeluTanhScale = 0.79788456080286535588, kGeluTanhCubic = 0.044715;
+template <class T>
+DEW_HOST_DEVICE T gelu_tanh_argument(T x) {
+  return T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x);
+}
+template <class T>
+DEW_HOST_DEVICE T gelu_tanh_argument_derivative(T x) {
+  return T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
+}
+
 template <class T>
 DEW_HOST_DEVICE T apply_activation(Activation a, T x) {
   using std::erf, std::exp, std::tanh;
@@ -32,10 +45,8 @@ DEW_HOST_DEVICE T apply_activation(Activation a, T x) {
       return x > T(0) ? x : T(0);
     case Activation::gelu_erf:
       return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
-    case Activation::gelu_tanh: {
-      const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
-      return T(0.5) * x * (T(1) + tanh(inner));
-    }
+    case Activation::gelu_tanh:
+      return T(0.5) * x * (T(1) + tanh(gelu_tanh_argument(x)));
     case Activation::silu:
       return times_sigmoid(x, x);
   }
@@ -55,8 +66,8 @@ DEW_HOST_DEVICE T activation_derivative(Activation a, T x) {
       return T(0.5) * (T(1) + erf(x * T(0.70710678118654752440))) +
              x * T(0.39894228040143267794) * exp(T(-0.5) * x * x);
     case Activation::gelu_tanh: {
-      const T k = T(0.79788456080286535588), t = tanh(k * (x + T(0.044715) * x * x * x));
-      return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3 * 0.044715) * x * x);
+      const T t = tanh(gelu_tanh_argument(x));
+      return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * gelu_tanh_argument_derivative(x);
     }
     case Activation::silu: {
       const T s = times_sigmoid(T(1), x);

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/activation.h"
 #include "ops/f32x16.h"
 #include "ops/isa.h"
 
@@ -149,6 +150,19 @@ template <class T, class F>
   const auto tail = z < F(-80.0f);
   const F e = exp_for<T>(select(tail, z, -z));
   return select(tail, num * e, num / (F(1.0f) + e));
+}
+
+// sigmoid(z) and sigmoid(-z) for results stored as T, from one exp that cannot overflow, e = exp(-|z|):
+// 1 / (1 + e) and e / (1 + e), one division. NaN stays NaN.
+template <class F>
+struct SigmoidPair {
+  F s, s_neg;
+};
+template <class T, class F>
+[[gnu::always_inline]] inline SigmoidPair<F> sigmoid_pair_for(F z) {
+  const F e = exp_for<T>(-magnitude(z)), large = F(1.0f) / (F(1.0f) + e), small = e * large;
+  const auto positive = z > F(0.0f);
+  return {select(positive, large, small), select(positive, small, large)};
 }
 
 // NOTE [float functions in double]: tanh, log and erf-GELU of float data are computed in double, with
@@ -362,6 +376,16 @@ requires is_f32_like<F>
 [[gnu::always_inline]] inline F gelu_erf_derivative_f32_for_bf16(F x) {
   const OnePlusErf<F> e = one_plus_erf_f32_for_bf16(x * F(0.70710678118654752440f));
   return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
+}
+
+// activation.h's gelu_tanh_argument and its derivative over F (the same roundings), for the kernels.
+template <class F>
+[[gnu::always_inline]] inline F gelu_tanh_argument(F x) {
+  return F(kGeluTanhScale) * (x + F(kGeluTanhCubic) * x * x * x);
+}
+template <class F>
+[[gnu::always_inline]] inline F gelu_tanh_argument_derivative(F x) {
+  return F(kGeluTanhScale) * (F(1) + F(3 * kGeluTanhCubic) * x * x);
 }
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).

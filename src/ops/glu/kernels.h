@@ -23,36 +23,34 @@ template <Activation A, bool Fast, class T, class Acc>
   } else if constexpr (Fast && A == Activation::gelu_erf) {
     return gelu_erf_f32(x);
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    const Acc y = Acc(0.79788456080286535588) * (x + Acc(0.044715) * x * x * x);
-    return times_sigmoid_for<T>(x, Acc(2) * y);
+    return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
   } else {
     return apply_activation(A, x);
   }
 }
 
+// act(x) and act'(x) together, for the backward (d_up needs act, d_gate act'). With Fast, SiLU and
+// tanh-GELU take both from one exp and one division: sigmoid(z) and sigmoid(-z) of z = x or z = 2y
+// (sigmoid_pair_for), so that 1 - sigmoid(z) never cancels and act needs no division of its own.
 template <Activation A, bool Fast, class T, class Acc>
-[[gnu::always_inline]] inline Acc act_derivative(Acc x) {
-  if constexpr (Fast && A == Activation::silu) {
-    const Acc s = times_sigmoid_for<T>(Acc(1), x);
-    return s * (Acc(1) + x * (Acc(1) - s));
+[[gnu::always_inline]] inline std::array<Acc, 2> act_and_derivative(Acc x) {
+  if constexpr (Fast && A == Activation::silu) {  // silu' = s (1 + x (1 - s))
+    const SigmoidPair<Acc> p = sigmoid_pair_for<T>(x);
+    return {x * p.s, p.s * (Acc(1) + x * p.s_neg)};
   } else if constexpr (Fast && A == Activation::gelu_erf && std::is_same_v<T, bf16>) {
-    return gelu_erf_derivative_f32_for_bf16(x);
+    return {gelu_erf_f32_for_bf16(x), gelu_erf_derivative_f32_for_bf16(x)};  // one erf: inlined, shared
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return gelu_erf_derivative_f32(x);
+    return {gelu_erf_f32(x), gelu_erf_derivative_f32(x)};
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
-    // Both sigmoids from one exp that cannot overflow, e = exp(-|2y|): 1 / (1 + e) and e / (1 + e).
-    const Acc k = Acc(0.79788456080286535588), y = k * (x + Acc(0.044715) * x * x * x), z = Acc(2) * y;
-    const Acc e = exp_for<T>(-magnitude(z)), large = Acc(1) / (Acc(1) + e), small = e * large;
-    const auto positive = z > Acc(0);
-    const Acc s = select(positive, large, small), s_neg = select(positive, small, large);
-    return s + Acc(2) * x * s * s_neg * k * (Acc(1) + Acc(3 * 0.044715) * x * x);
+    const SigmoidPair<Acc> p = sigmoid_pair_for<T>(Acc(2) * gelu_tanh_argument(x));
+    return {x * p.s, p.s + Acc(2) * x * p.s * p.s_neg * gelu_tanh_argument_derivative(x)};
   } else {
-    return activation_derivative(A, x);
+    return {apply_activation(A, x), activation_derivative(A, x)};
   }
 }
 
-// The activations act and act_derivative write over F (NOTE [one body for scalar and vector float
+// The activations act and act_and_derivative write over F (NOTE [one body for scalar and vector float
 // functions]).
 template <Activation A, bool Fast, class T>
 inline constexpr bool activation_has_f32x16_form = Fast &&
@@ -83,7 +81,8 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
         []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
             std::is_same_v<V, Acc> || activation_has_f32x16_form<A, Fast, T>) {
           // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
-          return std::array<V, 2>{di * ui * act_derivative<A, Fast, T>(gi), di * act<A, Fast, T>(gi)};
+          const auto [value, derivative] = act_and_derivative<A, Fast, T>(gi);
+          return std::array<V, 2>{di * ui * derivative, di * value};
         });
   });
 }

@@ -4,6 +4,7 @@
 // act'' (act_second_times below), so gradients of gradients pass through a GLU.
 #include <cmath>
 
+#include "ops/activation.h"
 #include "ops/glu/glu.h"
 #include "ops/rules_common.h"
 #include "ops/unary/unary.h"
@@ -39,7 +40,7 @@ Tensor act_second_times(Activation a, const Tensor& z, const Tensor& g) {
   }
   // tanh form: f = g (1 + T) / 2, T = tanh(u), u = k (g + c3 g^3): f'' = T' + g ((1 - T^2) u'' - 2 T T' u') /
   // 2 with u' = k (1 + 3 c3 g^2), u'' = 6 k c3 g, T' = (1 - T^2) u'.
-  const double k = std::sqrt(2 / 3.14159265358979323846), c3 = 0.044715;
+  const double k = kGeluTanhScale, c3 = kGeluTanhCubic;
   const Tensor g2 = square(g);
   const Tensor T = tanh(mul(c(k), add(g, mul(c(c3), mul(g2, g)))));
   const Tensor sech2 = sub(c(1), square(T));

@@ -36,7 +36,7 @@ template <UnaryFn F, bool Fast, class T, class Acc>
   else if constexpr (Fast && F == UnaryFn::gelu)
     return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    return times_sigmoid_for<T>(x, Acc(1.5957691216057307118) * (x + Acc(0.044715) * x * x * x));
+    return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
   else
     return unary_apply<F>(x);
 }
