@@ -50,11 +50,11 @@ int main() {
     DEW_AB("bf16 exp", xb, yb, k::exp_f32_for_bf16(v));
     DEW_AB("bf16 sigm", xb, yb, k::times_sigmoid_for<dew::bf16>(V(1.0f), v));
     DEW_AB("bf16 tanh", xb, yb, k::tanh_f32_for_bf16(v));
-    DEW_AB("bf16 gelu", xb, yb, k::gelu_erf_f32_for_bf16(v));
+    DEW_AB("bf16 gelu", xb, yb, k::gelu_erf_for<dew::bf16>(v));
+    DEW_AB("f32 gelu", x, y, k::gelu_erf_for<float>(v));
     DEW_AB("bf16 log", xb, yb, k::log_f32_for_bf16(v));
     // The f32 functions computed in double have a scalar body only.
     printf("f32 tanh   scalar %.3f ns/elem\n", time_it(x, y, [](float v) { return k::tanh_f32(v); }));
     printf("f32 log    scalar %.3f ns/elem\n", time_it(x, y, [](float v) { return k::log_f32(v + 6.0f); }));
-    printf("f32 gelu   scalar %.3f ns/elem\n", time_it(x, y, [](float v) { return k::gelu_erf_f32(v); }));
   }
 }

@@ -2,8 +2,8 @@
 // [kernel namespaces]), so each instruction set gets its own copy.
 // exp_f32: float in, float out, float throughout, within 0.66 ulp (measured over 2^20 draws) (NOTE
 // [compensated exp]); the gate holds it to libm's correctly rounded expf, which it matches in 98% of draws.
-// NaN stays NaN. tanh_f32, log_f32 and the erf-GELU pair compute in double (NOTE [float functions in
-// double]).
+// NaN stays NaN. tanh_f32 and log_f32 compute in double (NOTE [float functions in double]); the
+// erf-GELU pair in float (NOTE [erf-GELU in float]).
 #pragma once
 
 #include <dew/dtype.h>
@@ -165,8 +165,8 @@ template <class T, class F>
   return {select(positive, large, small), select(positive, small, large)};
 }
 
-// NOTE [float functions in double]: tanh, log and erf-GELU of float data are computed in double, with
-// series and fits accurate to about 1e-12, and rounded once, so they round like libm's float functions
+// NOTE [float functions in double]: tanh and log of float data are computed in double, with series
+// accurate to about 1e-12, and rounded once, so they round like libm's float functions
 // (nearly always correctly) while their loops vectorize; libm's are scalar calls (1-10 GB/s here).
 
 // c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
@@ -218,10 +218,6 @@ struct ExpSplit {
 [[gnu::always_inline]] inline double expm1_f64(double y) {  // 2^n expm1(r) + (2^n - 1): no cancellation
   const ExpSplit e = exp_split_f64(y);
   return std::fma(e.scale, e.em1r, e.scale - 1.0);
-}
-[[gnu::always_inline]] inline double exp_f64(double y) {
-  const ExpSplit e = exp_split_f64(y);
-  return std::fma(e.scale, e.em1r, e.scale);
 }
 
 // tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), signed; tanh(20) rounds to 1. NaN stays NaN.
@@ -275,7 +271,7 @@ template <class I, class F, size_t N>
 // NOTE [bf16 results in float]: a bf16 result rounds at 2^-9 relative. Float arithmetic a few ulps off
 // (1e-6) moves that rounding only where the value lies within 1e-6 of a bf16 midpoint, and then to the
 // other neighbour (still faithful), so bf16 results use float-internal functions: twice the lanes of
-// double per vector and no conversions. exp_f32_for_bf16 above, tanh, log and the erf-GELU here.
+// double per vector and no conversions. exp_f32_for_bf16 above, tanh and log here.
 
 // expm1(x) for bf16 results: exp_f32_for_bf16's reduction and polynomial q = expm1(r), then
 // 2^n q + (2^n - 1), which is q itself for n = 0: relative accuracy near 0, where 1 + q - 1 would cancel.
@@ -306,75 +302,63 @@ requires is_f32_like<F>
   return log_with(x, kAtanhSeriesF32);
 }
 
-// erfcx(z) = exp(z^2) erfc(z) on [0, 4], within 2.2e-12: a 22-term polynomial fitted by
-// tools/fit_erfcx.py (mpmath's Chebyshev fit, as monomials, lowest degree first). erfcx is smooth there
-// (1 at 0, 0.137 at 4), which erf's own Taylor series is not: it needed 64 terms to reach z = 4.
-inline constexpr std::array<double, 22> kErfcxFit = {
-    0.99999999999776803999,      -1.1283791665545840948,     0.99999997806713452616,
-    -0.75225242241553449714,     0.49999692306760424503,     -0.30088467546036428307,
-    0.16660748222192211698,      -0.085819438979119686802,   0.04137472722316204048,
-    -0.018674994962241582399,    0.0078353922270226267169,   -0.0030107367764434043285,
-    0.0010376275950593087178,    -0.00031316873804083347699, 0.00008074576365940306168,
-    -0.000017343079808088307094, 3.0205604125314100079e-6,   -4.1319199176065087113e-7,
-    4.2543003367660680068e-8,    -3.0897416905858228566e-9,  1.4077077479476979072e-10,
-    -3.0209499241176381808e-12};
-
-// erf(z) = sign(z) (1 - exp(-z^2) erfcx(|z|)) for |z| < 4, within 2.3e-12 absolute; +-1 beyond
-// (1 - erf(4) = 1.5e-8: below what a float result of the GELUs can tell, relative to x). Also returns
-// exp(-z^2) (to 1e-26), which the GELU derivative needs too.
-struct ErfAndGaussian {
-  double erf, gaussian;
-};
-[[gnu::always_inline]] inline ErfAndGaussian erf_and_gaussian_f64(double z) {
-  const double a = std::fabs(z) < 4.0 ? std::fabs(z) : 4.0, z2 = z * z;
-  const double gaussian = exp_f64(z2 < 60.0 ? -z2 : -60.0);  // selects, not branches: loops vectorize
-  const double erf = 1.0 - gaussian * horner(a, kErfcxFit);
-  return {std::copysign(std::fabs(z) < 4.0 ? erf : 1.0, z), gaussian};
-}
-
-// GELU (erf form), 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x), in double.
-[[gnu::always_inline]] inline float gelu_erf_f32(float xf) {
-  const double x = xf;
-  return float(0.5 * x * (1.0 + erf_and_gaussian_f64(x * 0.70710678118654752440).erf));
-}
-[[gnu::always_inline]] inline float gelu_erf_derivative_f32(float xf) {
-  const double x = xf;
-  const ErfAndGaussian e = erf_and_gaussian_f64(x * 0.70710678118654752440);  // gaussian = exp(-x^2/2)
-  return float(0.5 * (1.0 + e.erf) + x * 0.39894228040143267794 * e.gaussian);
-}
-
 // erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):
 // Q is smooth on t in [1/7, 1], a in [0, 12] (past 12, exp(-a^2) underflows), between 0.28 and 1;
-// tools/fit_erfcx.py fits it within 4.8e-8, in powers of t, well conditioned there.
-inline constexpr std::array<float, 9> kErfcxOverT = {0.282080274949f,  0.282494875168f,   0.242151931829f,
-                                                     0.206748271486f,  -0.0368388415205f, 0.293658590957f,
-                                                     -0.501393121246f, 0.291656931613f,   -0.0605589612142f};
+// tools/fit_erfcx.py fits it in powers of t, well conditioned there: within 2.8e-9 in 11 terms for
+// f32 results, 4.8e-8 in 9 for bf16 ones.
+inline constexpr std::array<float, 11> kErfcxOverT = {0.282090419557f,    0.282210588205f,  0.245569088249f,
+                                                      0.183564069288f,    0.0614309562271f, 0.0216961306677f,
+                                                      -0.00310953343145f, -0.306404033933f, 0.390700530184f,
+                                                      -0.193876962561f,   0.0361287502403f};
+inline constexpr std::array<float, 9> kErfcxOverTForBf16 = {
+    0.282080274949f, 0.282494875168f,  0.242151931829f, 0.206748271486f,  -0.0368388415205f,
+    0.293658590957f, -0.501393121246f, 0.291656931613f, -0.0605589612142f};
 
-// 1 + erf(z) and exp(-z^2) in float, for bf16 results: erfc(-z) = exp(-z^2) erfcx(|z|) below 0 (no
-// cancellation: the GELU's negative tail keeps its relative accuracy down to where it underflows),
-// 2 - erfc(z) above. One division and one exp, shared with the derivative's gaussian.
+// NOTE [erf-GELU in float]
+// 1 + erf(x / sqrt 2) and the gaussian exp(-x^2 / 2), in float, for results stored as T (f32 or bf16):
+// erfc(a) = exp(-a^2) erfcx(a) for a = |x| / sqrt 2, then erfc(a) below 0 (no cancellation: the GELU's
+// negative tail keeps its relative accuracy down to where it underflows) and 2 - erfc(a) above. One
+// division and one exp, shared with the derivative's gaussian. For f32 results, -x^2 / 2 enters the exp
+// as an exact sum hi + lo (its rounding would cost up to x^2/2 ulps: 18 at x = 6) and the exp is
+// exp_f32. The rest rounds about eight times: f32 GELU lies within 6 ulps (RMS 1.2) below |x| = 2 and
+// within 1 ulp past it (dev/gelu_accuracy), where the gate's RMS ratio is decided: 0.9-1.1 against the
+// portable path's libm erff, whose 1 + erf cancels in the negative tail where this form does not. The
+// double evaluation it replaces rounded once (nearly always correctly) at 40% of the speed (docs/perf.md).
 template <class F>
 struct OnePlusErf {
   F value, gaussian;
 };
-template <class F>
+template <class T, class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_f32_for_bf16(F z) {
-  const F t = F(1.0f) / mul_add(magnitude(z), F(0.5f), F(1.0f));
-  const F gaussian = exp_f32_for_bf16(-(z * z)), erfc_a = gaussian * (t * horner(t, kErfcxOverT));
-  return {select(z < F(0.0f), erfc_a, F(2.0f) - erfc_a), gaussian};
+[[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_for(F x) {
+  F t, gaussian, q;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const F z = x * F(0.70710678118654752440f);
+    t = F(1.0f) / mul_add(magnitude(z), F(0.5f), F(1.0f));  // 1 / (1 + a / 2)
+    gaussian = exp_f32_for_bf16(-(z * z)), q = horner(t, kErfcxOverTForBf16);
+  } else {
+    // |x| past 15 changes no result (the gaussian is 0 in float from 14.5) and keeps x^2 finite, whose
+    // rounding error lo would be NaN at inf. -x^2/2 = hi + lo exactly; exp(hi + lo) = exp(hi) (1 + lo).
+    const F a = clamp_keep_nan(magnitude(x), 0.0f, 15.0f);
+    t = F(1.0f) / mul_add(a, F(0.35355339059327376220f), F(1.0f));
+    const F hi = a * a * F(-0.5f), lo = mul_add(a, a, F(2.0f) * hi) * F(-0.5f), e = exp_f32(hi);
+    gaussian = mul_add(e, lo, e), q = horner(t, kErfcxOverT);
+  }
+  const F erfc_a = gaussian * (t * q);
+  return {select(x < F(0.0f), erfc_a, F(2.0f) - erfc_a), gaussian};
 }
 
-// GELU (erf form) and its derivative for bf16 results, in float.
-template <class F>
+// GELU (erf form), 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x), in float for
+// results stored as T (NOTE [erf-GELU in float]).
+template <class T, class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline F gelu_erf_f32_for_bf16(F x) {
-  return F(0.5f) * x * one_plus_erf_f32_for_bf16(x * F(0.70710678118654752440f)).value;
+[[gnu::always_inline]] inline F gelu_erf_for(F x) {
+  return F(0.5f) * x * one_plus_erf_for<T>(x).value;
 }
-template <class F>
+template <class T, class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline F gelu_erf_derivative_f32_for_bf16(F x) {
-  const OnePlusErf<F> e = one_plus_erf_f32_for_bf16(x * F(0.70710678118654752440f));
+[[gnu::always_inline]] inline F gelu_erf_derivative_for(F x) {
+  const OnePlusErf<F> e = one_plus_erf_for<T>(x);
   return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
 }
 

@@ -18,10 +18,8 @@ template <Activation A, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
     return times_sigmoid_for<T>(x, x);
-  } else if constexpr (Fast && A == Activation::gelu_erf && std::is_same_v<T, bf16>) {
-    return gelu_erf_f32_for_bf16(x);  // NOTE [bf16 results in float]
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return gelu_erf_f32(x);
+    return gelu_erf_for<T>(x);                                // NOTE [erf-GELU in float]
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
   } else {
@@ -37,10 +35,8 @@ template <Activation A, bool Fast, class T, class Acc>
   if constexpr (Fast && A == Activation::silu) {  // silu' = s (1 + x (1 - s))
     const SigmoidPair<Acc> p = sigmoid_pair_for<T>(x);
     return {x * p.s, p.s * (Acc(1) + x * p.s_neg)};
-  } else if constexpr (Fast && A == Activation::gelu_erf && std::is_same_v<T, bf16>) {
-    return {gelu_erf_f32_for_bf16(x), gelu_erf_derivative_f32_for_bf16(x)};  // one erf: inlined, shared
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return {gelu_erf_f32(x), gelu_erf_derivative_f32(x)};
+    return {gelu_erf_for<T>(x), gelu_erf_derivative_for<T>(x)};  // one erf: inlined, shared
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
     const SigmoidPair<Acc> p = sigmoid_pair_for<T>(Acc(2) * gelu_tanh_argument(x));
@@ -55,7 +51,7 @@ template <Activation A, bool Fast, class T, class Acc>
 template <Activation A, bool Fast, class T>
 inline constexpr bool activation_has_f32x16_form = Fast &&
                                                    (A == Activation::silu || A == Activation::gelu_tanh ||
-                                                    (A == Activation::gelu_erf && std::is_same_v<T, bf16>));
+                                                    A == Activation::gelu_erf);
 
 template <Activation A, bool Fast, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {

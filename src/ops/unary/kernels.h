@@ -31,10 +31,8 @@ template <UnaryFn F, bool Fast, class T, class Acc>
     return log_f32_for_bf16(x);
   else if constexpr (Fast && F == UnaryFn::log)
     return log_f32(x);
-  else if constexpr (Fast && F == UnaryFn::gelu && std::is_same_v<T, bf16>)
-    return gelu_erf_f32_for_bf16(x);
-  else if constexpr (Fast && F == UnaryFn::gelu)
-    return gelu_erf_f32(x);
+  else if constexpr (Fast && F == UnaryFn::gelu)  // NOTE [erf-GELU in float]
+    return gelu_erf_for<T>(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
   else
@@ -45,7 +43,7 @@ template <UnaryFn F, bool Fast, class T, class Acc>
 template <UnaryFn F, bool Fast, class T>
 inline constexpr bool unary_fn_has_f32x16_form =
     Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid || F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
-             (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log || F == UnaryFn::gelu)));
+             F == UnaryFn::gelu || (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log)));
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
