@@ -337,12 +337,13 @@ requires is_f32_like<F>
     t = F(1.0f) / mul_add(magnitude(z), F(0.5f), F(1.0f));  // 1 / (1 + a / 2)
     gaussian = exp_f32_for_bf16(-(z * z)), q = horner(t, kErfcxOverTForBf16);
   } else {
-    // |x| past 15 changes no result (the gaussian is 0 in float from 14.5) and keeps x^2 finite, whose
-    // rounding error lo would be NaN at inf. -x^2/2 = hi + lo exactly; exp(hi + lo) = exp(hi) (1 + lo).
-    const F a = clamp_keep_nan(magnitude(x), 0.0f, 15.0f);
+    // -x^2/2 = hi + lo exactly, and exp(hi + lo) = exp(hi) (1 + lo). lo is NaN where x^2 overflows
+    // (|x| past 1.8e19, where exp(hi) is 0): set to 0 there. (Clamping |x| instead kept GCC from
+    // vectorizing the scalar body: "control flow in loop".)
+    const F a = magnitude(x);
     t = F(1.0f) / mul_add(a, F(0.35355339059327376220f), F(1.0f));
     const F hi = a * a * F(-0.5f), lo = mul_add(a, a, F(2.0f) * hi) * F(-0.5f), e = exp_f32(hi);
-    gaussian = mul_add(e, lo, e), q = horner(t, kErfcxOverT);
+    gaussian = mul_add(e, select(a < F(1e19f), lo, F(0.0f)), e), q = horner(t, kErfcxOverT);
   }
   const F erfc_a = gaussian * (t * q);
   return {select(x < F(0.0f), erfc_a, F(2.0f) - erfc_a), gaussian};
