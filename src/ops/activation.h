@@ -24,7 +24,7 @@ DEW_HOST_DEVICE T times_sigmoid(T num, T z) {
 
 // GELU's tanh form, 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3): the argument u and du/dx.
 // vector_math.h defines gelu_tanh_argument again inside the ISA region, from these constants, so that
-// F32x16 can instantiate it (a template defined out here cannot inline F32x16's operators).
+// FloatVec can instantiate it (a template defined out here cannot inline FloatVec's operators).
 inline constexpr double kGeluTanhScale = 0.79788456080286535588, kGeluTanhCubic = 0.044715;
 template <class T>
 DEW_HOST_DEVICE T gelu_tanh_argument(T x) {

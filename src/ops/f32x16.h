@@ -106,6 +106,9 @@ inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
   const __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
   return _mm512_mask_max_ps(l, kAllLanes, l, _mm512_mask_min_ps(h, kAllLanes, h, x.v));
 }
+inline F32x16 square_root(F32x16 a) {  // correctly rounded, as std::sqrt
+  return _mm512_mask_sqrt_ps(a.v, kAllLanes, a.v);
+}
 // y 2^n for integral n, rounded once (into the subnormals too).
 inline F32x16 times_pow2(F32x16 y, F32x16 n) {
   return _mm512_mask_scalef_ps(y.v, kAllLanes, y.v, n.v);
@@ -135,14 +138,14 @@ inline F32x16 widen16(__m256i bf16_bits) {  // bf16 is a float's upper half
       _mm512_maskz_slli_epi32(kAllLanes, _mm512_maskz_cvtepu16_epi32(kAllLanes, bf16_bits), 16));
 }
 template <class T>
-[[gnu::always_inline]] inline F32x16 load16(const T* p) {
+[[gnu::always_inline]] inline F32x16 load_vec(const T* p) {
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   else
     return _mm512_loadu_ps(p);
 }
 template <class T>
-[[gnu::always_inline]] inline F32x16 load16(const T* p, int lanes) {
+[[gnu::always_inline]] inline F32x16 load_vec(const T* p, int lanes) {
   const __mmask16 k = first_lanes(lanes);
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_maskz_loadu_epi16(k, p));
@@ -153,7 +156,7 @@ template <class T>
 // NOTE [native bf16 narrowing] (map_elements.h): vcvtneps2bf16 flushes subnormal inputs, so a group that
 // holds one (vfpclassps, category 0x20) narrows lane by lane with dtype.h's integer rounding.
 template <class T>
-[[gnu::always_inline]] inline void store16(T* p, F32x16 v, int lanes = 16) {
+[[gnu::always_inline]] inline void store_vec(T* p, F32x16 v, int lanes = 16) {
   const __mmask16 k = first_lanes(lanes);
   if constexpr (std::is_same_v<T, bf16>) {
     if (_mm512_fpclass_ps_mask(v.v, 0x20) == 0) {
@@ -168,64 +171,46 @@ template <class T>
   }
 }
 
-// The largest of x[0..n) (NaN skipped, as row_max does); -inf for n = 0.
-template <class T>
-inline float row_max_f32x16(const T* x, int64_t n) {
-  __m512 part = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) part = _mm512_mask_max_ps(part, kAllLanes, load16(x + i).v, part);
-  if (i < n) part = _mm512_mask_max_ps(part, first_lanes(int(n - i)), load16(x + i, int(n - i)).v, part);
-  // Across lanes through memory: GCC 12's reduction intrinsics trip the warning named above.
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, part);
-  float m = lanes[0];
-  for (int l = 1; l < 16; ++l) m = lanes[l] > m ? lanes[l] : m;
-  return m;
+// A non-temporal store of sixteen floats to a 64-byte aligned p (NOTE [streaming large outputs]).
+inline void stream_vec(float* p, F32x16 v) {
+  _mm512_stream_ps(p, v.v);
 }
 
-// NOTE [streaming large outputs]
-// An output row written once and not read again by its op, in an output that outgrows the caches
-// before the next op reads it (cross_entropy's GPT-2 gradient, 1024 x 50257 f32, is 206 MB): ordinary
-// stores first read each line they fill (the read-for-ownership), a third stream of memory traffic.
-// Non-temporal stores skip it: f32 cross_entropy 44 -> 35 ms on this session's Xeon (docs/perf.md).
-// Smaller outputs, which the next op may find in cache, keep ordinary stores, and so do bf16 ones
-// (half the bytes for the same arithmetic: their time is the arithmetic's; 32-byte streaming stores
-// measured no faster). The writer fences (sfence) before its results are handed on.
-inline constexpr int64_t kStreamOutputBytes = int64_t(64) << 20;
+// v with lanes `lanes` .. 15 set to 0.
+inline F32x16 keep_first_lanes(F32x16 v, int lanes) {
+  return _mm512_maskz_mov_ps(first_lanes(lanes), v.v);
+}
+// The larger of part and v lane by lane, part where v is NaN (so NaN elements are passed over); with
+// `lanes`, only the first lanes of v count.
+inline F32x16 max_skipping_nan(F32x16 part, F32x16 v) {
+  return _mm512_mask_max_ps(part.v, kAllLanes, v.v, part.v);
+}
+inline F32x16 max_skipping_nan(F32x16 part, F32x16 v, int lanes) {
+  return _mm512_mask_max_ps(part.v, first_lanes(lanes), v.v, part.v);
+}
 
-// y[i] = value(i, lanes) for i in [0, n), sixteen at a time (lanes < 16 only for the tail); `stream`:
-// non-temporal stores for f32 from the row's first 64-byte boundary (NOTE [streaming large outputs]).
-template <class T, class V>
-inline void write_row16(T* y, int64_t n, bool stream, V&& value) {
-  int64_t i = 0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (stream) {
-      const int64_t head = std::min(n, int64_t((64 - reinterpret_cast<uintptr_t>(y) % 64) % 64) / 4);
-      if (head > 0) store16(y, value(int64_t(0), int(head)), int(head));
-      for (i = head; i + 16 <= n; i += 16) _mm512_stream_ps(y + i, value(i, 16).v);
-    }
+// Sums of floats widened to double, sixteen lanes in two registers.
+struct DoubleLanes {
+  __m512d low, high;
+  DoubleLanes()
+      : low(_mm512_setzero_pd()), high(_mm512_setzero_pd()) {}  // user-provided: inside the ISA region
+  void add(F32x16 v) {
+    low = _mm512_add_pd(low, _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v.v, 0)));
+    high = _mm512_add_pd(high, _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v.v, 1)));
   }
-  for (; i + 16 <= n; i += 16) store16(y + i, value(i, 16));
-  if (i < n) store16(y + i, value(i, int(n - i)), int(n - i));
-}
+  double total() const {  // across lanes in a fixed order
+    alignas(64) double d[8];
+    _mm512_store_pd(d, _mm512_add_pd(low, high));
+    double s = 0;
+    for (double x : d) s += x;
+    return s;
+  }
+};
+
+using FloatVec = F32x16;
+using VecMask = Mask16;
+inline constexpr int kVecWidth = 16;
 
 }  // namespace dew::ops::DEW_KERNEL_NS
 DEW_ISA_END
 #endif
-
-DEW_ISA_BEGIN
-namespace dew::ops::DEW_KERNEL_NS {
-
-// Whether an output of numel T values is written with non-temporal stores: f32 outputs of
-// kStreamOutputBytes and more, in the tier that has F32x16 (NOTE [streaming large outputs]).
-template <class T>
-inline bool streams_output([[maybe_unused]] int64_t numel) {
-#if DEW_HAS_F32X16
-  return std::is_same_v<T, float> && numel * int64_t(sizeof(T)) >= kStreamOutputBytes;
-#else
-  return false;
-#endif
-}
-
-}  // namespace dew::ops::DEW_KERNEL_NS
-DEW_ISA_END

@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/f32x16.h"
+#include "ops/float_vec.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 
@@ -28,22 +28,22 @@ namespace dew::ops::DEW_KERNEL_NS {
 // values, a third of a cheap exp. AVX512-BF16's vcvtneps2bf16 does it in one, rounding to nearest even
 // and quieting NaN as dtype.h does, but it treats subnormal inputs as zero. So on CPUs that have it,
 // maps narrow 16 values at a time natively, and a group that holds a subnormal with integers (rare, and
-// exact either way; f32x16.h's store16). Maps whose function has an F32x16 form narrow in registers;
+// exact either way; f32x16.h's store_vec). Maps whose function has a FloatVec form narrow in registers;
 // the others compute float chunks in L1 and narrow those.
 
 inline constexpr int64_t kMapChunk = 256;  // floats per output: fastest of 128-2048 here (bf16 exp)
 
 #if DEW_HAS_NATIVE_BF16 && !DEW_HAS_F32X16
-#error "native bf16 narrowing goes through F32x16's store16: a tier with one has the other"
+#error "native bf16 narrowing goes through F32x16's store_vec: a tier with one has the other"
 #endif
 template <bool NativeBf16, class T, class Acc>
 inline void narrow_chunk(const Acc* v, T* y, int64_t n) {
   int64_t i = 0;
 #if DEW_HAS_NATIVE_BF16
   if constexpr (NativeBf16 &&
-                std::is_same_v<T, bf16>) {  // store16 narrows a group with a subnormal by integers
-    for (; i + 16 <= n; i += 16) store16(y + i, F32x16(_mm512_loadu_ps(v + i)));
-    if (i < n) store16(y + i, load16(v + i, int(n - i)), int(n - i));
+                std::is_same_v<T, bf16>) {  // store_vec narrows a group with a subnormal by integers
+    for (; i + 16 <= n; i += 16) store_vec(y + i, F32x16(_mm512_loadu_ps(v + i)));
+    if (i < n) store_vec(y + i, load_vec(v + i, int(n - i)), int(n - i));
     return;
   }
 #endif
@@ -102,45 +102,45 @@ template <bool NativeBf16, class T, size_t NIn, size_t NOut, class F>
   }
 }
 
-#if DEW_HAS_F32X16
-// Whether f takes NIn F32x16 arguments: a kernel says so by giving a generic lambda (constrained to
+#if DEW_HAS_FLOAT_VEC
+// Whether f takes NIn FloatVec arguments: a kernel says so by giving a generic lambda (constrained to
 // the functions written over F, NOTE [one body for scalar and vector float functions]).
 template <class F, size_t... K>
-constexpr bool takes_f32x16(std::index_sequence<K...>) {
-  return std::is_invocable_v<F&, decltype((void)K, F32x16())...>;
+constexpr bool takes_float_vec(std::index_sequence<K...>) {
+  return std::is_invocable_v<F&, decltype((void)K, FloatVec())...>;
 }
 
-// The same map sixteen elements at a time on F32x16, the tail under a mask.
+// The same map a vector at a time on FloatVec, the tail under a mask.
 template <class T, size_t NIn, size_t NOut, class F, size_t... K>
-inline void map_elements_f32x16(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n,
-                                F& f, std::index_sequence<K...>) {
+inline void map_elements_vec(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n,
+                             F& f, std::index_sequence<K...>) {
   // Pointers copied out of the arrays: the stores (void*) could alias the arrays, which kept the
   // compiler reloading them every group.
   const std::array<const T*, NIn> in = x;
   const std::array<T*, NOut> out = y;
+  constexpr int W = kVecWidth;
   const auto apply = [&](int64_t i, int lanes) __attribute__((always_inline)) {
-    const auto r = lanes == 16 ? f(load16(in[K] + i)...) : f(load16(in[K] + i, lanes)...);
+    const auto r = lanes == W ? f(load_vec(in[K] + i)...) : f(load_vec(in[K] + i, lanes)...);
     if constexpr (NOut == 1)
-      store16(out[0] + i, r, lanes);
+      store_vec(out[0] + i, r, lanes);
     else
-      for (size_t k = 0; k < NOut; ++k) store16(out[k] + i, r[k], lanes);
+      for (size_t k = 0; k < NOut; ++k) store_vec(out[k] + i, r[k], lanes);
   };
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) apply(i, 16), apply(i + 16, 16);
-  for (; i + 16 <= n; i += 16) apply(i, 16);
+  for (; i + 2 * W <= n; i += 2 * W) apply(i, W), apply(i + W, W);
+  for (; i + W <= n; i += W) apply(i, W);
   if (i < n) apply(i, int(n - i));
 }
 #endif
 
 // y_k[i] = f(widened x_0[i], x_1[i], ...)[k] for i in [0, n), narrowed to T; f returns one value
-// (NOut = 1) or an array of NOut, and takes Acc (or, where it can, F32x16) arguments.
+// (NOut = 1) or an array of NOut, and takes Acc (or, where it can, FloatVec) arguments.
 template <class T, size_t NIn, size_t NOut, class F>
 inline void map_elements(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n, F f) {
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
   if constexpr ((std::is_same_v<T, float> ||
-                 std::is_same_v<T, bf16>)&&takes_f32x16<F>(std::make_index_sequence<NIn>{}))
-    if (std::is_same_v<T, float> || narrows_natively<T>())
-      return map_elements_f32x16(x, y, n, f, std::make_index_sequence<NIn>{});
+                 std::is_same_v<T, bf16>)&&takes_float_vec<F>(std::make_index_sequence<NIn>{}))
+    if (rows_on_float_vec<T>()) return map_elements_vec(x, y, n, f, std::make_index_sequence<NIn>{});
 #endif
   if (narrows_natively<T>()) return map_elements_loop<true>(x, y, n, f);
   map_elements_loop<false>(x, y, n, f);

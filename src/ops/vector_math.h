@@ -16,18 +16,18 @@
 #include <utility>
 
 #include "ops/activation.h"
-#include "ops/f32x16.h"
+#include "ops/float_vec.h"
 #include "ops/isa.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-// The scalar overloads of the helpers F32x16 has (NOTE [one body for scalar and vector float
-// functions]): the float functions below call only these, so F is float or F32x16 alike.
+// The scalar overloads of the helpers FloatVec has (NOTE [one body for scalar and vector float
+// functions]): the float functions below call only these, so F is float, F32x16 or F32x8 alike.
 template <class F>
 inline constexpr bool is_f32_like = std::is_same_v<F, float>
-#if DEW_HAS_F32X16
-                                    || std::is_same_v<F, F32x16>
+#if DEW_HAS_FLOAT_VEC
+                                    || std::is_same_v<F, FloatVec>
 #endif
     ;
 template <class F>
@@ -45,6 +45,9 @@ requires std::is_floating_point_v<F>
 }
 [[gnu::always_inline]] inline float with_sign_of(float m, float sign) {
   return std::copysign(m, sign);
+}
+[[gnu::always_inline]] inline float square_root(float a) {
+  return std::sqrt(a);
 }
 [[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
@@ -229,7 +232,7 @@ struct ExpSplit {
 }
 
 // x = 2^k m with m in [1, 2), for finite x > 0 (subnormals scaled into the normals first); m and k as
-// floats. F32x16 has the same (vgetmantps, vgetexpps).
+// floats. F32x16 has the same (vgetmantps, vgetexpps), F32x8 the same operations on its lanes.
 struct ExponentSplit {
   float m, k;
 };
@@ -241,7 +244,8 @@ struct ExponentSplit {
 }
 
 // log's special values over the series' result: log(0) = -inf, log(x < 0) = NaN, log(inf) = inf, NaN
-// stays NaN. (F32x16 has its own, shorter: vgetmantps and vgetexpps give most of these already.)
+// stays NaN. (F32x16 has its own, shorter: vgetmantps and vgetexpps give most of these already; F32x8's
+// is this one on its lanes.)
 [[gnu::always_inline]] inline float log_special_values(float x, float series) {
   const float inf = std::numeric_limits<float>::infinity();
   const float special =
@@ -255,7 +259,7 @@ struct ExponentSplit {
 // log(inf) = inf, NaN stays NaN.
 template <class I, class F, size_t N>
 [[gnu::always_inline]] inline F log_with(F x, const std::array<I, N>& atanh_series) {
-  using C = std::conditional_t<std::is_same_v<F, float>, I, F>;  // computes in I, F32x16 in float
+  using C = std::conditional_t<std::is_same_v<F, float>, I, F>;  // computes in I, FloatVec in float
   auto [m0, k0] = split_exponent(x);                             // x = 2^k m, m in [1, 2)
   const C m1 = C(m0), k1 = C(k0);
   const auto high = m1 > C(1.4142135623730951);

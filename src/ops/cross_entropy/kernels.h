@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ops/cross_entropy/cross_entropy.h"
-#include "ops/f32x16.h"
+#include "ops/float_vec.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
@@ -29,52 +29,44 @@ namespace dew::ops::DEW_KERNEL_NS {
 // round no worse.
 inline constexpr int64_t kLogitBlock = 1024;
 
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
 // The exp of a row's logits: a bf16 row's exps feed bf16 gradients (rounded at 2^-9) and a double sum,
 // in which exp_f32_within_2ulp's errors (1-2 ulp, unbiased) vanish; f32 gradients keep exp_f32.
 template <class T>
-[[gnu::always_inline]] inline F32x16 logit_exp(F32x16 x) {
+[[gnu::always_inline]] inline FloatVec logit_exp(FloatVec x) {
   if constexpr (std::is_same_v<T, bf16>)
     return exp_f32_within_2ulp(x);
   else
     return exp_f32(x);
 }
 
-// block_max_and_exps on F32x16: the block read twice from L1 (max, then exps), bf16 widened as it is
-// loaded, the exps' sum in two double accumulators; masked tails.
+// block_max_and_exps on FloatVec: the block read twice from L1 (max, then exps), bf16 widened as it is
+// loaded, the exps' sum in double lanes; masked tails.
 template <class T>
-inline float block_max_and_exps_f32x16(const T* x, float running_max, float* e, int64_t n, double& sum) {
-  const int tail = int(n % 16);
-  const __mmask16 tail_lanes = first_lanes(tail);
-  const float bm = row_max_f32x16(x, n);
-  const float mb = bm > running_max ? bm : running_max;
-  __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
-  const auto add = [&](__m512 v) __attribute__((always_inline)) {
-    s0 = _mm512_add_pd(s0, _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v, 0)));
-    s1 = _mm512_add_pd(s1, _mm512_maskz_cvtps_pd(0xff, _mm512_maskz_extractf32x8_ps(0xff, v, 1)));
-  };
+inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int64_t n, double& sum) {
+  const float bm = row_max_vec(x, n);
+  const FloatVec mb = bm > running_max ? bm : running_max;
+  DoubleLanes sums;
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const F32x16 v = logit_exp<T>(load16(x + i) - F32x16(mb));
-    _mm512_storeu_ps(e + i, v.v);
-    add(v.v);
+  for (; i + kVecWidth <= n; i += kVecWidth) {
+    const FloatVec v = logit_exp<T>(load_vec(x + i) - mb);
+    store_vec(e + i, v);
+    sums.add(v);
   }
-  if (tail) {
-    const __m512 v = _mm512_maskz_mov_ps(tail_lanes, logit_exp<T>(load16(x + i, tail) - F32x16(mb)).v);
-    _mm512_mask_storeu_ps(e + i, tail_lanes, v);
-    add(v);
+  if (i < n) {
+    const int tail = int(n - i);
+    const FloatVec v = keep_first_lanes(logit_exp<T>(load_vec(x + i, tail) - mb), tail);
+    store_vec(e + i, v, tail);
+    sums.add(v);
   }
-  alignas(64) double partial[8];
-  _mm512_store_pd(partial, _mm512_add_pd(s0, s1));
-  sum = 0;
-  for (double p : partial) sum += p;
+  sum = sums.total();
   return bm;
 }
 
-// scale_block on F32x16 (e is not changed).
+// scale_block on FloatVec (e is not changed).
 template <class T>
-inline void scale_block_f32x16(const float* e, float scale, T* d, int64_t n, bool stream) {
-  write_row16(d, n, stream, [&](int64_t i, int lanes) { return F32x16(scale) * load16(e + i, lanes); });
+inline void scale_block_vec(const float* e, float scale, T* d, int64_t n, bool stream) {
+  write_row_vec(d, n, stream, [&](int64_t i, int lanes) { return FloatVec(scale) * load_vec(e + i, lanes); });
 }
 #endif
 
@@ -83,10 +75,9 @@ inline void scale_block_f32x16(const float* e, float scale, T* d, int64_t n, boo
 template <int L, bool FastExp, class T, class Acc>
 [[gnu::always_inline]] inline Acc block_max_and_exps(const T* x, Acc running_max, Acc* e, int64_t n,
                                                      double& sum) {
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
   if constexpr (FastExp && std::is_same_v<Acc, float>) {
-    if (std::is_same_v<T, float> || narrows_natively<T>())
-      return block_max_and_exps_f32x16(x, running_max, e, n, sum);
+    if (rows_on_float_vec<T>()) return block_max_and_exps_vec(x, running_max, e, n, sum);
   }
 #endif
   const Acc* xb = row_as<Acc>(x, n, e);  // bf16 blocks are widened into e first
@@ -103,9 +94,9 @@ template <int L, bool FastExp, class T, class Acc>
 template <bool FastExp, class T, class Acc>
 [[gnu::always_inline]] inline void scale_block(Acc* e, Acc scale, T* d, int64_t n,
                                                [[maybe_unused]] bool stream) {
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
   if constexpr (FastExp && std::is_same_v<Acc, float>) {
-    if (std::is_same_v<T, float> || narrows_natively<T>()) return scale_block_f32x16(e, scale, d, n, stream);
+    if (rows_on_float_vec<T>()) return scale_block_vec(e, scale, d, n, stream);
   }
 #endif
   if constexpr (std::is_same_v<T, Acc>) {
@@ -173,7 +164,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   std::vector<double> row_loss(size_t(N), 0.0);  // summed in row order below: thread-independent
   const bool stream = streams_output<T>(N * V);
   const auto fence = [stream] {
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
     if (stream) _mm_sfence();  // a row's non-temporal stores before anything after it
 #endif
   };

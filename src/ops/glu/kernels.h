@@ -49,9 +49,9 @@ template <Activation A, bool Fast, class T, class Acc>
 // The activations act and act_and_derivative write over F (NOTE [one body for scalar and vector float
 // functions]).
 template <Activation A, bool Fast, class T>
-inline constexpr bool activation_has_f32x16_form = Fast &&
-                                                   (A == Activation::silu || A == Activation::gelu_tanh ||
-                                                    A == Activation::gelu_erf);
+inline constexpr bool activation_has_float_vec_form = Fast &&
+                                                      (A == Activation::silu || A == Activation::gelu_tanh ||
+                                                       A == Activation::gelu_erf);
 
 template <Activation A, bool Fast, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
@@ -67,7 +67,7 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
       map_elements<T>(
           std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
           []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
-              std::is_same_v<V, Acc> || activation_has_f32x16_form<A, Fast, T>) {
+              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast, T>) {
             return act<A, Fast, T>(gi) * ui;
           });
       return;
@@ -75,7 +75,7 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
     map_elements<T>(
         std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
         []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
-            std::is_same_v<V, Acc> || activation_has_f32x16_form<A, Fast, T>) {
+            std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast, T>) {
           // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
           const auto [value, derivative] = act_and_derivative<A, Fast, T>(gi);
           return std::array<V, 2>{di * ui * derivative, di * value};

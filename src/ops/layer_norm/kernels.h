@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/f32x16.h"
+#include "ops/float_vec.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
@@ -48,42 +48,44 @@ void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   });
 }
 
-#if DEW_HAS_F32X16
-// One row of layer_norm_backward on F32x16, in two passes over the row where the general body takes
+#if DEW_HAS_FLOAT_VEC
+// One row of layer_norm_backward on FloatVec, in two passes over the row where the general body takes
 // six (two widenings, two sums, dx, dx's narrowing, dw and db): the row stays in L1, so its cost is the
 // operations, and loads widen bf16 and stores narrow it in registers. The same sums in the same order
-// as lane_sum's sixteen partials (tail last), the same roundings per element.
+// as lane_sum's kLanes partials (kVecWidth = kLanes; tail last), the same roundings per element.
 template <class T>
-inline void layer_norm_backward_row_f32x16(const T* x, const T* dy, const float* w, float mu, float rs,
-                                           int64_t C, T* dx, float* dw, float* db) {
-  const int64_t full = C - C % 16;
-  const F32x16 mean(mu), rstd(rs);
-  F32x16 part_g = 0.0f, part_gx = 0.0f;
-  for (int64_t i = 0; i < full; i += 16) {
-    const F32x16 g = load16(dy + i) * load16(w + i), xhat = (load16(x + i) - mean) * rstd;
+inline void layer_norm_backward_row_vec(const T* x, const T* dy, const float* w, float mu, float rs,
+                                        int64_t C, T* dx, float* dw, float* db) {
+  static_assert(kVecWidth == kLanes, "the sums' partials are lane_sum's");
+  const int64_t full = C - C % kVecWidth;
+  const FloatVec mean(mu), rstd(rs);
+  FloatVec part_g = 0.0f, part_gx = 0.0f;
+  for (int64_t i = 0; i < full; i += kVecWidth) {
+    const FloatVec g = load_vec(dy + i) * load_vec(w + i), xhat = (load_vec(x + i) - mean) * rstd;
     part_g += g;
     part_gx += g * xhat;
   }
-  alignas(64) float lanes_g[16], lanes_gx[16];
-  _mm512_store_ps(lanes_g, part_g.v);
-  _mm512_store_ps(lanes_gx, part_gx.v);
+  alignas(64) float lanes_g[kVecWidth], lanes_gx[kVecWidth];
+  store_vec(lanes_g, part_g);
+  store_vec(lanes_gx, part_gx);
   float sum_g = 0, sum_gx = 0;
-  for (int l = 0; l < 16; ++l) sum_g += lanes_g[l], sum_gx += lanes_gx[l];
+  for (int l = 0; l < kVecWidth; ++l) sum_g += lanes_g[l], sum_gx += lanes_gx[l];
   for (int64_t i = full; i < C; ++i) {
     const float g = widen<float>(dy[i]) * w[i];
     sum_g += g;
     sum_gx += g * ((widen<float>(x[i]) - mu) * rs);
   }
-  const F32x16 mean_g(sum_g / float(C)), mean_gx(sum_gx / float(C));
-  for (int64_t i = 0; i < C; i += 16) {
-    const int lanes = int(std::min<int64_t>(16, C - i));
-    const F32x16 dyv = load16(dy + i, lanes), xhat = (load16(x + i, lanes) - mean) * rstd;
-    store16(dx + i, rstd * ((dyv * load16(w + i, lanes) - mean_g) - xhat * mean_gx), lanes);
+  const FloatVec mean_g(sum_g / float(C)), mean_gx(sum_gx / float(C));
+  const auto write = [&](int64_t i, int lanes) __attribute__((always_inline)) {
+    const FloatVec dyv = load_vec(dy + i, lanes), xhat = (load_vec(x + i, lanes) - mean) * rstd;
+    store_vec(dx + i, rstd * ((dyv * load_vec(w + i, lanes) - mean_g) - xhat * mean_gx), lanes);
     if (dw) {
-      store16(dw + i, load16(dw + i, lanes) + dyv * xhat, lanes);
-      store16(db + i, load16(db + i, lanes) + dyv, lanes);
+      store_vec(dw + i, load_vec(dw + i, lanes) + dyv * xhat, lanes);
+      store_vec(db + i, load_vec(db + i, lanes) + dyv, lanes);
     }
-  }
+  };
+  for (int64_t i = 0; i < full; i += kVecWidth) write(i, kVecWidth);
+  if (full < C) write(full, int(C - full));
 }
 #endif
 
@@ -103,12 +105,11 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   const int64_t blocks = (rows + kLayerNormBlockRows - 1) / kLayerNormBlockRows;
   Scratch<Acc> dw_blocks(has_w ? blocks * C : 0, Acc(0)), db_blocks(has_w ? blocks * C : 0, Acc(0));
   Acc *dw_parts = dw_blocks.data(), *db_parts = db_blocks.data();
-  bool rows_on_f32x16 = false;  // f32, or bf16 where the CPU narrows natively: no widening buffers
-#if DEW_HAS_F32X16
-  if constexpr (std::is_same_v<Acc, float>)
-    rows_on_f32x16 = std::is_same_v<T, float> || narrows_natively<T>();
+  bool rows_on_vec = false;  // rows_on_float_vec: then no widening buffers
+#if DEW_HAS_FLOAT_VEC
+  if constexpr (std::is_same_v<Acc, float>) rows_on_vec = rows_on_float_vec<T>();
 #endif
-  const int64_t widened_C = rows_on_f32x16 ? 0 : C;
+  const int64_t widened_C = rows_on_vec ? 0 : C;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     Scratch<Acc> x_widened = widening_buffer<Acc, T>(widened_C),
                  dy_widened = widening_buffer<Acc, T>(widened_C),
@@ -118,12 +119,12 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
       for (int64_t r = blk * kLayerNormBlockRows; r < std::min(rows, (blk + 1) * kLayerNormBlockRows); ++r) {
         T* dxr = dx + r * C;
         const Acc mu = mean[r], rs = rstd[r];
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
         if constexpr (std::is_same_v<Acc, float>) {
-          if (rows_on_f32x16) {
-            layer_norm_backward_row_f32x16(x + r * C, dy + r * C, w, mu, rs, C, dxr,
-                                           has_w ? dw_parts + blk * C : nullptr,
-                                           has_w ? db_parts + blk * C : nullptr);
+          if (rows_on_vec) {
+            layer_norm_backward_row_vec(x + r * C, dy + r * C, w, mu, rs, C, dxr,
+                                        has_w ? dw_parts + blk * C : nullptr,
+                                        has_w ? db_parts + blk * C : nullptr);
             continue;
           }
         }

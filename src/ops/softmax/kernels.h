@@ -6,7 +6,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "ops/f32x16.h"
+#include "ops/float_vec.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/lanes.h"
@@ -44,29 +44,30 @@ void along_row(AlongAxisFn f, const T* x_row, T* y, int64_t n, Acc* e) {
   }
 }
 
-#if DEW_HAS_F32X16
-// softmax or log_softmax of one row on F32x16: the max, the exps (kept in e for softmax) summed in 16
-// float lanes, then the row written, streamed where `stream` (NOTE [streaming large outputs]).
+#if DEW_HAS_FLOAT_VEC
+// softmax or log_softmax of one row on FloatVec: the max, the exps (kept in e for softmax) summed in
+// kVecWidth float lanes, then the row written, streamed where `stream` (NOTE [streaming large outputs]).
 template <class T>
-void softmax_row_f32x16(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool stream) {
-  const F32x16 m = row_max_f32x16(x, n);
-  F32x16 sum = 0.0f;
-  for (int64_t i = 0; i < n; i += 16) {
-    const int lanes = int(std::min<int64_t>(16, n - i));
-    const F32x16 v = _mm512_maskz_mov_ps(first_lanes(lanes), exp_f32(load16(x + i, lanes) - m).v);
-    if (f == AlongAxisFn::softmax) _mm512_storeu_ps(e + i, v.v);  // e holds n rounded up to 16
+void softmax_row_vec(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool stream) {
+  const FloatVec m = row_max_vec(x, n);
+  FloatVec sum = 0.0f;
+  const auto add_exps = [&](int64_t i, FloatVec v) __attribute__((always_inline)) {
+    if (f == AlongAxisFn::softmax) store_vec(e + i, v);  // e holds n rounded up to kVecWidth
     sum += v;
-  }
-  alignas(64) float lanes[16];  // across lanes in a fixed order
-  _mm512_store_ps(lanes, sum.v);
+  };
+  int64_t i = 0;
+  for (; i + kVecWidth <= n; i += kVecWidth) add_exps(i, exp_f32(load_vec(x + i) - m));
+  if (i < n) add_exps(i, keep_first_lanes(exp_f32(load_vec(x + i, int(n - i)) - m), int(n - i)));
+  alignas(64) float lanes[kVecWidth];  // across lanes in a fixed order
+  store_vec(lanes, sum);
   float s = 0;
   for (float l : lanes) s += l;
   if (f == AlongAxisFn::softmax) {
-    const F32x16 inv = 1.0f / s;
-    write_row16(y, n, stream, [&](int64_t i, int k) { return inv * load16(e + i, k); });
+    const FloatVec inv = 1.0f / s;
+    write_row_vec(y, n, stream, [&](int64_t i, int k) { return inv * load_vec(e + i, k); });
   } else {
-    const F32x16 log_s = std::log(s);
-    write_row16(y, n, stream, [&](int64_t i, int k) { return (load16(x + i, k) - m) - log_s; });
+    const FloatVec log_s = std::log(s);
+    write_row_vec(y, n, stream, [&](int64_t i, int k) { return (load_vec(x + i, k) - m) - log_s; });
   }
 }
 #endif
@@ -83,16 +84,16 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
   const int64_t rows = numel_of(l.kept_shape), n = l.length;
   [[maybe_unused]] const bool stream = streams_output<T>(rows * n);
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
-#if DEW_HAS_F32X16
+#if DEW_HAS_FLOAT_VEC
     if constexpr (FastExp && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
-      if (a.fn != AlongAxisFn::cumsum && (std::is_same_v<T, float> || narrows_natively<T>())) {
-        Scratch<float> e((n + 15) / 16 * 16);
+      if (a.fn != AlongAxisFn::cumsum && rows_on_float_vec<T>()) {
+        Scratch<float> e((n + kVecWidth - 1) / kVecWidth * kVecWidth);
         for (int64_t r = r0; r < r1; ++r) {
           // Hardware prefetchers stop at page ends, and a row of 1024 f32 is a page: ask for the next row.
           if (r + 1 < r1)
             for (int64_t k = 0; k < std::min<int64_t>(n * int64_t(sizeof(T)), 8192); k += 64)
               __builtin_prefetch(reinterpret_cast<const char*>(x + (r + 1) * n) + k);
-          softmax_row_f32x16(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
+          softmax_row_vec(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
         }
         if (stream) _mm_sfence();  // the non-temporal stores before the rows are handed on
         return;

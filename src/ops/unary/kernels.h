@@ -35,15 +35,29 @@ template <UnaryFn F, bool Fast, class T, class Acc>
     return gelu_erf_for<T>(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
+  else if constexpr (Fast && F == UnaryFn::neg)  // these five round once, as unary_apply's forms do
+    return -x;
+  else if constexpr (Fast && F == UnaryFn::abs)
+    return magnitude(x);
+  else if constexpr (Fast && F == UnaryFn::square)
+    return x * x;
+  else if constexpr (Fast && F == UnaryFn::sqrt)
+    return square_root(x);
+  else if constexpr (Fast && F == UnaryFn::rsqrt)
+    return Acc(1) / square_root(x);
+  else if constexpr (Fast && F == UnaryFn::relu)  // NaN gives 0, as x > 0 ? x : 0 does
+    return select(x > Acc(0), x, Acc(0));
   else
     return unary_apply<F>(x);
 }
 
 // The functions unary_kernel_value writes over F (NOTE [one body for scalar and vector float functions]).
 template <UnaryFn F, bool Fast, class T>
-inline constexpr bool unary_fn_has_f32x16_form =
+inline constexpr bool unary_fn_has_float_vec_form =
     Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid || F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
-             F == UnaryFn::gelu || (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log)));
+             F == UnaryFn::gelu || F == UnaryFn::neg || F == UnaryFn::abs || F == UnaryFn::square ||
+             F == UnaryFn::sqrt || F == UnaryFn::rsqrt || F == UnaryFn::relu ||
+             (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log)));
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
@@ -59,7 +73,7 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
         map_elements<T>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
             []<class V>(V xi) __attribute__((always_inline)) requires(
-                std::is_same_v<V, Acc> || unary_fn_has_f32x16_form<Fn::value, Fast, T>) {
+                std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, Fast, T>) {
               return unary_kernel_value<Fn::value, Fast, T>(xi);
             });
       else

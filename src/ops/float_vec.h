@@ -1,0 +1,99 @@
+// FloatVec: the instruction-set tier's float vector (F32x16 in avx512, F32x8 in avx2; none in portable
+// builds), and the row helpers written once over it: a row's max, a row written vector by vector
+// (streamed where asked), and whether a tier's vectors load and store T on this CPU. Kernels written
+// over FloatVec, load_vec and store_vec run on both tiers. Included inside a DEW_KERNEL_NS namespace
+// (NOTE [kernel namespaces]).
+#pragma once
+
+#include <dew/runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "ops/f32x16.h"
+#include "ops/f32x8.h"
+#include "ops/isa.h"
+#include "ops/kernel_types.h"
+
+#define DEW_HAS_FLOAT_VEC (DEW_HAS_F32X16 || DEW_HAS_F32X8)
+
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS {
+
+#if DEW_HAS_FLOAT_VEC
+// Whether this tier's vectors take rows of T on this CPU: f32; bf16 with F32x8 (integer rounding in
+// registers) and with F32x16 where the CPU narrows natively (NOTE [native bf16 narrowing]).
+template <class T>
+inline bool rows_on_float_vec() {
+  if constexpr (std::is_same_v<T, float>) {
+    return true;
+  } else if constexpr (std::is_same_v<T, bf16>) {
+#if DEW_HAS_F32X16
+    return cpu_features().avx512bf16;
+#else
+    return true;
+#endif
+  } else {
+    return false;
+  }
+}
+
+// The largest of x[0..n) (NaN skipped, as row_max does); -inf for n = 0.
+template <class T>
+inline float row_max_vec(const T* x, int64_t n) {
+  FloatVec part(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kVecWidth <= n; i += kVecWidth) part = max_skipping_nan(part, load_vec(x + i));
+  if (i < n) part = max_skipping_nan(part, load_vec(x + i, int(n - i)), int(n - i));
+  // Across lanes through memory: GCC 12's reduction intrinsics trip -Wmaybe-uninitialized (f32x16.h).
+  alignas(64) float lanes[kVecWidth];
+  store_vec(lanes, part);
+  float m = lanes[0];
+  for (int l = 1; l < kVecWidth; ++l) m = lanes[l] > m ? lanes[l] : m;
+  return m;
+}
+
+// NOTE [streaming large outputs]
+// An output row written once and not read again by its op, in an output that outgrows the caches
+// before the next op reads it (cross_entropy's GPT-2 gradient, 1024 x 50257 f32, is 206 MB): ordinary
+// stores first read each line they fill (the read-for-ownership), a third stream of memory traffic.
+// Non-temporal stores skip it: f32 cross_entropy 44 -> 35 ms on this session's Xeon (docs/perf.md).
+// Smaller outputs, which the next op may find in cache, keep ordinary stores, and so do bf16 ones
+// (half the bytes for the same arithmetic: their time is the arithmetic's; 32-byte streaming stores
+// measured no faster). The writer fences (sfence) before its results are handed on.
+inline constexpr int64_t kStreamOutputBytes = int64_t(64) << 20;
+
+// y[i] = value(i, lanes) for i in [0, n), a vector at a time (lanes < kVecWidth only for the tail);
+// `stream`: non-temporal stores for f32 from the row's first vector-aligned boundary (NOTE [streaming
+// large outputs]).
+template <class T, class V>
+inline void write_row_vec(T* y, int64_t n, bool stream, V&& value) {
+  int64_t i = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (stream) {
+      constexpr int64_t bytes = kVecWidth * int64_t(sizeof(float));
+      const int64_t head = std::min(n, int64_t((bytes - reinterpret_cast<uintptr_t>(y) % bytes) % bytes) / 4);
+      if (head > 0) store_vec(y, value(int64_t(0), int(head)), int(head));
+      for (i = head; i + kVecWidth <= n; i += kVecWidth) stream_vec(y + i, value(i, kVecWidth));
+    }
+  }
+  for (; i + kVecWidth <= n; i += kVecWidth) store_vec(y + i, value(i, kVecWidth));
+  if (i < n) store_vec(y + i, value(i, int(n - i)), int(n - i));
+}
+#endif
+
+// Whether an output of numel T values is written with non-temporal stores: f32 outputs of
+// kStreamOutputBytes and more, in the tiers that have a FloatVec (NOTE [streaming large outputs]).
+template <class T>
+inline bool streams_output([[maybe_unused]] int64_t numel) {
+#if DEW_HAS_FLOAT_VEC
+  return std::is_same_v<T, float> && numel * int64_t(sizeof(T)) >= kStreamOutputBytes;
+#else
+  return false;
+#endif
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END

@@ -1,0 +1,197 @@
+// The tier's FloatVec (F32x8 in avx2, F32x16 in avx512) against the scalar float bodies it stands in
+// for: vector_math.h's functions give the same floats bit for bit (NOTE [one body for scalar and vector
+// float functions]), bf16 stores round as dtype.h does, tails read and write only their lanes, and a
+// row's max skips NaN. Included by one test file per tier, which defines DEW_KERNEL_NS first.
+#pragma once
+
+#include <dew/dtype.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/float_vec.h"
+#include "ops/vector_math.h"
+#include "select/requirements.h"
+
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS::float_vec_checks {
+
+// y[i] = f(x[i]) through FloatVec (full vectors, then a tail) and through the scalar body.
+template <class F>
+void on_vectors(const std::vector<float>& x, std::vector<float>& y, F f) {
+  const int64_t n = int64_t(x.size());
+  int64_t i = 0;
+  for (; i + kVecWidth <= n; i += kVecWidth) store_vec(y.data() + i, f(load_vec(x.data() + i)));
+  if (i < n) store_vec(y.data() + i, f(load_vec(x.data() + i, int(n - i))), int(n - i));
+}
+template <class F>
+void on_scalars(const std::vector<float>& x, std::vector<float>& y, F f) {
+  for (size_t i = 0; i < x.size(); ++i) y[i] = f(x[i]);
+}
+
+// Every function written over F, by name, on both paths.
+struct Results {
+  std::string name;
+  std::vector<float> vector, scalar;
+};
+#define DEW_BOTH_PATHS(name, call)                                               \
+  [&] {                                                                          \
+    Results r{name, std::vector<float>(x.size()), std::vector<float>(x.size())}; \
+    const auto f = []<class V>(V v) __attribute__((always_inline)) {             \
+      return call;                                                               \
+    };                                                                           \
+    on_vectors(x, r.vector, f);                                                  \
+    on_scalars(x, r.scalar, f);                                                  \
+    return r;                                                                    \
+  }()
+inline std::vector<Results> all_functions(const std::vector<float>& x) {
+  return {DEW_BOTH_PATHS("exp_f32", exp_f32(v)),
+          DEW_BOTH_PATHS("exp_f32_within_2ulp", exp_f32_within_2ulp(v)),
+          DEW_BOTH_PATHS("exp_f32_for_bf16", exp_f32_for_bf16(v)),
+          DEW_BOTH_PATHS("expm1_f32_for_bf16", expm1_f32_for_bf16(v)),
+          DEW_BOTH_PATHS("tanh_f32_for_bf16", tanh_f32_for_bf16(v)),
+          DEW_BOTH_PATHS("log_f32_for_bf16", log_f32_for_bf16(v)),
+          DEW_BOTH_PATHS("sigmoid f32", times_sigmoid_for<float>(V(1.0f), v)),
+          DEW_BOTH_PATHS("silu bf16", times_sigmoid_for<bf16>(v, v)),
+          DEW_BOTH_PATHS("sigmoid_pair", sigmoid_pair_for<float>(v).s_neg),
+          DEW_BOTH_PATHS("gelu_erf f32", gelu_erf_for<float>(v)),
+          DEW_BOTH_PATHS("gelu_erf bf16", gelu_erf_for<bf16>(v)),
+          DEW_BOTH_PATHS("gelu_erf' f32", gelu_erf_derivative_for<float>(v)),
+          DEW_BOTH_PATHS("gelu_tanh_argument", gelu_tanh_argument(v)),
+          DEW_BOTH_PATHS("square_root", square_root(v)),
+          DEW_BOTH_PATHS("1 / square_root", V(1.0f) / square_root(v)),
+          DEW_BOTH_PATHS("negated magnitude", -magnitude(v)),
+          DEW_BOTH_PATHS("with_sign_of", with_sign_of(V(2.5f), v)),
+          DEW_BOTH_PATHS("relu as a select", select(v > V(0.0f), v, V(0.0f)))};
+}
+#undef DEW_BOTH_PATHS
+
+// bf16 values of x through store_vec (full vectors and a tail of `tail` lanes), with a sentinel
+// after the row that a store past it would overwrite.
+inline std::vector<bf16> stored_as_bf16(const std::vector<float>& x, int tail) {
+  std::vector<bf16> y(x.size() + 1, bf16{0x5555});
+  const int64_t n = int64_t(x.size());
+  int64_t i = 0;
+  for (; i + kVecWidth <= n - tail; i += kVecWidth) store_vec(y.data() + i, load_vec(x.data() + i));
+  for (; i < n; i += tail) {
+    const int lanes = int(std::min<int64_t>(tail, n - i));
+    store_vec(y.data() + i, load_vec(x.data() + i, lanes), lanes);
+  }
+  return y;
+}
+
+// bf16 row x widened and stored as floats through load_vec's tail and store_vec's tail.
+inline std::vector<float> widened(const std::vector<bf16>& x, int lanes) {
+  std::vector<float> y(size_t(lanes) + 1, 7.0f);
+  store_vec(y.data(), load_vec(x.data(), lanes), lanes);
+  return y;
+}
+
+// Whether store_vec narrows bf16 on this CPU (F32x16's needs AVX512-BF16).
+inline bool stores_bf16() {
+  return rows_on_float_vec<bf16>();
+}
+
+inline float row_max(const std::vector<float>& x) {
+  return row_max_vec(x.data(), int64_t(x.size()));
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS::float_vec_checks
+DEW_ISA_END
+
+namespace dew {
+namespace {
+
+namespace checks = ops::DEW_KERNEL_NS::float_vec_checks;
+
+#define DEW_FLOAT_VEC_TEST(name) TEST(DEW_ISA_CONCAT(FloatVec_, DEW_KERNEL_NS), name)
+#define DEW_NEED_TIER()                                  \
+  if (!select::cpu_supports(select::Isa::DEW_KERNEL_NS)) \
+  GTEST_SKIP() << "this CPU lacks the " DEW_ISA_STR(DEW_KERNEL_NS) " tier"
+
+// Special values, the ends of exp's and float's ranges, subnormals, and a sweep of ordinary values.
+std::vector<float> probe_inputs() {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x{
+      0.0f,           -0.0f,          inf,           -inf,           nan,    -nan,   1e-45f, -1e-45f, 1e-40f,
+      1.1754942e-38f, 1.1754944e-38f, 3.4028235e38f, -3.4028235e38f, 88.72f, 88.73f, 89.0f,  -87.3f,  -88.0f,
+      -89.0f,         -103.9f,        -104.0f,       -150.0f,        1e19f,  -1e19f, 2e19f,  -2e19f,  1e30f,
+      9.0f,           -9.0f,          20.0f,         0.5f,           0.35f};
+  for (int k = -4000; k <= 4000; ++k) x.push_back(float(k) * 0.03f + 0.001f);  // -120 .. 120
+  for (uint32_t bits = 0x00000001u; bits < 0x7f800000u; bits += 0x000fedc9u)   // magnitudes, both signs
+    x.push_back(std::bit_cast<float>(bits)), x.push_back(-std::bit_cast<float>(bits));
+  return x;
+}
+
+bool same_float(float a, float b) {
+  return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
+
+DEW_FLOAT_VEC_TEST(FunctionsEqualTheirScalarBodies) {
+  DEW_NEED_TIER();
+  const std::vector<float> x = probe_inputs();
+  for (const checks::Results& r : checks::all_functions(x)) {
+    int mismatches = 0;
+    for (size_t i = 0; i < x.size() && mismatches < 5; ++i)
+      if (!same_float(r.vector[i], r.scalar[i])) {
+        ++mismatches;
+        ADD_FAILURE() << r.name << "(" << x[i] << " = 0x" << std::hex << std::bit_cast<uint32_t>(x[i])
+                      << std::dec << "): vector " << r.vector[i] << ", scalar " << r.scalar[i];
+      }
+  }
+}
+
+// Every float's upper half with the low halves that decide rounding: zero, just under, at and just over
+// the tie, and all ones; NaN payloads, subnormals and the overflow to inf among them.
+DEW_FLOAT_VEC_TEST(Bf16StoresRoundAsDtypeDoes) {
+  DEW_NEED_TIER();
+  if (!checks::stores_bf16()) GTEST_SKIP() << "this tier narrows bf16 with an instruction this CPU lacks";
+  std::vector<float> x;
+  for (uint32_t high = 0; high <= 0xffffu; ++high)
+    for (uint32_t low : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
+      x.push_back(std::bit_cast<float>(high << 16 | low));
+  for (int tail : {1, 3, ops::DEW_KERNEL_NS::kVecWidth - 1}) {
+    const std::vector<bf16> y = checks::stored_as_bf16(x, tail);
+    int mismatches = 0;
+    for (size_t i = 0; i < x.size() && mismatches < 5; ++i)
+      if (y[i].bits != f32_to_bf16(x[i]).bits)
+        ++mismatches, ADD_FAILURE() << "0x" << std::hex << std::bit_cast<uint32_t>(x[i]) << " stored as 0x"
+                                    << y[i].bits << ", dtype.h rounds it to 0x" << f32_to_bf16(x[i]).bits;
+    EXPECT_EQ(y.back().bits, 0x5555) << "a tail of " << tail << " lanes wrote past the row";
+  }
+}
+
+DEW_FLOAT_VEC_TEST(TailsReadAndWriteOnlyTheirLanes) {
+  DEW_NEED_TIER();
+  const int W = ops::DEW_KERNEL_NS::kVecWidth;
+  std::vector<bf16> x;
+  for (int i = 0; i < W; ++i) x.push_back(f32_to_bf16(float(i + 1)));
+  for (int lanes = 1; lanes <= W; ++lanes) {
+    const std::vector<float> y = checks::widened(x, lanes);
+    for (int i = 0; i < lanes; ++i) EXPECT_EQ(y[size_t(i)], float(i + 1)) << "lane " << i << " of " << lanes;
+    EXPECT_EQ(y[size_t(lanes)], 7.0f) << "a store of " << lanes << " lanes wrote past them";
+  }
+}
+
+DEW_FLOAT_VEC_TEST(RowMaxSkipsNanAndCountsOnlyTheRow) {
+  DEW_NEED_TIER();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int n = 0; n <= 3 * ops::DEW_KERNEL_NS::kVecWidth + 1; ++n) {
+    std::vector<float> x(static_cast<size_t>(n));
+    float want = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < n; ++i) {
+      x[size_t(i)] = i % 5 == 2 ? nan : float((i * 37) % 23) - 30.0f;
+      if (!std::isnan(x[size_t(i)])) want = std::max(want, x[size_t(i)]);
+    }
+    EXPECT_EQ(checks::row_max(x), want) << "row of " << n;
+  }
+}
+
+}  // namespace
+}  // namespace dew
