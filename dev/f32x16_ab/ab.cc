@@ -1,15 +1,20 @@
 // A/B in one process, one core, L2-resident rows: each map through the scalar body (auto-vectorized, the
-// chunked path of map_elements) and through F32x16 (NOTE [one body for scalar and vector float functions]).
-// Build (after the project's build): g++ -std=c++20 -O3 -DNDEBUG -fno-math-errno -fno-trapping-math
-//   -ffp-contract=off -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx2 -mfma -mf16c
-//   -mprefer-vector-width=512 -Iinclude -Isrc dev/f32x16_ab/ab.cc build/libdew_core.a -lfmt -o /tmp/ab
+// chunked path of map_elements) and through the tier's FloatVec, F32x16 or F32x8 (NOTE [one body for
+// scalar and vector float functions]). Build (after the project's build), for the avx512 tier:
+//   g++ -std=c++20 -O3 -DNDEBUG -fno-math-errno -fno-trapping-math -ffp-contract=off -DDEW_KERNEL_NS=avx512
+//   -Iinclude -Isrc dev/f32x16_ab/ab.cc build/libdew_core.a -lfmt -o /tmp/ab
+// plus -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx2 -mfma -mf16c -mprefer-vector-width=512
+// (the lambdas here call the kernels' always-inline functions); for the avx2 tier -DDEW_KERNEL_NS=avx2
+// -mavx2 -mfma -mf16c.
+#ifndef DEW_KERNEL_NS
 #define DEW_KERNEL_NS avx512
+#endif
 #include <chrono>
 #include <cstdio>
 #include <vector>
 #include "ops/map_elements.h"
 #include "ops/vector_math.h"
-namespace k = dew::ops::avx512;
+namespace k = dew::ops::DEW_KERNEL_NS;
 template <class T, class F>
 __attribute__((noinline)) void run(const T* x, T* y, int64_t n, F f) {
   k::map_elements<T>(std::array<const T*, 1>{x}, std::array<T*, 1>{y}, n, f);
@@ -26,12 +31,12 @@ double time_it(std::vector<T>& x, std::vector<T>& y, F f) {
   }
   return best;
 }
-// One row of the table: f (a generic lambda) through the scalar body, then through F32x16.
+// One row of the table: f (a generic lambda) through the scalar body, then through FloatVec.
 template <class T, class F>
 void compare(const char* name, std::vector<T>& x, std::vector<T>& y, F f) {
   const double scalar = time_it(
       x, y, [f](float v) __attribute__((always_inline)) { return f(v); });
-  printf("%-10s scalar %.3f  f32x16 %.3f ns/elem\n", name, scalar, time_it(x, y, f));
+  printf("%-10s scalar %.3f  vector %.3f ns/elem\n", name, scalar, time_it(x, y, f));
 }
 #define DEW_AB(name, x, y, call) \
   compare(                       \

@@ -367,6 +367,11 @@ requires is_f32_like<F>
   return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
 }
 
+// Whether a map of the erf-GELU with T results runs on FloatVec: f32 maps on F32x8 measured 20-25%
+// slower than the scalar body (gelu, geglu; docs/perf.md), so the avx2 tier keeps the scalar body there.
+template <class T>
+inline constexpr bool gelu_erf_on_float_vec = std::is_same_v<T, bf16> || kFloatVecIsF32x16;
+
 // activation.h's gelu_tanh_argument and its derivative over F (the same roundings), for the kernels.
 template <class F>
 [[gnu::always_inline]] inline F gelu_tanh_argument(F x) {

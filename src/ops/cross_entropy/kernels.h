@@ -41,24 +41,35 @@ template <class T>
 }
 
 // block_max_and_exps on FloatVec: the block read twice from L1 (max, then exps), bf16 widened as it is
-// loaded, the exps' sum in double lanes; masked tails.
+// loaded; masked tails. f32 rows sum the exps in double lanes. bf16 rows sum them in one float vector
+// (1024 / kVecWidth terms a lane in a 1024-logit block, a relative error near 128 * 2^-24 at most, far
+// below the 2^-9 of their bf16 gradients), widened to double at the block's end: the widening per
+// vector of exps cost bf16 rows 15-20% of their time (docs/perf.md).
 template <class T>
 inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int64_t n, double& sum) {
   const float bm = row_max_vec(x, n);
   const FloatVec mb = bm > running_max ? bm : running_max;
   DoubleLanes sums;
+  FloatVec sum_f32 = 0.0f;
+  const auto add = [&](FloatVec v) __attribute__((always_inline)) {
+    if constexpr (std::is_same_v<T, bf16>)
+      sum_f32 += v;
+    else
+      sums.add(v);
+  };
   int64_t i = 0;
   for (; i + kVecWidth <= n; i += kVecWidth) {
     const FloatVec v = logit_exp<T>(load_vec(x + i) - mb);
     store_vec(e + i, v);
-    sums.add(v);
+    add(v);
   }
   if (i < n) {
     const int tail = int(n - i);
     const FloatVec v = keep_first_lanes(logit_exp<T>(load_vec(x + i, tail) - mb), tail);
     store_vec(e + i, v, tail);
-    sums.add(v);
+    add(v);
   }
+  if constexpr (std::is_same_v<T, bf16>) sums.add(sum_f32);
   sum = sums.total();
   return bm;
 }

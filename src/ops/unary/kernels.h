@@ -55,8 +55,8 @@ template <UnaryFn F, bool Fast, class T, class Acc>
 template <UnaryFn F, bool Fast, class T>
 inline constexpr bool unary_fn_has_float_vec_form =
     Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid || F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
-             F == UnaryFn::gelu || F == UnaryFn::neg || F == UnaryFn::abs || F == UnaryFn::square ||
-             F == UnaryFn::sqrt || F == UnaryFn::rsqrt || F == UnaryFn::relu ||
+             (F == UnaryFn::gelu && gelu_erf_on_float_vec<T>) || F == UnaryFn::neg || F == UnaryFn::abs ||
+             F == UnaryFn::square || F == UnaryFn::sqrt || F == UnaryFn::rsqrt || F == UnaryFn::relu ||
              (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log)));
 
 template <bool Fast, class T>
