@@ -106,9 +106,6 @@ inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
   const __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
   return _mm512_mask_max_ps(l, kAllLanes, l, _mm512_mask_min_ps(h, kAllLanes, h, x.v));
 }
-inline F32x16 square_root(F32x16 a) {  // correctly rounded, as std::sqrt
-  return _mm512_mask_sqrt_ps(a.v, kAllLanes, a.v);
-}
 // y 2^n for integral n, rounded once (into the subnormals too).
 inline F32x16 times_pow2(F32x16 y, F32x16 n) {
   return _mm512_mask_scalef_ps(y.v, kAllLanes, y.v, n.v);

@@ -85,9 +85,6 @@ inline F32x8 select(Mask8 c, F32x8 a, F32x8 b) {
 inline F32x8 magnitude(F32x8 a) {
   return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v);
 }
-inline F32x8 square_root(F32x8 a) {  // correctly rounded, as std::sqrt
-  return _mm256_sqrt_ps(a.v);
-}
 inline F32x8 with_sign_of(F32x8 m, F32x8 sign) {  // m's bits but sign's sign bit
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
   return _mm256_or_ps(_mm256_andnot_ps(sign_bit, m.v), _mm256_and_ps(sign_bit, sign.v));

@@ -22,12 +22,6 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-#if DEW_HAS_F32X16
-inline constexpr bool kFloatVecIsF32x16 = true;
-#else
-inline constexpr bool kFloatVecIsF32x16 = false;
-#endif
-
 #if DEW_HAS_FLOAT_VEC
 // Whether this tier's vectors take rows of T on this CPU: f32; bf16 with F32x8 (integer rounding in
 // registers) and with F32x16 where the CPU narrows natively (NOTE [native bf16 narrowing]).

@@ -127,17 +127,19 @@ inline void map_elements_vec(const std::array<const T*, NIn>& x, const std::arra
       for (size_t k = 0; k < NOut; ++k) store_vec(out[k] + i, r[k], lanes);
   };
   int64_t i = 0;
-  for (; i + 2 * W <= n; i += 2 * W) apply(i, W), apply(i + W, W);
+  if constexpr (W == 16)  // two vectors a step on F32x16 only (NOTE [maps on F32x8])
+    for (; i + 2 * W <= n; i += 2 * W) apply(i, W), apply(i + W, W);
   for (; i + W <= n; i += W) apply(i, W);
   if (i < n) apply(i, int(n - i));
 }
 
-// NOTE [bf16 maps on F32x8]
-// F32x8 narrows bf16 with a dozen integer instructions per vector, and a map that does so in
-// registers holds the function's constants and the narrowing's in AVX2's sixteen registers at once:
-// bf16 exp, log, tanh and sigmoid ran 10-20% slower that way than the scalar body's float chunks
-// (docs/perf.md). So on F32x8 a bf16 map computes a chunk of float results on vectors into L1 and
-// narrows the chunk in a second loop, where the f32 maps store from registers.
+// NOTE [maps on F32x8]
+// AVX2 has sixteen vector registers, AVX-512 thirty-two. Maps on F32x8 that held more at once spilled:
+// two vectors a step (F32x16's loop) made f32 tanh-GELU 50% slower and erf-GELU 20% slower than one
+// vector a step, and bf16 maps that narrowed in registers (a dozen integer instructions and their
+// constants beside the function's) ran bf16 exp, log, tanh and sigmoid 10-20% slower than the scalar
+// body's float chunks (docs/perf.md). So F32x8 maps take one vector a step, and a bf16 map computes a
+// chunk of float results on vectors into L1 and narrows the chunk in a second loop.
 #if DEW_HAS_F32X8
 template <class T, size_t NIn, size_t NOut, class F, size_t... K>
 inline void map_elements_vec_chunks(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y,
@@ -171,7 +173,7 @@ inline void map_elements(const std::array<const T*, NIn>& x, const std::array<T*
                  std::is_same_v<T, bf16>)&&takes_float_vec<F>(std::make_index_sequence<NIn>{}))
     if (rows_on_float_vec<T>()) {
 #if DEW_HAS_F32X8
-      if constexpr (std::is_same_v<T, bf16>)  // NOTE [bf16 maps on F32x8]
+      if constexpr (std::is_same_v<T, bf16>)  // NOTE [maps on F32x8]
         return map_elements_vec_chunks(x, y, n, f, std::make_index_sequence<NIn>{});
 #endif
       return map_elements_vec(x, y, n, f, std::make_index_sequence<NIn>{});

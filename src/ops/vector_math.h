@@ -46,9 +46,6 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float with_sign_of(float m, float sign) {
   return std::copysign(m, sign);
 }
-[[gnu::always_inline]] inline float square_root(float a) {
-  return std::sqrt(a);
-}
 [[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
@@ -366,11 +363,6 @@ requires is_f32_like<F>
   const OnePlusErf<F> e = one_plus_erf_for<T>(x);
   return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
 }
-
-// Whether a map of the erf-GELU with T results runs on FloatVec: f32 maps on F32x8 measured 20-25%
-// slower than the scalar body (gelu, geglu; docs/perf.md), so the avx2 tier keeps the scalar body there.
-template <class T>
-inline constexpr bool gelu_erf_on_float_vec = std::is_same_v<T, bf16> || kFloatVecIsF32x16;
 
 // activation.h's gelu_tanh_argument and its derivative over F (the same roundings), for the kernels.
 template <class F>

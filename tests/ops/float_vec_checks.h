@@ -64,8 +64,6 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
           DEW_BOTH_PATHS("gelu_erf bf16", gelu_erf_for<bf16>(v)),
           DEW_BOTH_PATHS("gelu_erf' f32", gelu_erf_derivative_for<float>(v)),
           DEW_BOTH_PATHS("gelu_tanh_argument", gelu_tanh_argument(v)),
-          DEW_BOTH_PATHS("square_root", square_root(v)),
-          DEW_BOTH_PATHS("1 / square_root", V(1.0f) / square_root(v)),
           DEW_BOTH_PATHS("negated magnitude", -magnitude(v)),
           DEW_BOTH_PATHS("with_sign_of", with_sign_of(V(2.5f), v)),
           DEW_BOTH_PATHS("relu as a select", select(v > V(0.0f), v, V(0.0f)))};

@@ -51,8 +51,7 @@ template <Activation A, bool Fast, class T, class Acc>
 template <Activation A, bool Fast, class T>
 inline constexpr bool activation_has_float_vec_form = Fast &&
                                                       (A == Activation::silu || A == Activation::gelu_tanh ||
-                                                       (A == Activation::gelu_erf &&
-                                                        gelu_erf_on_float_vec<T>));
+                                                       A == Activation::gelu_erf);
 
 template <Activation A, bool Fast, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {

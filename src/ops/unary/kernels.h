@@ -35,18 +35,6 @@ template <UnaryFn F, bool Fast, class T, class Acc>
     return gelu_erf_for<T>(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
-  else if constexpr (Fast && F == UnaryFn::neg)  // these five round once, as unary_apply's forms do
-    return -x;
-  else if constexpr (Fast && F == UnaryFn::abs)
-    return magnitude(x);
-  else if constexpr (Fast && F == UnaryFn::square)
-    return x * x;
-  else if constexpr (Fast && F == UnaryFn::sqrt)
-    return square_root(x);
-  else if constexpr (Fast && F == UnaryFn::rsqrt)
-    return Acc(1) / square_root(x);
-  else if constexpr (Fast && F == UnaryFn::relu)  // NaN gives 0, as x > 0 ? x : 0 does
-    return select(x > Acc(0), x, Acc(0));
   else
     return unary_apply<F>(x);
 }
@@ -55,9 +43,7 @@ template <UnaryFn F, bool Fast, class T, class Acc>
 template <UnaryFn F, bool Fast, class T>
 inline constexpr bool unary_fn_has_float_vec_form =
     Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid || F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
-             (F == UnaryFn::gelu && gelu_erf_on_float_vec<T>) || F == UnaryFn::neg || F == UnaryFn::abs ||
-             F == UnaryFn::square || F == UnaryFn::sqrt || F == UnaryFn::rsqrt || F == UnaryFn::relu ||
-             (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log)));
+             F == UnaryFn::gelu || (std::is_same_v<T, bf16> && (F == UnaryFn::tanh || F == UnaryFn::log)));
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
