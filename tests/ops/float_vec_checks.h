@@ -1,7 +1,8 @@
 // The tier's FloatVec (F32x8 in avx2, F32x16 in avx512) against the scalar float bodies it stands in
 // for: vector_math.h's functions give the same floats bit for bit (NOTE [one body for scalar and vector
-// float functions]), bf16 stores round as dtype.h does, tails read and write only their lanes, and a
-// row's max skips NaN. Included by one test file per tier, which defines DEW_KERNEL_NS first.
+// float functions]; a strided row runs the scalar body and a contiguous one the vector, and both must
+// give the same values), bf16 stores round as dtype.h does, tails read and write only their lanes, and
+// a row's max skips NaN. Included by one test file per tier, which defines DEW_KERNEL_NS first.
 #pragma once
 
 #include <dew/dtype.h>
