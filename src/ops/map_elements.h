@@ -28,8 +28,8 @@ namespace dew::ops::DEW_KERNEL_NS {
 // values, a third of a cheap exp. AVX512-BF16's vcvtneps2bf16 does it in one, rounding to nearest even
 // and quieting NaN as dtype.h does, but it treats subnormal inputs as zero. So on CPUs that have it,
 // maps narrow 16 values at a time natively, and a group that holds a subnormal with integers (rare, and
-// exact either way; f32x16.h's store_vec). Maps whose function has a FloatVec form narrow in registers;
-// the others compute float chunks in L1 and narrow those.
+// exact either way; f32x16.h's store_vec). Maps whose function has a FloatVec form narrow in registers
+// on F32x16 (not on F32x8: NOTE [maps on F32x8]); the others compute float chunks in L1 and narrow those.
 
 inline constexpr int64_t kMapChunk = 256;  // floats per output: fastest of 128-2048 here (bf16 exp)
 
@@ -110,7 +110,7 @@ constexpr bool takes_float_vec(std::index_sequence<K...>) {
   return std::is_invocable_v<F&, decltype((void)K, FloatVec())...>;
 }
 
-// The same map a vector at a time on FloatVec, the tail under a mask.
+// The same map a vector at a time on FloatVec, the tail a partial vector.
 template <class T, size_t NIn, size_t NOut, class F, size_t... K>
 inline void map_elements_vec(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n,
                              F& f, std::index_sequence<K...>) {
