@@ -5,8 +5,10 @@ its median and its bytes) and then PyTorch's eager equivalent (the same shape, d
 2 threads), so both see the same minutes of the host. Bytes are Dew's count (inputs + outputs), so the
 two GB/s figures share one numerator.
 
-PyTorch runs at its best (jemalloc preloaded with freed memory kept, OMP_WAIT_POLICY=PASSIVE): the
-script re-executes itself so with Debian's python3-torch.
+PyTorch runs at its best (jemalloc preloaded with freed memory kept, OMP_WAIT_POLICY=PASSIVE) and on
+the same instruction set as Dew's tier (ATEN_CPU_CAPABILITY=avx512 for cpu.avx512, avx2 for cpu.avx2:
+PyTorch's own default is avx2 even where the CPU has AVX-512, and its AVX-512 kernels are faster for
+some ops, log and the GELUs among them): the script re-executes itself so with Debian's python3-torch.
 
 Usage: bench/ops_pytorch.py DEW_BINARY [--impl cpu.avx512] [--rounds 3] [--reps 5] [OP:DTYPE ...]
 Prints a table, then one JSON line with every round's figures.
@@ -18,9 +20,12 @@ import sys
 import time
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+_impl = sys.argv[sys.argv.index("--impl") + 1] if "--impl" in sys.argv[:-1] else "cpu.avx512"
+CAPABILITY = "avx512" if "avx512" in _impl else "avx2" if "avx2" in _impl else "default"
 if os.path.exists(JEMALLOC) and os.environ.get("LD_PRELOAD") != JEMALLOC:
     env = dict(os.environ, LD_PRELOAD=JEMALLOC, OMP_WAIT_POLICY="PASSIVE",
                MALLOC_CONF="background_thread:true,dirty_decay_ms:-1,muzzy_decay_ms:-1")
+    env.setdefault("ATEN_CPU_CAPABILITY", CAPABILITY)
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 
 import torch  # noqa: E402
@@ -99,7 +104,9 @@ def main(argv):
             pairs.append((op, dtype or "f32"))
     torch.set_num_threads(2)
     rows = []
-    print(f"torch {torch.__version__}, 2 threads; Dew {impl}; {rounds} rounds of {reps} reps, alternating")
+    capability = os.environ.get("ATEN_CPU_CAPABILITY", "default")
+    print(f"torch {torch.__version__} (ATEN_CPU_CAPABILITY={capability}), 2 threads; Dew {impl}; "
+          f"{rounds} rounds of {reps} reps, alternating")
     print(f"{'op':<20} {'dtype':<5} {'Dew GB/s':>16} {'torch GB/s':>16} {'Dew/torch':>10} {'Dew of triad':>13}")
     for op, dtype in pairs:
         call = torch_call(op, dtype)
@@ -115,7 +122,8 @@ def main(argv):
         print(f"{op:<20} {dtype:<5} {span(dew_s):>16} {span(torch_s):>16} {ratio[len(ratio) // 2]:>9.2f}x"
               f" {triad_pct[0]:>5.0f}-{triad_pct[-1]:.0f}%")
         rows.append({"op": op, "dtype": dtype, "bytes": nbytes, "dew_s": dew_s, "torch_s": torch_s, "triad_gb_s": triads})
-    print(json.dumps({"bench": "ops_pytorch", "torch": torch.__version__, "impl": impl, "rows": rows}))
+    print(json.dumps({"bench": "ops_pytorch", "torch": torch.__version__, "capability": capability, "impl": impl,
+                      "rows": rows}))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 // [kernel namespaces]), so each instruction set gets its own copy.
 // exp_f32: float in, float out, float throughout, within 0.66 ulp (measured over 2^20 draws) (NOTE
 // [compensated exp]); the gate holds it to libm's correctly rounded expf, which it matches in 98% of draws.
-// NaN stays NaN. tanh_f32 and log_f32 compute in double (NOTE [float functions in double]); the
-// erf-GELU pair in float (NOTE [erf-GELU in float]).
+// NaN stays NaN. tanh_f32 computes in double (NOTE [float functions in double]); log_f32 in float
+// with compensated steps (NOTE [f32 log in float]); the erf-GELU pair in float (NOTE [erf-GELU in float]).
 #pragma once
 
 #include <dew/dtype.h>
@@ -165,9 +165,10 @@ template <class T, class F>
   return {select(positive, large, small), select(positive, small, large)};
 }
 
-// NOTE [float functions in double]: tanh and log of float data are computed in double, with series
-// accurate to about 1e-12, and rounded once, so they round like libm's float functions
-// (nearly always correctly) while their loops vectorize; libm's are scalar calls (1-10 GB/s here).
+// NOTE [float functions in double]: tanh of float data is computed in double, with series accurate to
+// about 1e-12, and rounded once, so it rounds like libm's float function (nearly always correctly)
+// while its loops vectorize; libm's are scalar calls (1-10 GB/s here). (log was too, until NOTE [f32
+// log in float].)
 
 // c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
 // keep the loops these functions sit in from vectorizing.
@@ -192,15 +193,13 @@ inline constexpr auto kExpm1Taylor = [] {
 }();
 
 // 1 / (2k + 3) for k = 0..N-1: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^(2N+1). On |s| <= 0.172
-// (log_with) the next term is 1.3e-12 of s for N = 6 (double, f32 results) and 5e-11 for N = 5 (float,
-// bf16 results).
+// (log_with) the next term is 5e-11 of s for N = 5.
 template <class I, size_t N>
 constexpr std::array<I, N> atanh_series() {
   std::array<I, N> c{};
   for (size_t k = 0; k < N; ++k) c[k] = I(1) / I(2 * k + 3);
   return c;
 }
-inline constexpr auto kAtanhSeries = atanh_series<double, 6>();
 
 // exp(y) = 2^n (1 + e) for |y| <= 60, e = expm1(r) (relative error ~3e-13): y = n ln 2 + r, |r| <= 0.347,
 // expm1(r) by its Taylor series to r^10.
@@ -251,7 +250,7 @@ struct ExponentSplit {
 }
 
 // log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
-// atanh by the series given (in I: double to s^13 for f32 results, float to s^11 for bf16 ones).
+// atanh by the series given (in I; float to s^11 for bf16 results).
 // Subnormal inputs are scaled into the normals first. log(0) = -inf, log(x < 0) = NaN,
 // log(inf) = inf, NaN stays NaN.
 template <class I, class F, size_t N>
@@ -265,8 +264,35 @@ template <class I, class F, size_t N>
   return log_special_values(
       x, F(mul_add(k, C(0.6931471805599453), C(2) * mul_add(s * s2, horner(s2, atanh_series), s))));
 }
-[[gnu::always_inline]] inline float log_f32(float x) {
-  return log_with(x, kAtanhSeries);
+// NOTE [f32 log in float]
+// log(x) = k ln 2 + 2 atanh(s), s = f / (2 + f), f = m - 1 (exact), in float with the roundings that
+// matter compensated, so it rounds nearly always correctly like the double form it replaces (which
+// divided in double: half the lanes, 0.56x PyTorch's AVX-512 log, docs/perf.md): 2 + f = d + d_lo
+// exactly (Fast2Sum), s's division remainder f - s d is exact (fma) and gives s_lo, k ln 2 = k c1 +
+// k c2 with c1 of 9 bits (k c1 exact) added to 2s by Fast2Sum (|k c1| >= 0.69 > |2s| where k != 0),
+// and everything small (the error terms, k c2, 2 s_lo, the series' tail) summed before the one last
+// rounding. The tail 2 s^3 (1/3 + s^2/5 + ... + s^8/11) on |s| <= 0.172 leaves 5e-11 of the result.
+inline constexpr auto kAtanhTailF32 = [] {  // 2 / (2k + 3): 2 atanh(s) = 2s + s^3 sum_k c_k s^2k
+  std::array<float, 5> c{};
+  for (size_t k = 0; k < 5; ++k) c[k] = 2.0f / float(2 * k + 3);
+  return c;
+}();
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F log_f32(F x) {
+  auto [m0, k0] = split_exponent(x);  // x = 2^k m, m in [1, 2)
+  const auto high = m0 > F(1.41421356237f);
+  const F m = select(high, F(0.5f) * m0, m0), k = select(high, k0 + F(1.0f), k0);
+  const F f = m - F(1.0f);                            // exact: m in [0.707, 1.415)
+  const F d = F(2.0f) + f, d_lo = f - (d - F(2.0f));  // 2 + f, exactly
+  const F s = f / d;
+  const F s_lo = (mul_add(-s, d, f) - s * d_lo) / d;  // f / (2 + f) - s, to a relative 2^-24
+  const F s2 = s * s;
+  const F a = k * F(0.693359375f), b = F(2.0f) * s;  // k c1 exact; ln 2 = c1 + c2
+  const F sum = a + b, err = (a - sum) + b;          // Fast2Sum (a = 0 where k = 0)
+  const F small = mul_add(k, F(-kLn2Low), mul_add(s * s2, horner(s2, kAtanhTailF32), F(2.0f) * s_lo));
+  const F series = sum + (err + small);
+  return select(x == F(std::numeric_limits<float>::infinity()), x, log_special_values(x, series));
 }
 
 // NOTE [bf16 results in float]: a bf16 result rounds at 2^-9 relative. Float arithmetic a few ulps off
