@@ -2,8 +2,8 @@
 // [kernel namespaces]), so each instruction set gets its own copy.
 // exp_f32: float in, float out, float throughout, within 0.66 ulp (measured over 2^20 draws) (NOTE
 // [compensated exp]); the gate holds it to libm's correctly rounded expf, which it matches in 98% of draws.
-// NaN stays NaN. tanh_f32 computes in double (NOTE [float functions in double]); log_f32 in float
-// with compensated steps (NOTE [f32 log in float]); the erf-GELU pair in float (NOTE [erf-GELU in float]).
+// NaN stays NaN. tanh_f32 and log_f32 compute in float with compensated steps (NOTE [f32 tanh in
+// float], NOTE [f32 log in float]); the erf-GELU pair in float (NOTE [erf-GELU in float]).
 #pragma once
 
 #include <dew/dtype.h>
@@ -165,11 +165,6 @@ template <class T, class F>
   return {select(positive, large, small), select(positive, small, large)};
 }
 
-// NOTE [float functions in double]: tanh of float data is computed in double, with series accurate to
-// about 1e-12, and rounded once, so it rounds like libm's float function (nearly always correctly)
-// while its loops vectorize; libm's are scalar calls (1-10 GB/s here). (log was too, until NOTE [f32
-// log in float].)
-
 // c[0] + x (c[1] + x (... + x c[N-1])), unrolled at compile time: a loop over the coefficients would
 // keep the loops these functions sit in from vectorizing.
 template <class F, class C, size_t N, size_t... I>
@@ -183,15 +178,6 @@ template <class F, class C, size_t N>
   return horner_unrolled(x, c, std::make_index_sequence<N - 1>{});
 }
 
-// 1 / (k + 2)! for k = 0..8: expm1(r) = r + r^2 sum_k r^k / (k + 2)!, to r^10 (|r| <= 0.347: the next term
-// is 6e-13 of r).
-inline constexpr auto kExpm1Taylor = [] {
-  std::array<double, 9> c{};
-  double factorial = 1;
-  for (int k = 0; k < 9; ++k) factorial *= k + 2, c[size_t(k)] = 1.0 / factorial;
-  return c;
-}();
-
 // 1 / (2k + 3) for k = 0..N-1: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^(2N+1). On |s| <= 0.172
 // (log_with) the next term is 5e-11 of s for N = 5.
 template <class I, size_t N>
@@ -201,30 +187,29 @@ constexpr std::array<I, N> atanh_series() {
   return c;
 }
 
-// exp(y) = 2^n (1 + e) for |y| <= 60, e = expm1(r) (relative error ~3e-13): y = n ln 2 + r, |r| <= 0.347,
-// expm1(r) by its Taylor series to r^10.
-struct ExpSplit {
-  double scale, em1r;  // 2^n and expm1(r)
-};
-[[gnu::always_inline]] inline ExpSplit exp_split_f64(double y) {
-  const double shifted = std::fma(y, 1.4426950408889634, 0x1.8p52);  // n in the low mantissa bits
-  const double n = shifted - 0x1.8p52;
-  double r = std::fma(n, -6.93147180369123816490e-01, y);  // fdlibm's ln 2 = hi + lo: n hi is exact
-  r = std::fma(n, -1.90821492927058770002e-10, r);
-  return {std::bit_cast<double>((std::bit_cast<uint64_t>(shifted) + 1023) << 52),
-          std::fma(r * r, horner(r, kExpm1Taylor), r)};
-}
-[[gnu::always_inline]] inline double expm1_f64(double y) {  // 2^n expm1(r) + (2^n - 1): no cancellation
-  const ExpSplit e = exp_split_f64(y);
-  return std::fma(e.scale, e.em1r, e.scale - 1.0);
-}
-
-// tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), signed; tanh(20) rounds to 1. NaN stays NaN.
-[[gnu::always_inline]] inline float tanh_f32(float x) {
-  double a = std::fabs(double(x));
-  a = a > 20.0 ? 20.0 : a;
-  const double e = expm1_f64(2.0 * a);
-  return float(std::copysign(e / (e + 2.0), double(x)));
+// NOTE [f32 tanh in float]
+// tanh(a) = E / (E + 2), E = expm1(2a), a = |x| clamped at 9.1 (past 9.01 tanh rounds to 1), in float
+// with compensated steps, nearly always correctly rounded like the double form it replaces (eight
+// double lanes: docs/perf.md): exp's reduction 2a = n ln 2 + r keeps r's rounding error, expm1(r) =
+// r + (e + r^2 p(r)) with Cephes' p, E = (2^n - 1) + 2^n expm1(r) by Fast2Sum (2^n - 1 is exact, and
+// larger unless n = 0) renormalized to E_hi + E_lo, E + 2 by TwoSum, and the quotient's remainder
+// (exact by fma) with E_lo and (E + 2)'s low part gives the correction before the one last rounding.
+// Over the floats in (0, 11]: 0.14% not correctly rounded, at most 0.78 ulp (libm's tanhf: 5.4%, 2.1).
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F tanh_f32(F x) {
+  const F a = clamp_keep_nan(magnitude(x), 0.0f, 9.1f);
+  const auto [n, rh] = exp_argument(F(2.0f) * a);
+  const F rl = n * F(kLn2Low), r = rh + rl, e = (rh - r) + rl;  // expm1(r) = r + (e + r^2 p)
+  const F em1_lo = mul_add(exp_tail_cephes(r), r * r, e);
+  const F two_n = times_pow2(F(1.0f), n), A = two_n - F(1.0f), B = two_n * r;
+  const F s = A + B, s_lo = ((A - s) + B) + two_n * em1_lo;  // Fast2Sum: |A| >= |B|, or A = 0
+  const F e_hi = s + s_lo, e_lo = (s - e_hi) + s_lo;         // E renormalized
+  const F d_hi = e_hi + F(2.0f), bb = d_hi - e_hi;
+  const F d_lo = ((e_hi - (d_hi - bb)) + (F(2.0f) - bb)) + e_lo;  // E + 2 = d_hi + d_lo (TwoSum)
+  const F q = e_hi / d_hi;
+  const F q_lo = (mul_add(-q, d_hi, e_hi) + e_lo - q * d_lo) / d_hi;  // the remainder, exact by fma
+  return with_sign_of(q + q_lo, x);
 }
 
 // x = 2^k m with m in [1, 2), for finite x > 0 (subnormals scaled into the normals first); m and k as

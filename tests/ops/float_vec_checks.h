@@ -59,6 +59,7 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
           DEW_BOTH_PATHS("tanh_f32_for_bf16", tanh_f32_for_bf16(v)),
           DEW_BOTH_PATHS("log_f32_for_bf16", log_f32_for_bf16(v)),
           DEW_BOTH_PATHS("log_f32", log_f32(v)),
+          DEW_BOTH_PATHS("tanh_f32", tanh_f32(v)),
           DEW_BOTH_PATHS("sigmoid f32", times_sigmoid_for<float>(V(1.0f), v)),
           DEW_BOTH_PATHS("silu bf16", times_sigmoid_for<bf16>(v, v)),
           DEW_BOTH_PATHS("sigmoid_pair", sigmoid_pair_for<float>(v).s_neg),

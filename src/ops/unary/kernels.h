@@ -1,7 +1,7 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
 // With Fast, exp, sigmoid, silu and tanh-GELU go through exp_for<T> (exp_f32, or a cheaper exp for bf16
-// results), tanh through the double-internal function of vector_math.h and log and erf-GELU through its
-// float ones, so every loop vectorizes; contiguous rows run through map_elements.
+// results), and tanh, log and erf-GELU through the float functions of vector_math.h, so every loop
+// vectorizes; contiguous rows run through map_elements.
 #pragma once
 
 #include "ops/elementwise.h"
@@ -44,7 +44,7 @@ template <UnaryFn F, bool Fast, class T>
 inline constexpr bool unary_fn_has_float_vec_form = Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
                                                              F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
                                                              F == UnaryFn::gelu || F == UnaryFn::log ||
-                                                             (std::is_same_v<T, bf16> && F == UnaryFn::tanh));
+                                                             F == UnaryFn::tanh);
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
