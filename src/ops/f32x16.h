@@ -121,7 +121,7 @@ inline ExponentSplit16 split_exponent(F32x16 x) {
   return {_mm512_maskz_getmant_ps(kAllLanes, x.v, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_nan),
           _mm512_maskz_getexp_ps(kAllLanes, x.v)};
 }
-// log's special values (vector_math.h's log_with): split_exponent's m and k carry x < 0 (NaN), NaN and
+// log's special values (vector_math.h's logs): split_exponent's m and k carry x < 0 (NaN), NaN and
 // inf (k inf, m 1) through the series; zero, whose m may be signed or NaN, is set to -inf here.
 inline F32x16 log_special_values(F32x16 x, F32x16 series) {
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x.v, _mm512_setzero_ps(), _CMP_EQ_OQ), series.v,

@@ -178,14 +178,13 @@ template <class F, class C, size_t N>
   return horner_unrolled(x, c, std::make_index_sequence<N - 1>{});
 }
 
-// 1 / (2k + 3) for k = 0..N-1: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^(2N+1). On |s| <= 0.172
-// (log_with) the next term is 5e-11 of s for N = 5.
-template <class I, size_t N>
-constexpr std::array<I, N> atanh_series() {
-  std::array<I, N> c{};
-  for (size_t k = 0; k < N; ++k) c[k] = I(1) / I(2 * k + 3);
+// 1 / (2k + 3) for k = 0..4: atanh(s) = s + s^3 sum_k s^2k / (2k + 3), to s^11. On |s| <= 0.172 (the
+// logs below) the next term is 5e-11 of s.
+inline constexpr auto kAtanhSeriesF32 = [] {
+  std::array<float, 5> c{};
+  for (size_t k = 0; k < 5; ++k) c[k] = 1.0f / float(2 * k + 3);
   return c;
-}
+}();
 
 // NOTE [f32 tanh in float]
 // tanh(a) = E / (E + 2), E = expm1(2a), a = |x| clamped at 9.1 (past 9.01 tanh rounds to 1), in float
@@ -234,21 +233,19 @@ struct ExponentSplit {
   return select(x > 0.0f && x < inf, series, special);  // selects, not branches: loops vectorize
 }
 
-// log(x) = k ln 2 + 2 atanh(s): x = 2^k m, m in [sqrt(1/2), sqrt(2)), s = (m - 1) / (m + 1), |s| <= 0.172,
-// atanh by the series given (in I; float to s^11 for bf16 results).
-// Subnormal inputs are scaled into the normals first. log(0) = -inf, log(x < 0) = NaN,
-// log(inf) = inf, NaN stays NaN.
-template <class I, class F, size_t N>
-[[gnu::always_inline]] inline F log_with(F x, const std::array<I, N>& atanh_series) {
-  using C = std::conditional_t<std::is_same_v<F, float>, I, F>;  // computes in I, FloatVec in float
-  auto [m0, k0] = split_exponent(x);                             // x = 2^k m, m in [1, 2)
-  const C m1 = C(m0), k1 = C(k0);
-  const auto high = m1 > C(1.4142135623730951);
-  const C m = select(high, C(0.5) * m1, m1), k = select(high, k1 + C(1), k1);
-  const C s = (m - C(1)) / (m + C(1)), s2 = s * s;
-  return log_special_values(
-      x, F(mul_add(k, C(0.6931471805599453), C(2) * mul_add(s * s2, horner(s2, atanh_series), s))));
+// log's reduction: x = 2^k m with m in [sqrt(1/2), sqrt(2)), subnormals scaled into the normals first
+// (split_exponent); both logs below start from it.
+template <class F>
+struct LogArgument {
+  F m, k;
+};
+template <class F>
+[[gnu::always_inline]] inline LogArgument<F> log_argument(F x) {
+  const auto [m0, k0] = split_exponent(x);  // x = 2^k m, m in [1, 2)
+  const auto high = m0 > F(1.41421356237f);
+  return {select(high, F(0.5f) * m0, m0), select(high, k0 + F(1.0f), k0)};
 }
+
 // NOTE [f32 log in float]
 // log(x) = k ln 2 + 2 atanh(s), s = f / (2 + f), f = m - 1 (exact), in float with the roundings that
 // matter compensated, so it rounds nearly always correctly like the double form it replaces (which
@@ -256,18 +253,12 @@ template <class I, class F, size_t N>
 // exactly (Fast2Sum), s's division remainder f - s d is exact (fma) and gives s_lo, k ln 2 = k c1 +
 // k c2 with c1 of 9 bits (k c1 exact) added to 2s by Fast2Sum (|k c1| >= 0.69 > |2s| where k != 0),
 // and everything small (the error terms, k c2, 2 s_lo, the series' tail) summed before the one last
-// rounding. The tail 2 s^3 (1/3 + s^2/5 + ... + s^8/11) on |s| <= 0.172 leaves 5e-11 of the result.
-inline constexpr auto kAtanhTailF32 = [] {  // 2 / (2k + 3): 2 atanh(s) = 2s + s^3 sum_k c_k s^2k
-  std::array<float, 5> c{};
-  for (size_t k = 0; k < 5; ++k) c[k] = 2.0f / float(2 * k + 3);
-  return c;
-}();
+// rounding. The tail 2 s^3 (1/3 + s^2/5 + ... + s^8/11) on |s| <= 0.172 leaves 5e-11 of the result
+// (doubling kAtanhSeriesF32's coefficients is exact, so 2 horner(...) is horner of the doubled series).
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F log_f32(F x) {
-  auto [m0, k0] = split_exponent(x);  // x = 2^k m, m in [1, 2)
-  const auto high = m0 > F(1.41421356237f);
-  const F m = select(high, F(0.5f) * m0, m0), k = select(high, k0 + F(1.0f), k0);
+  const auto [m, k] = log_argument(x);
   const F f = m - F(1.0f);                            // exact: m in [0.707, 1.415)
   const F d = F(2.0f) + f, d_lo = f - (d - F(2.0f));  // 2 + f, exactly
   const F s = f / d;
@@ -275,7 +266,8 @@ requires is_f32_like<F>
   const F s2 = s * s;
   const F a = k * F(0.693359375f), b = F(2.0f) * s;  // k c1 exact; ln 2 = c1 + c2
   const F sum = a + b, err = (a - sum) + b;          // Fast2Sum (a = 0 where k = 0)
-  const F small = mul_add(k, F(-kLn2Low), mul_add(s * s2, horner(s2, kAtanhTailF32), F(2.0f) * s_lo));
+  const F small =
+      mul_add(k, F(-kLn2Low), mul_add(s * s2, F(2.0f) * horner(s2, kAtanhSeriesF32), F(2.0f) * s_lo));
   const F series = sum + (err + small);
   return select(x == F(std::numeric_limits<float>::infinity()), x, log_special_values(x, series));
 }
@@ -305,13 +297,14 @@ requires is_f32_like<F>
   return with_sign_of(-em1 / (F(2.0f) + em1), x);
 }
 
-inline constexpr auto kAtanhSeriesF32 = atanh_series<float, 5>();
-
 // log for bf16 results (NOTE [bf16 results in float]).
 template <class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline F log_f32_for_bf16(F x) {
-  return log_with(x, kAtanhSeriesF32);
+[[gnu::always_inline]] inline F log_f32_for_bf16(F x) {  // log(x) = k ln 2 + 2 atanh((m - 1) / (m + 1))
+  const auto [m, k] = log_argument(x);
+  const F s = (m - F(1.0f)) / (m + F(1.0f)), s2 = s * s;
+  return log_special_values(
+      x, mul_add(k, F(0.693147180559945f), F(2.0f) * mul_add(s * s2, horner(s2, kAtanhSeriesF32), s)));
 }
 
 // erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):

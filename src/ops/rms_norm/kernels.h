@@ -91,7 +91,7 @@ void rms_norm_forward(const RmsNormArgs& a, Tensor& y_out, Tensor& rstd_out) {
     Scratch<Acc> widened = widening_buffer<Acc, T>(rows_on_vec ? 0 : C);
     for (int64_t r = r0; r < r1; ++r) {
 #if DEW_HAS_FLOAT_VEC
-      if constexpr (std::is_same_v<Acc, float>) {
+      if constexpr (std::is_same_v<T, bf16>) {  // the vector rows are bf16's only
         if (rows_on_vec) {
           rstd[r] = R(rms_norm_row_vec(x + r * C, w, eps, C, y + r * C));
           continue;
@@ -134,7 +134,7 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
     for (int64_t b = b0; b < b1; ++b) {
       for (int64_t r = b * kWeightGradBlockRows; r < std::min(rows, (b + 1) * kWeightGradBlockRows); ++r) {
 #if DEW_HAS_FLOAT_VEC
-        if constexpr (std::is_same_v<Acc, float>) {
+        if constexpr (std::is_same_v<T, bf16>) {
           if (rows_on_vec) {
             rms_norm_backward_row_vec(x + r * C, dy + r * C, w, float(rstd[r]), C, dx + r * C,
                                       has_w ? dw_parts + b * C : nullptr);
