@@ -5,12 +5,14 @@
 //   -Iinclude -Isrc dev/f32x16_ab/ab.cc build/libdew_core.a -lfmt -o /tmp/ab
 // plus -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx2 -mfma -mf16c -mprefer-vector-width=512
 // (the lambdas here call the kernels' always-inline functions); for the avx2 tier -DDEW_KERNEL_NS=avx2
-// -mavx2 -mfma -mf16c.
+// -mavx2 -mfma -mf16c. N=12582912 in the environment runs rows of that many elements (out of cache, the
+// bench's unary size) instead of L2-resident ones (NOTE [prefetching maps]).
 #ifndef DEW_KERNEL_NS
 #define DEW_KERNEL_NS avx512
 #endif
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 #include "ops/map_elements.h"
 #include "ops/vector_math.h"
@@ -19,15 +21,16 @@ template <class T, class F>
 __attribute__((noinline)) void run(const T* x, T* y, int64_t n, F f) {
   k::map_elements<T>(std::array<const T*, 1>{x}, std::array<T*, 1>{y}, n, f);
 }
+static int reps = 200;
 template <class T, class F>
 double time_it(std::vector<T>& x, std::vector<T>& y, F f) {
   double best = 1e9;
   for (int r = 0; r < 9; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 200; ++i) run(x.data(), y.data(), int64_t(x.size()), f);
+    for (int i = 0; i < reps; ++i) run(x.data(), y.data(), int64_t(x.size()), f);
     best = std::min(best,
                     std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
-                        (200.0 * x.size()));
+                        (double(reps) * x.size()));
   }
   return best;
 }
@@ -43,7 +46,8 @@ void compare(const char* name, std::vector<T>& x, std::vector<T>& y, F f) {
       name, x, y, []<class V>(V v) __attribute__((always_inline)) { return call; })
 
 int main() {
-  const int64_t n = 32768;
+  const int64_t n = getenv("N") ? atoll(getenv("N")) : 32768;
+  if (getenv("N")) reps = 5;
   std::vector<float> x(n), y(n);
   std::vector<dew::bf16> xb(n), yb(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -58,8 +62,7 @@ int main() {
     DEW_AB("bf16 gelu", xb, yb, k::gelu_erf_for<dew::bf16>(v));
     DEW_AB("f32 gelu", x, y, k::gelu_erf_for<float>(v));
     DEW_AB("bf16 log", xb, yb, k::log_f32_for_bf16(v));
-    // The f32 functions computed in double have a scalar body only.
-    printf("f32 tanh   scalar %.3f ns/elem\n", time_it(x, y, [](float v) { return k::tanh_f32(v); }));
-    printf("f32 log    scalar %.3f ns/elem\n", time_it(x, y, [](float v) { return k::log_f32(v + 6.0f); }));
+    DEW_AB("f32 tanh", x, y, k::tanh_f32(v));
+    DEW_AB("f32 log", x, y, k::log_f32(v + V(6.0f)));
   }
 }

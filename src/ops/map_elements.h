@@ -33,6 +33,29 @@ namespace dew::ops::DEW_KERNEL_NS {
 
 inline constexpr int64_t kMapChunk = 256;  // floats per output: fastest of 128-2048 here (bf16 exp)
 
+// NOTE [prefetching maps]
+// A map whose function costs about what its memory does (a sigmoid, a GELU, a bf16 log) ran at the sum
+// of the two, not the larger: out of cache, one core, bf16 sigmoid took 0.90 ns per element against
+// 0.37 in L2 and exp 0.52 against 0.23 (dev/f32x16_ab). The hardware prefetchers stop at page ends and
+// fall behind a loop this slow; so maps ask for their inputs (and, for writing, their outputs)
+// kPrefetchBytes ahead, which brought those two to 0.39 and 0.25. Prefetches are hints that never
+// fault, so addresses past a row's end are computed as integers and asked for: in a contiguous tensor
+// they are the next row's, the one the next call reads.
+inline constexpr uintptr_t kPrefetchBytes = 2048;
+template <int Write, class T>
+[[gnu::always_inline]] inline void prefetch_ahead(const T* p, int64_t elements) {
+  const uintptr_t from = reinterpret_cast<uintptr_t>(p) + kPrefetchBytes;
+  for (uintptr_t b = 0; b < uintptr_t(elements) * sizeof(T); b += 64)
+    __builtin_prefetch(reinterpret_cast<const void*>(from + b), Write, 3);
+}
+// Every input's and output's elements [i, i + count) kPrefetchBytes ahead.
+template <class T, size_t NIn, size_t NOut>
+[[gnu::always_inline]] inline void prefetch_map(const std::array<const T*, NIn>& x,
+                                                const std::array<T*, NOut>& y, int64_t i, int64_t count) {
+  for (size_t k = 0; k < NIn; ++k) prefetch_ahead<0>(x[k] + i, count);
+  for (size_t k = 0; k < NOut; ++k) prefetch_ahead<1>(y[k] + i, count);
+}
+
 #if DEW_HAS_NATIVE_BF16 && !DEW_HAS_F32X16
 #error "native bf16 narrowing goes through F32x16's store_vec: a tier with one has the other"
 #endif
@@ -91,6 +114,7 @@ template <bool NativeBf16, class T, size_t NIn, size_t NOut, class F>
     alignas(64) Acc out[NOut][kMapChunk];
     for (int64_t c = 0; c < n; c += kMapChunk) {
       const int64_t len = std::min(kMapChunk, n - c);
+      prefetch_map(x, y, c, len);  // NOTE [prefetching maps]
       std::array<const T*, NIn> xc;
       for (size_t k = 0; k < NIn; ++k) xc[k] = x[k] + c;
       for (int64_t i = 0; i < len; ++i) {
@@ -128,8 +152,8 @@ inline void map_elements_vec(const std::array<const T*, NIn>& x, const std::arra
   };
   int64_t i = 0;
   if constexpr (W == 16)  // two vectors a step on F32x16 only (NOTE [maps on F32x8])
-    for (; i + 2 * W <= n; i += 2 * W) apply(i, W), apply(i + W, W);
-  for (; i + W <= n; i += W) apply(i, W);
+    for (; i + 2 * W <= n; i += 2 * W) prefetch_map(in, out, i, 2 * W), apply(i, W), apply(i + W, W);
+  for (; i + W <= n; i += W) prefetch_map(in, out, i, W), apply(i, W);  // NOTE [prefetching maps]
   if (i < n) apply(i, int(n - i));
 }
 
@@ -150,6 +174,7 @@ inline void map_elements_vec_chunks(const std::array<const T*, NIn>& x, const st
   alignas(64) float chunk[NOut][kMapChunk];
   for (int64_t c = 0; c < n; c += kMapChunk) {
     const int64_t len = std::min(kMapChunk, n - c);
+    prefetch_map(in, out, c, len);  // NOTE [prefetching maps]
     for (int64_t i = 0; i < len; i += W) {
       const int lanes = int(std::min<int64_t>(W, len - i));
       const auto r = lanes == W ? f(load_vec(in[K] + c + i)...) : f(load_vec(in[K] + c + i, lanes)...);
