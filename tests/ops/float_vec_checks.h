@@ -183,7 +183,9 @@ DEW_FLOAT_VEC_TEST(TailsReadAndWriteOnlyTheirLanes) {
 DEW_FLOAT_VEC_TEST(RowMaxSkipsNanAndCountsOnlyTheRow) {
   DEW_NEED_TIER();
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (int n = 0; n <= 3 * ops::DEW_KERNEL_NS::kVecWidth + 1; ++n) {
+  // Past 4 vectors the row runs through four partial maxima: a unique largest element at every
+  // position finds a partial that is dropped, and the tails after them.
+  for (int n = 0; n <= 9 * ops::DEW_KERNEL_NS::kVecWidth + 3; ++n) {
     std::vector<float> x(static_cast<size_t>(n));
     float want = -std::numeric_limits<float>::infinity();
     for (int i = 0; i < n; ++i) {
@@ -191,6 +193,11 @@ DEW_FLOAT_VEC_TEST(RowMaxSkipsNanAndCountsOnlyTheRow) {
       if (!std::isnan(x[size_t(i)])) want = std::max(want, x[size_t(i)]);
     }
     EXPECT_EQ(checks::row_max(x), want) << "row of " << n;
+    for (int k = 0; k < n; ++k) {
+      std::vector<float> y = x;
+      y[size_t(k)] = 100.0f;
+      ASSERT_EQ(checks::row_max(y), 100.0f) << "row of " << n << ", largest at " << k;
+    }
   }
 }
 

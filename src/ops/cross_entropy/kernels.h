@@ -59,6 +59,9 @@ inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int
   };
   int64_t i = 0;
   for (; i + kVecWidth <= n; i += kVecWidth) {
+    // The next block's lines, one step's worth at a time (NOTE [prefetching maps]): past the row's end
+    // they are the next row's first block.
+    prefetch_ahead<0>(x + i, kVecWidth, kLogitBlock * sizeof(T));
     const FloatVec v = logit_exp<T>(load_vec(x + i) - mb);
     store_vec(e + i, v);
     add(v);
@@ -185,10 +188,6 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       Acc m = -std::numeric_limits<Acc>::infinity();
       for (int64_t b = 0; b < blocks; ++b) {  // NOTE [one pass over the logits]
         const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
-        // Hardware prefetchers stop at page ends, and a block is a page or half of one: ask for the next.
-        const T* next = x + r * V + std::min(i0 + kLogitBlock, V - 1);
-        for (int64_t k = 0; k < kLogitBlock * int64_t(sizeof(T)); k += 64)
-          __builtin_prefetch(reinterpret_cast<const char*>(next) + k);
         const Acc bm =
             block_max_and_exps<L, FastExp>(x + r * V + i0, m, row.e.data() + i0, n, row.block_sum[size_t(b)]);
         m = bm > m ? bm : m;
