@@ -56,7 +56,12 @@ void softmax_row_vec(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool 
     sum += v;
   };
   int64_t i = 0;
-  for (; i + kVecWidth <= n; i += kVecWidth) add_exps(i, exp_f32(load_vec(x + i) - m));
+  for (; i + kVecWidth <= n; i += kVecWidth) {
+    // The next row's lines, a step's worth at a time (NOTE [prefetching maps]): the thread's next row
+    // follows this one, and the hardware prefetchers stop at page ends (a row of 1024 f32 is a page).
+    prefetch_ahead<0>(x + i, kVecWidth, uintptr_t(n) * sizeof(T));
+    add_exps(i, exp_f32(load_vec(x + i) - m));
+  }
   if (i < n) add_exps(i, keep_first_lanes(exp_f32(load_vec(x + i, int(n - i)) - m), int(n - i)));
   alignas(64) float lanes[kVecWidth];  // across lanes in a fixed order
   store_vec(lanes, sum);
@@ -88,13 +93,7 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
     if constexpr (FastExp && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
       if (a.fn != AlongAxisFn::cumsum && rows_on_float_vec<T>()) {
         Scratch<float> e((n + kVecWidth - 1) / kVecWidth * kVecWidth);
-        for (int64_t r = r0; r < r1; ++r) {
-          // Hardware prefetchers stop at page ends, and a row of 1024 f32 is a page: ask for the next row.
-          if (r + 1 < r1)
-            for (int64_t k = 0; k < std::min<int64_t>(n * int64_t(sizeof(T)), 8192); k += 64)
-              __builtin_prefetch(reinterpret_cast<const char*>(x + (r + 1) * n) + k);
-          softmax_row_vec(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
-        }
+        for (int64_t r = r0; r < r1; ++r) softmax_row_vec(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
         if (stream) _mm_sfence();  // the non-temporal stores before the rows are handed on
         return;
       }
