@@ -64,6 +64,15 @@ inline float row_max_vec(const T* x, int64_t n) {
   return m;
 }
 
+// The sum of v's lanes, in lane order (the order the row kernels' results are defined by).
+inline float lanes_sum(FloatVec v) {
+  alignas(64) float lanes[kVecWidth];
+  store_vec(lanes, v);
+  float s = 0;
+  for (float l : lanes) s += l;
+  return s;
+}
+
 // NOTE [streaming large outputs]
 // An output row written once and not read again by its op, in an output that outgrows the caches
 // before the next op reads it (cross_entropy's GPT-2 gradient, 1024 x 50257 f32, is 206 MB): ordinary

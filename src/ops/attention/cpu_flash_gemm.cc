@@ -58,6 +58,48 @@ KeyBlock key_block(const T* k, const T* v, const AttentionGeometry& g, int64_t b
   }
 }
 
+// NOTE [score rows on FloatVec]
+// The softmax between the two GEMMs took about a sixth of the forward's time in its auto-vectorized
+// scalar loops (max, exps, sum; perf), which cannot reach AVX-512's vscalefps (NOTE [one body for
+// scalar and vector float functions]). Both tiers that build this file have a FloatVec, so a score
+// row's max, exps and sum, and the backward's P and dS, run on it in one pass each.
+#if !DEW_HAS_FLOAT_VEC
+#error "flash_gemm is built only for tiers with a FloatVec"
+#endif
+
+// row[j] = exp(row[j] - m) for j in [0, n); returns their sum (kVecWidth lanes, then across them).
+float exps_in_place(float* row, int64_t n, float m) {
+  const FloatVec mv(m);
+  FloatVec sum = 0.0f;
+  int64_t j = 0;
+  for (; j + kVecWidth <= n; j += kVecWidth) {
+    const FloatVec e = exp_f32_within_2ulp(load_vec(row + j) - mv);
+    store_vec(row + j, e);
+    sum += e;
+  }
+  if (j < n) {  // the tail's other lanes read as 0, whose exp is not the row's
+    const int tail = int(n - j);
+    const FloatVec e = keep_first_lanes(exp_f32_within_2ulp(load_vec(row + j, tail) - mv), tail);
+    store_vec(row + j, e, tail);
+    sum += e;
+  }
+  return lanes_sum(sum);
+}
+
+// The backward's rows without a softcap: p[j] = exp(p[j] - lse) and d[j] = p[j] (d[j] - delta) scale
+// for j in [0, n), in one pass.
+void probabilities_and_score_gradients(float* p, float* d, int64_t n, float lse, float delta, float scale) {
+  const FloatVec lse_v(lse), delta_v(delta), scale_v(scale);
+  const auto step = [&](int64_t j, int lanes) __attribute__((always_inline)) {
+    const FloatVec e = exp_f32_within_2ulp(load_vec(p + j, lanes) - lse_v);
+    store_vec(p + j, e, lanes);
+    store_vec(d + j, e * (load_vec(d + j, lanes) - delta_v) * scale_v, lanes);
+  };
+  int64_t j = 0;
+  for (; j + kVecWidth <= n; j += kVecWidth) step(j, kVecWidth);
+  if (j < n) step(j, int(n - j));
+}
+
 // The online softmax of query t over key block j0: its scores `sr` (cols) become probabilities
 // relative to the running max m, and the running sum l and the accumulator row are rescaled.
 void online_softmax(float* sr, int64_t cols, const AttentionMask& mask, int64_t t, int64_t j0, float cap,
@@ -67,7 +109,7 @@ void online_softmax(float* sr, int64_t cols, const AttentionMask& mask, int64_t 
   if (cap > 0)
     for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = cap * std::tanh(sr[j] / cap);
   mask_segments(mask, t, j0, c_lo, c_hi, sr, -INFINITY);
-  const float tile_max = row_max<kLanes, float>(sr + c_lo, c_hi - c_lo);
+  const float tile_max = row_max_vec(sr + c_lo, c_hi - c_lo);  // NOTE [score rows on FloatVec]
   const float new_m = std::max(m, tile_max);
   if (new_m == -INFINITY) {
     std::fill(sr, sr + cols, 0.0f);
@@ -76,8 +118,7 @@ void online_softmax(float* sr, int64_t cols, const AttentionMask& mask, int64_t 
   const float correction = exp_f32(m - new_m);
   std::fill(sr, sr + c_lo, 0.0f);
   std::fill(sr + c_hi, sr + cols, 0.0f);
-  for (int64_t j = c_lo; j < c_hi; ++j) sr[j] = exp_f32_within_2ulp(sr[j] - new_m);
-  const float sum = lane_sum<kLanes, float>(c_hi - c_lo, [&](int64_t j) { return sr[c_lo + j]; });
+  const float sum = exps_in_place(sr + c_lo, c_hi - c_lo, new_m);
   for (int64_t d = 0; d < D; ++d) acc_row[d] *= correction;
   l = l * correction + sum;
   m = new_m;
@@ -277,9 +318,8 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
             if (l_t == -INFINITY) c_hi = c_lo;  // a row that sees no key
             std::fill(pr, pr + c_lo, 0.0f), std::fill(dr, dr + c_lo, 0.0f);
             std::fill(pr + c_hi, pr + cols, 0.0f), std::fill(dr + c_hi, dr + cols, 0.0f);
-            if (cap == 0) {  // straight loops that vectorize
-              for (int64_t j = c_lo; j < c_hi; ++j) pr[j] = exp_f32_within_2ulp(pr[j] - l_t);
-              for (int64_t j = c_lo; j < c_hi; ++j) dr[j] = pr[j] * (dr[j] - delta_t) * scale;
+            if (cap == 0) {  // NOTE [score rows on FloatVec]
+              probabilities_and_score_gradients(pr + c_lo, dr + c_lo, c_hi - c_lo, l_t, delta_t, scale);
             } else {
               for (int64_t j = c_lo; j < c_hi; ++j) {
                 const float sc = cap * std::tanh(pr[j] / cap), th = sc / cap;

@@ -33,10 +33,7 @@ inline float rms_norm_row_vec(const T* x, const float* w, float eps, int64_t C, 
     const FloatVec v = load_vec(x + i);
     part += v * v;
   }
-  alignas(64) float lanes[kVecWidth];
-  store_vec(lanes, part);
-  float sum = 0;
-  for (float l : lanes) sum += l;
+  float sum = lanes_sum(part);
   for (int64_t i = full; i < C; ++i) sum += widen<float>(x[i]) * widen<float>(x[i]);
   const float inv = 1.0f / std::sqrt(sum / float(C) + eps);
   const FloatVec inv_v(inv);
@@ -56,10 +53,7 @@ inline void rms_norm_backward_row_vec(const T* x, const T* dy, const float* w, f
   const int64_t full = C - C % kVecWidth;
   FloatVec part = 0.0f;
   for (int64_t i = 0; i < full; i += kVecWidth) part += load_vec(dy + i) * load_vec(x + i) * load_vec(w + i);
-  alignas(64) float lanes[kVecWidth];
-  store_vec(lanes, part);
-  float sum = 0;
-  for (float l : lanes) sum += l;
+  float sum = lanes_sum(part);
   for (int64_t i = full; i < C; ++i) sum += widen<float>(dy[i]) * widen<float>(x[i]) * w[i];
   const FloatVec inv_v(inv), k(inv * inv * sum / float(C));
   const auto write = [&](int64_t i, int n) __attribute__((always_inline)) {

@@ -63,10 +63,7 @@ void softmax_row_vec(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool 
     add_exps(i, exp_f32(load_vec(x + i) - m));
   }
   if (i < n) add_exps(i, keep_first_lanes(exp_f32(load_vec(x + i, int(n - i)) - m), int(n - i)));
-  alignas(64) float lanes[kVecWidth];  // across lanes in a fixed order
-  store_vec(lanes, sum);
-  float s = 0;
-  for (float l : lanes) s += l;
+  const float s = lanes_sum(sum);
   if (f == AlongAxisFn::softmax) {
     const FloatVec inv = 1.0f / s;
     write_row_vec(y, n, stream, [&](int64_t i, int k) { return inv * load_vec(e + i, k); });
