@@ -276,6 +276,10 @@ std::vector<NamedAttentionCase> attention_case_table() {
           // tiles, masks crossing tile edges
           {"tiles_d64_segments_sinks", {"ci"}, {2, 72, 72, 1, 1, 64}, causal, true, true},
           {"tiles_d128_window_softcap", {"ci"}, {1, 70, 90, 2, 1, 128}, long_window_cap, false, false},
+          // the blocked-GEMM kernels' blocks: query blocks of 128 with a tail, the forward's key blocks
+          // of 512 and the backward's of 256 with tails, so the online softmax rescales across blocks
+          {"past_one_key_block", {"ci"}, {1, 300, 600, 2, 1, 8}, scaled, false, false},
+          {"causal_past_one_key_block", {"ci"}, {1, 600, 600, 1, 1, 8}, causal, false, false},
           {"gpt2_layer", {"bench"}, {4, 1024, 1024, 12, 12, 64}, causal, false, false},
           {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false}};
 }

@@ -1,8 +1,9 @@
 // attention and its backward as blocked GEMMs (cpu.avx2.flash_gemm, cpu.avx512.flash_gemm: built once
-// per tier, NOTE [instruction-set regions]): per (batch, head, block of 128 queries), key blocks of 256
-// go through oneDNN's sgemm (S = Q K^T, then O += P V) with the online softmax between them; masks
-// cost only the blocks they cut. Each pool thread runs its GEMMs on one OpenMP thread, so oneDNN's
-// team does not oversubscribe the pool. f32 and bf16 (queries widened once, keys and values per block).
+// per tier, NOTE [instruction-set regions]): per (batch, head, block of 128 queries), key blocks (512 in
+// the forward, 256 in the backward) go through oneDNN's sgemm (S = Q K^T, then O += P V) with the online
+// softmax between them; masks cost only the blocks they cut. Each pool thread runs its GEMMs on one
+// OpenMP thread, so oneDNN's team does not oversubscribe the pool. f32 and bf16 (queries widened once,
+// keys and values per block).
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -14,6 +15,10 @@ namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
 constexpr int64_t kQueryBlock = 128, kKeyBlock = 256;
+// The forward's query blocks take keys 512 at a time: fewer, wider sgemm calls ran the GPT-2 layer 5-7%
+// faster than 256 (llama8b_layer alike; docs/perf.md). The backward keeps 256: its two score blocks of
+// 128 x 512 floats would fill a Zen 3's 512 KB L2, and here 512 measured no faster.
+constexpr int64_t kForwardKeyBlock = 512;
 
 void check_sgemm(dnnl_status_t s) {
   DEW_REQUIRE(s == dnnl_success, "[attention] oneDNN sgemm failed with status {}", int(s));
@@ -215,7 +220,8 @@ void attention_decode_step(const ForwardCall<T>& c) {
   });
 }
 
-// Blocks of up to 128 queries per (batch, head): S = Q K^T and O += P V through oneDNN's sgemm.
+// Blocks of up to 128 queries per (batch, head), keys 512 at a time: S = Q K^T and O += P V through
+// oneDNN's sgemm.
 template <class T>
 void attention_query_blocks(const ForwardCall<T>& c) {
   const AttentionGeometry& g = c.g;
@@ -223,9 +229,9 @@ void attention_query_blocks(const ForwardCall<T>& c) {
   parallel_for(g.B * g.H * blocks, 1, [&](int64_t w0, int64_t w1) {
     omp_set_num_threads(1);
     const int64_t most_rows = std::min(g.T, kQueryBlock);
-    std::vector<float> s(size_t(most_rows * kKeyBlock)), acc(size_t(most_rows * g.D)),
+    std::vector<float> s(size_t(most_rows * kForwardKeyBlock)), acc(size_t(most_rows * g.D)),
         m(static_cast<size_t>(most_rows)), l(static_cast<size_t>(most_rows));
-    std::vector<float> k_block(std::is_same_v<T, float> ? 0 : size_t(kKeyBlock * g.D)),
+    std::vector<float> k_block(std::is_same_v<T, float> ? 0 : size_t(kForwardKeyBlock * g.D)),
         v_block(k_block.size());
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / (g.H * blocks), h = (w / blocks) % g.H, t0 = (w % blocks) * kQueryBlock;
@@ -236,8 +242,8 @@ void attention_query_blocks(const ForwardCall<T>& c) {
       std::fill(l.begin(), l.end(), 0.0f);
       const int64_t j_lo = mask.key_range(t0).first, j_hi = mask.key_range(t1 - 1).second;
       const float* qb = c.q.data() + g.q_at(b, t0, h);
-      for (int64_t j0 = j_lo; j0 < j_hi; j0 += kKeyBlock) {  // key blocks
-        const int64_t cols = std::min(j_hi, j0 + kKeyBlock) - j0;
+      for (int64_t j0 = j_lo; j0 < j_hi; j0 += kForwardKeyBlock) {  // key blocks
+        const int64_t cols = std::min(j_hi, j0 + kForwardKeyBlock) - j0;
         const KeyBlock kv = key_block(c.k, c.v, g, b, hk, j0, cols, k_block, v_block);
         check_sgemm(
             dnnl_sgemm('N', 'T', rows, cols, g.D, c.scale, qb, g.H * g.D, kv.k, kv.ld, 0.0f, s.data(), cols));
