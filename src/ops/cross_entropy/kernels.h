@@ -77,10 +77,15 @@ inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int
   return bm;
 }
 
-// scale_block on FloatVec (e is not changed).
+// scale_block on FloatVec (e is not changed). Ordinary stores read each line first: the next block's
+// lines are asked for, for writing, a step at a time (NOTE [prefetching maps]).
 template <class T>
 inline void scale_block_vec(const float* e, float scale, T* d, int64_t n, bool stream) {
-  write_row_vec(d, n, stream, [&](int64_t i, int lanes) { return FloatVec(scale) * load_vec(e + i, lanes); });
+  write_row_vec(
+      d, n, stream, [&](int64_t i, int lanes) __attribute__((always_inline)) {
+        if (!stream) prefetch_ahead<1>(d + i, lanes, kLogitBlock * sizeof(T));
+        return FloatVec(scale) * load_vec(e + i, lanes);
+      });
 }
 #endif
 
