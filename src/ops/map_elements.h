@@ -42,7 +42,8 @@ inline constexpr int64_t kMapChunk = 256;  // floats per output: fastest of 128-
 // fault, so addresses past a row's end are computed as integers and asked for: in a contiguous tensor
 // they are the next row's, the one the next call reads.
 // A burst of prefetches stalls the loop once the line-fill buffers are full (cross_entropy spent a
-// quarter of its time on one per block), so they go one step's lines at a time.
+// quarter of its time on one per block), so they go one step's lines at a time. The row kernels that
+// stream (softmax, cross_entropy, the one-row GEMV) ask the same way.
 inline constexpr uintptr_t kPrefetchBytes = 2048;
 template <int Write, class T>
 [[gnu::always_inline]] inline void prefetch_ahead(const T* p, int64_t elements,
