@@ -102,10 +102,7 @@ void gemv_rows_dpbf16(const MatmulArgs& args, Tensor& out) {
     for (; k + 32 <= K; k += 32)
       even =
           _mm512_dpbf16_ps(even, (__m512bh)_mm512_loadu_si512(x + k), (__m512bh)_mm512_loadu_si512(row + k));
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, _mm512_add_ps(even, odd));
-    float dot = 0;
-    for (float lane : lanes) dot += lane;
+    float dot = lanes_sum(F32x16(_mm512_add_ps(even, odd)));
     for (; k < K; ++k) dot += widen<float>(x[k]) * widen<float>(row[k]);
     return dot;
   });
