@@ -6,7 +6,10 @@
 //   g++ -std=c++20 -O3 -mavx512f -mavx512bw -mavx512vl -mavx512bf16 -Iinclude dev/bf16_table/table_ab.cc
 //   build/libdew_core.a -lfmt -o /tmp/table_ab
 // 2026-12-01, one core: gather 0.21-0.23 ns per element in L2 (0.26-0.31 out of cache), scalar 0.25-0.26
-// (0.32-0.35); see docs/perf.md "A bf16 table instead of arithmetic".
+// (0.32-0.35); see docs/perf.md "A bf16 table instead of arithmetic". 2026-12-02, out of cache: scalar
+// 0.52-0.66, packed (four a 64-bit load) 0.42-0.50, each asking 2 KB ahead 0.32-0.35 and 0.32-0.33,
+// gather 0.29-0.32; src/ops/unary/table.cc is the packed form asking ahead (docs/perf.md "Unary maps by
+// table").
 #include <dew/dtype.h>
 #include <immintrin.h>
 
@@ -30,6 +33,32 @@ __attribute__((noinline)) void run_gather(const uint16_t* x, uint16_t* y, int64_
 }
 __attribute__((noinline)) void run_scalar(const uint16_t* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = table_bf16[x[i]];
+}
+
+// Four lookups a 64-bit load and store: half the load and store instructions of run_scalar.
+__attribute__((noinline)) void run_packed(const uint16_t* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i + 4 <= n; i += 4) {
+    uint64_t v;
+    std::memcpy(&v, x + i, 8);
+    const uint64_t r = uint64_t(table_bf16[v & 0xFFFF]) | uint64_t(table_bf16[(v >> 16) & 0xFFFF]) << 16 |
+                       uint64_t(table_bf16[(v >> 32) & 0xFFFF]) << 32 | uint64_t(table_bf16[v >> 48]) << 48;
+    std::memcpy(y + i, &r, 8);
+  }
+}
+// run_scalar asking 2 KB ahead for its input and output (NOTE [prefetching maps]).
+__attribute__((noinline)) void run_scalar_prefetch(const uint16_t* x, uint16_t* y, int64_t n) {
+  for (int64_t c = 0; c < n; c += 32) {
+    __builtin_prefetch(x + c + 1024, 0, 3);
+    __builtin_prefetch(y + c + 1024, 1, 3);
+    for (int64_t i = c; i < std::min(n, c + 32); ++i) y[i] = table_bf16[x[i]];
+  }
+}
+__attribute__((noinline)) void run_packed_prefetch(const uint16_t* x, uint16_t* y, int64_t n) {
+  for (int64_t c = 0; c < n; c += 32) {
+    __builtin_prefetch(x + c + 1024, 0, 3);
+    __builtin_prefetch(y + c + 1024, 1, 3);
+    run_packed(x + c, y + c, std::min<int64_t>(32, n - c));
+  }
 }
 
 template <class F>
@@ -57,8 +86,11 @@ int main() {
     for (int64_t i = 0; i < n; ++i)
       x[size_t(i)] = dew::f32_to_bf16(float((i * 2654435761u) % 10000) / 1000.f - 5.f).bits;
     const int reps = n < 100000 ? 200 : 5;
-    printf("n %ld: gather %.3f  scalar %.3f ns/elem\n", long(n),
-           ns_per_element(run_gather, x.data(), y.data(), n, reps),
-           ns_per_element(run_scalar, x.data(), y.data(), n, reps));
+    printf("n %ld: gather %.3f  scalar %.3f  packed %.3f  scalar+prefetch %.3f  packed+prefetch %.3f ns/elem\n",
+           long(n), ns_per_element(run_gather, x.data(), y.data(), n, reps),
+           ns_per_element(run_scalar, x.data(), y.data(), n, reps),
+           ns_per_element(run_packed, x.data(), y.data(), n, reps),
+           ns_per_element(run_scalar_prefetch, x.data(), y.data(), n, reps),
+           ns_per_element(run_packed_prefetch, x.data(), y.data(), n, reps));
   }
 }

@@ -275,37 +275,8 @@ requires is_f32_like<F>
 // NOTE [bf16 results in float]: a bf16 result rounds at 2^-9 relative. Float arithmetic a few ulps off
 // (1e-6) moves that rounding only where the value lies within 1e-6 of a bf16 midpoint, and then to the
 // other neighbour (still faithful), so bf16 results use float-internal functions: twice the lanes of
-// double per vector and no conversions. exp_f32_for_bf16 above, tanh and log here.
-
-// expm1(x) for bf16 results: exp_f32_for_bf16's reduction and polynomial q = expm1(r), then
-// 2^n q + (2^n - 1), which is q itself for n = 0: relative accuracy near 0, where 1 + q - 1 would cancel.
-template <class F>
-requires is_f32_like<F>
-[[gnu::always_inline]] inline F expm1_f32_for_bf16(F x) {
-  const auto [n, rh] = exp_argument(x);
-  const F r = mul_add(n, F(kLn2Low), rh);
-  return times_pow2(mul_add(exp_tail_for_bf16(r), r * r, r), n) + (times_pow2(F(1.0f), n) - F(1.0f));
-}
-
-// tanh for bf16 results: -expm1(-2a) / (2 + expm1(-2a)) for a = |x|, one exp and one division by a
-// number in (1, 2] (relative error ~3e-6); tanh(9) rounds to 1. NaN stays NaN (the clamps keep it),
-// signed zeros keep their sign.
-template <class F>
-requires is_f32_like<F>
-[[gnu::always_inline]] inline F tanh_f32_for_bf16(F x) {
-  const F a = clamp_keep_nan(magnitude(x), 0.0f, 9.0f), em1 = expm1_f32_for_bf16(F(-2.0f) * a);
-  return with_sign_of(-em1 / (F(2.0f) + em1), x);
-}
-
-// log for bf16 results (NOTE [bf16 results in float]).
-template <class F>
-requires is_f32_like<F>
-[[gnu::always_inline]] inline F log_f32_for_bf16(F x) {  // log(x) = k ln 2 + 2 atanh((m - 1) / (m + 1))
-  const auto [m, k] = log_argument(x);
-  const F s = (m - F(1.0f)) / (m + F(1.0f)), s2 = s * s;
-  return log_special_values(
-      x, mul_add(k, F(0.693147180559945f), F(2.0f) * mul_add(s * s2, horner(s2, kAtanhSeriesF32), s)));
-}
+// double per vector and no conversions (exp_f32_for_bf16 above). The unary ops on bf16 that cost more
+// than a lookup go by table instead (NOTE [unary maps by table]).
 
 // erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):
 // Q is smooth on t in [1/7, 1], a in [0, 12] (past 12, exp(-a^2) underflows), between 0.28 and 1;

@@ -23,12 +23,8 @@ template <UnaryFn F, bool Fast, class T, class Acc>
     return times_sigmoid_for<T>(Acc(1), x);
   else if constexpr (Fast && F == UnaryFn::silu)
     return times_sigmoid_for<T>(x, x);
-  else if constexpr (Fast && F == UnaryFn::tanh && std::is_same_v<T, bf16>)  // NOTE [bf16 results in float]
-    return tanh_f32_for_bf16(x);
   else if constexpr (Fast && F == UnaryFn::tanh)
     return tanh_f32(x);
-  else if constexpr (Fast && F == UnaryFn::log && std::is_same_v<T, bf16>)
-    return log_f32_for_bf16(x);
   else if constexpr (Fast && F == UnaryFn::log)
     return log_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu)  // NOTE [erf-GELU in float]

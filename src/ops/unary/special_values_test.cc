@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "select/requirements.h"
+#include "ops/unary/unary.h"
 
 namespace dew {
 namespace {
@@ -18,10 +18,12 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<std::string> implementations_here() {
-  std::vector<std::string> v{"portable"};
-  if (select::cpu_supports(select::Isa::avx2)) v.push_back("cpu.avx2");
-  if (select::cpu_supports(select::Isa::avx512)) v.push_back("cpu.avx512");
+// The implementations that take op on dtype here, as the selector judges them.
+std::vector<std::string> implementations_here(const std::string& op, DType dtype) {
+  const ops::UnaryArgs args{Tensor::zeros({4}, dtype), ops::unary_from_name(op)};
+  std::vector<std::string> v;
+  for (const select::Verdict& verdict : ops::Unary::registry().explain(args))
+    if (verdict.eligible) v.push_back(verdict.implementation);
   return v;
 }
 
@@ -45,12 +47,12 @@ void expect_same(float got, float want, const std::string& what) {
   EXPECT_EQ(std::signbit(got), std::signbit(want)) << what << ": sign of " << got;
 }
 
-// want[i] for fn(xs[i]) on each implementation; `tiers_only` leaves portable out (for finite values that
-// only the tiers round once: portable computes erf-GELU in float, rounding several times).
+// want[i] for fn(xs[i]) on each implementation; `skip_portable` leaves portable out (for finite values
+// that only the tiers round once: portable computes erf-GELU in float, rounding several times).
 void check(const std::string& op, Tensor (*fn)(const Tensor&), const std::vector<float>& xs,
-           const std::vector<float>& want, bool tiers_only = false) {
-  for (const std::string& impl : implementations_here()) {
-    if (tiers_only && impl == "portable") continue;
+           const std::vector<float>& want, bool skip_portable = false) {
+  for (const std::string& impl : implementations_here(op, DType::f32)) {
+    if (skip_portable && impl == "portable") continue;
     std::vector<float> got = run_pinned(op, impl, fn, xs);
     for (size_t i = 0; i < xs.size(); ++i)
       expect_same(got[i], want[i], op + "(" + std::to_string(xs[i]) + ") on " + impl);
@@ -72,15 +74,16 @@ TEST(UnarySpecialValues, Exp) {
   check("exp", exp, xs, want);
 }
 
-// On bf16 data, every implementation: results that are special (infinite, NaN, zero, or exactly
+// On bf16 data, every implementation that takes the function there (a tier, or cpu.table, and portable):
+// results that are special (infinite, NaN, zero, or exactly
 // representable truths) equal the truth, and every finite truth is matched faithfully (within one bf16
 // step of it), subnormal results kept, not flushed (NOTE [native bf16 narrowing]). Inputs are padded
 // to 35 values: two groups of 16 and a tail.
 void check_bf16(const std::string& op, Tensor (*fn)(const Tensor&), double (*truth_of)(double),
-                std::vector<float> xs, bool tiers_only = false) {
+                std::vector<float> xs, bool skip_portable = false) {
   for (float pad = 0.25f; xs.size() < 35; pad += 0.5f) xs.push_back(xs.size() % 2 ? pad : -pad);
-  for (const std::string& impl : implementations_here()) {
-    if (tiers_only && impl == "portable") continue;
+  for (const std::string& impl : implementations_here(op, DType::bf16)) {
+    if (skip_portable && impl == "portable") continue;
     const std::vector<float> got = run_pinned(op, impl, fn, xs, DType::bf16);
     for (size_t i = 0; i < xs.size(); ++i) {
       const std::string what = op + "(" + std::to_string(xs[i]) + ") on " + impl + " in bf16";
@@ -117,19 +120,19 @@ TEST(UnarySpecialValues, Bf16Results) {
   check_bf16(
       "silu", silu, [](double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); },
       sigmoid_inputs);
-  // 0.5 x (1 + tanh u) = x sigmoid(2u), whose tail the tiers keep (portable's 1 + tanh u cancels there).
+  // 0.5 x (1 + tanh u) = x sigmoid(2u), whose tail cpu.table keeps (portable's 1 + tanh u cancels there).
   check_bf16(
       "gelu_tanh", gelu_tanh,
       [](double x) { return x / (1.0 + std::exp(-1.5957691216057307118 * (x + 0.044715 * x * x * x))); },
       {kNan, 0.0f, -0.0f, 1.0f, -1.0f, 3.0f, -3.0f, -5.0f, -9.0f, -10.0f, -12.0f, -60.0f, 60.0f},
-      /*tiers_only=*/true);
-  // The erf-GELU's negative tail keeps its relative accuracy (1 + erf computed as exp(-z^2) erfcx(-z)),
-  // past |z| = 4 and down to where it underflows (on the tiers: portable's 1 + erf cancels there).
+      /*skip_portable=*/true);
+  // The erf-GELU's negative tail keeps its relative accuracy (1 + erf(z) written as erfc(-z)),
+  // past |z| = 4 and down to where it underflows (in cpu.table: portable's 1 + erf cancels there).
   check_bf16(
       "gelu", gelu_erf, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); },
       {kInf,  kNan,  0.0f,  -0.0f, 0.1f,   -0.3f,  1.0f, -1.5f, -3.0f, -5.0f,
        -5.6f, -5.7f, -6.0f, -8.0f, -11.0f, -13.0f, 3.0f, 5.7f,  6.0f,  20.0f},
-      /*tiers_only=*/true);
+      /*skip_portable=*/true);
 }
 
 TEST(UnarySpecialValues, Tanh) {
@@ -152,7 +155,7 @@ TEST(UnarySpecialValues, Log) {
 TEST(UnarySpecialValues, GeluErf) {
   check("gelu", gelu_erf, {kInf, kNan, 0.0f, -0.0f, 10.0f, -20.0f}, {kInf, kNan, 0.0f, -0.0f, 10.0f, -0.0f});
   const std::vector<float> xs{1.0f, -2.5f, 0.3f, -0.7f, 1e-20f, -1e-30f, -6.0f, -8.0f, -11.0f, -13.0f};
-  for (const std::string& impl : implementations_here()) {
+  for (const std::string& impl : implementations_here("gelu", DType::f32)) {
     if (impl == "portable") continue;
     const std::vector<float> got = run_pinned("gelu", impl, gelu_erf, xs);
     for (size_t i = 0; i < xs.size(); ++i) {

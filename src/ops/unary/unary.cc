@@ -69,6 +69,7 @@ const select::Registry<UnaryArgs>& Unary::registry() {
   static const select::Registry<UnaryArgs> r = [] {
     select::Registry<UnaryArgs> reg;
     DEW_CUDA_IMPLEMENTATIONS(add_unary_cuda, reg);
+    add_unary_table(reg);
     avx512::add_unary_cpu(reg);
     avx2::add_unary_cpu(reg);
     add_unary_portable(reg);
@@ -91,7 +92,7 @@ std::vector<Case<UnaryArgs>> Unary::cases(std::string_view op) {
   return {{"rows_1000", {"ci"}, all, make({8, 1000}, false)},
           {"odd_tail", {"ci", "edge"}, all, make({3, 37}, false)},
           {"transposed", {"ci", "edge"}, all, make({19, 6}, true)},
-          {"gpt2_mlp", {"bench"}, {DType::f32, DType::bf16}, make({4096, 3072}, false)}};
+          {"gpt2_mlp", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({4096, 3072}, false)}};
 }
 
 }  // namespace dew::ops

@@ -31,6 +31,10 @@ Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const
 // The unary function a fused activation (matmul's epilogue, a GLU's gate) applies.
 UnaryFn unary_of(Activation act);
 
+// Whether cpu.table computes f on bf16 and f16 (NOTE [unary maps by table]).
+bool unary_by_table(UnaryFn f);
+
+void add_unary_table(select::Registry<UnaryArgs>& r);
 void add_unary_portable(select::Registry<UnaryArgs>& r);
 void add_unary_cuda(select::Registry<UnaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_unary_cpu(select::Registry<UnaryArgs>& r))
