@@ -3,7 +3,7 @@
 // the forward, 256 in the backward) go through oneDNN's sgemm (S = Q K^T, then O += P V) with the online
 // softmax between them; masks cost only the blocks they cut. Each pool thread runs its GEMMs on one
 // OpenMP thread, so oneDNN's team does not oversubscribe the pool. f32 and bf16 (queries widened once,
-// keys and values per block).
+// keys and values per block). The backward runs the same blocks key block by key block.
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -19,6 +19,13 @@ constexpr int64_t kQueryBlock = 128, kKeyBlock = 256;
 // faster than 256 (llama8b_layer alike; docs/perf.md). The backward keeps 256: its two score blocks of
 // 128 x 512 floats would fill a Zen 3's 512 KB L2, and here 512 measured no faster.
 constexpr int64_t kForwardKeyBlock = 512;
+
+// NOTE [key blocks outside in the backward]
+// The backward walks a head's key blocks in the outer loop and the query blocks that see each in the
+// inner one (FlashAttention-2's order), so a key block's K, V, dK and dV (4 x 64 KB at D = 64) stay in
+// L2 while the query blocks stream past; queries outside made every query block sweep all of a head's
+// keys and their gradients (1 MB at T = 1024) and ran the GPT-2 layer 2-5% slower (docs/perf.md). dQ
+// and dK/dV each still sum their blocks in ascending order.
 
 void check_sgemm(dnnl_status_t s) {
   DEW_REQUIRE(s == dnnl_success, "[attention] oneDNN sgemm failed with status {}", int(s));
@@ -302,14 +309,17 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
       }
       float* dkh = dk_h.data() + size_t((b * g.H + h) * g.S * g.D);
       float* dvh = dv_h.data() + size_t((b * g.H + h) * g.S * g.D);
-      for (int64_t t0 = 0; t0 < g.T; t0 += kQueryBlock) {  // query blocks
-        const int64_t t1 = std::min(g.T, t0 + kQueryBlock), rows = t1 - t0;
-        const int64_t j_lo = mask.key_range(t0).first, j_hi = mask.key_range(t1 - 1).second;
-        const float* qb = q.data() + g.q_at(b, t0, h);
-        const float* dob = dout.data() + g.q_at(b, t0, h);
-        float* dqb = dq.data() + g.q_at(b, t0, h);
-        for (int64_t j0 = j_lo; j0 < j_hi; j0 += kKeyBlock) {  // key blocks
-          const int64_t cols = std::min(j_hi, j0 + kKeyBlock) - j0;
+      // NOTE [key blocks outside in the backward]
+      for (int64_t k0 = 0; k0 < g.S; k0 += kKeyBlock) {
+        const int64_t k1 = std::min(g.S, k0 + kKeyBlock);
+        for (int64_t t0 = 0; t0 < g.T; t0 += kQueryBlock) {  // the query blocks that see this key block
+          const int64_t t1 = std::min(g.T, t0 + kQueryBlock), rows = t1 - t0;
+          const int64_t j0 = std::max(k0, mask.key_range(t0).first);
+          const int64_t cols = std::min(k1, mask.key_range(t1 - 1).second) - j0;
+          if (cols <= 0) continue;
+          const float* qb = q.data() + g.q_at(b, t0, h);
+          const float* dob = dout.data() + g.q_at(b, t0, h);
+          float* dqb = dq.data() + g.q_at(b, t0, h);
           const float* kb = k.data() + g.k_at(b, j0, hk);
           const float* vb = v.data() + g.k_at(b, j0, hk);
           check_sgemm(dnnl_sgemm('N', 'T', rows, cols, g.D, scale, qb, ld_q, kb, ld_k, 0.0f, p.data(), cols));
