@@ -32,11 +32,15 @@ TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
   EXPECT_ROUTE("rms_norm", "portable", rms_norm(ones({4, 64}, DType::f16), Tensor(), 1e-6));
   EXPECT_ROUTE("exp", widest_tier(), exp(ones({4, 64}, DType::f32)));
   EXPECT_ROUTE("tanh", widest_tier(), tanh(ones({4, 64}, DType::f32)));
-  // 16-bit data: the costly functions by table on every CPU; the others on the tiers (f32 and bf16 only).
+  // 16-bit data by table on every CPU: every function on f16, which the tiers do not take, and the
+  // costly ones on bf16 (not exp: the tiers' bf16 exp is faster).
   EXPECT_ROUTE("tanh", "cpu.table", tanh(ones({4, 64}, DType::f16)));
   EXPECT_ROUTE("gelu", "cpu.table", gelu(ones({4, 64}, DType::bf16), false));
+  EXPECT_ROUTE("exp", "cpu.table", exp(ones({4, 64}, DType::f16)));
   EXPECT_ROUTE("exp", widest_tier(), exp(ones({4, 64}, DType::bf16)));
-  EXPECT_ROUTE("exp", "portable", exp(ones({4, 64}, DType::f16)));
+  EXPECT_ROUTE("relu", "cpu.table", relu(ones({4, 64}, DType::f16)));
+  EXPECT_ROUTE("relu", widest_tier(), relu(ones({4, 64}, DType::bf16)));
+  EXPECT_ROUTE("relu", "portable", relu(ones({4, 64}, DType::f64)));
   EXPECT_ROUTE("add", widest_tier(), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));
   EXPECT_ROUTE("pow", "portable", pow(ones({4, 8}, DType::f32), ones({4, 8}, DType::f32)));
   Tensor q = ones({1, 8, 2, 16}, DType::f32), kv = ones({1, 8, 1, 16}, DType::f32);

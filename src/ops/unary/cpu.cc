@@ -15,7 +15,7 @@ void add_unary_cpu(select::Registry<UnaryArgs>& r) {
       },
       {select::requires_that<UnaryArgs>(
           "f32, or bf16 for a function cpu.table does not take",
-          [](const UnaryArgs& a) { return a.dtype() == DType::f32 || !unary_by_table(a.fn); },
+          [](const UnaryArgs& a) { return !unary_by_table(a.fn, a.dtype()); },
           [](const UnaryArgs& a) { return fmt::format("{} on bf16 is cpu.table's", unary_name(a.fn)); })});
 }
 

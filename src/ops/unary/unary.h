@@ -31,8 +31,8 @@ Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const
 // The unary function a fused activation (matmul's epilogue, a GLU's gate) applies.
 UnaryFn unary_of(Activation act);
 
-// Whether cpu.table computes f on bf16 and f16 (NOTE [unary maps by table]).
-bool unary_by_table(UnaryFn f);
+// Whether cpu.table computes f on dtype (NOTE [unary maps by table]).
+bool unary_by_table(UnaryFn f, DType dtype);
 
 void add_unary_table(select::Registry<UnaryArgs>& r);
 void add_unary_portable(select::Registry<UnaryArgs>& r);
