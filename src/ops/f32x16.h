@@ -150,6 +150,16 @@ template <class T>
     return _mm512_maskz_loadu_ps(k, p);
 }
 
+// table[x] for sixteen 16-bit values x (a bf16's or an f16's bits) by one gather from a 65,536-entry
+// float table (NOTE [unary maps by table]); `lanes` (< 16) for a tail, whose other lanes read as 0.
+template <class T>
+[[gnu::always_inline]] inline F32x16 gather_vec(const float* table, const T* x, int lanes = 16) {
+  static_assert(sizeof(T) == 2);
+  const __mmask16 k = first_lanes(lanes);
+  const __m512i index = _mm512_maskz_cvtepu16_epi32(k, _mm256_maskz_loadu_epi16(k, x));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, index, table, 4);
+}
+
 // NOTE [native bf16 narrowing] (map_elements.h): vcvtneps2bf16 flushes subnormal inputs, so a group that
 // holds one (vfpclassps, category 0x20) narrows lane by lane with dtype.h's integer rounding.
 template <class T>

@@ -19,14 +19,17 @@ namespace dew::ops {
 namespace {
 
 // NOTE [unary maps by table]
-// A bf16 erf-GELU costs 0.53 ns an element in float arithmetic on AVX-512 (one core, in L2) and its
-// memory 0.36 (two cores sharing 22 GB/s): the arithmetic, not the memory, set its time. A lookup
-// costs 0.25 ns (one load an element: no gathers, so nothing to fear from microcode mitigations of
-// them, and the same code at every tier), so a table map runs at the memory's time. A table is 128 KB
-// of 16-bit results; activations touch a few KB of it (a few dozen exponents), which stay in L1.
-// Tables are built on first use (about 2 ms for erf-GELU) and never change: constants that cost
-// nothing until a program asks for them.
-using Table = std::array<uint16_t, 65536>;
+// A bf16 or f16 input has 65,536 values, so a unary function of one is a table of the double function
+// rounded once: correctly rounded, the same bits on every CPU, and one load an element whatever the
+// function. A bf16 erf-GELU cost 0.53 ns an element in AVX-512 float arithmetic (one core, in L2)
+// against its memory's 0.36 (two cores sharing 22 GB/s), so the arithmetic set its time; by table the
+// bench's bf16 maps run at their memory's time (docs/perf.md "Unary maps by table"). Two loops read the
+// tables: cpu.avx512.table sixteen entries a gather (1.1-1.4 ms on the bench), cpu.table, for every
+// other CPU, one scalar load an element, four to a 64-bit load and store (1.9-2.3 ms; AVX2's gathers
+// are slow on some CPUs, Zen 2). A table is 128 KB; activations touch a few KB of it (a few dozen
+// exponents), which stay in L1. Tables are built on first use (about 2 ms for erf-GELU) and never
+// change: constants that cost nothing until a program asks for them.
+using Table = std::array<uint16_t, 65536 + 1>;  // one entry past the last, which gathers of 32 bits read
 
 // The value each entry holds. The reference's forms are exact in double except the GELUs' 1 + erf(z)
 // and 1 + tanh(u), which cancel in the negative tail (0 past x = -5.7 for erf-GELU, where bf16 still
@@ -44,9 +47,21 @@ double table_value(double x) {
 template <UnaryFn F, class T>
 const Table& table() {
   static const Table t = [] {
-    Table out;
-    for (uint32_t b = 0; b < out.size(); ++b)
+    Table out{};
+    for (uint32_t b = 0; b < 65536; ++b)
       out[b] = Scalar<T>::from_f64(table_value<F>(Scalar<T>::to_f64(T{uint16_t(b)}))).bits;
+    return out;
+  }();
+  return t;
+}
+
+// The float nearest f at each bf16 input, for kernels that multiply it before rounding to bf16 (the GLUs'
+// act(gate) * up): the same table_value, 256 KB.
+template <UnaryFn F>
+const std::array<float, 65536>& float_table() {
+  static const std::array<float, 65536> t = [] {
+    std::array<float, 65536> out;
+    for (uint32_t b = 0; b < out.size(); ++b) out[b] = float(table_value<F>(bf16_to_f32(bf16{uint16_t(b)})));
     return out;
   }();
   return t;
@@ -91,30 +106,40 @@ void map_by_table(const Table& t, const UnaryArgs& a, Tensor& out) {
 
 bool unary_by_table(UnaryFn f, DType dtype) {
   if (dtype == DType::f16) return true;  // every function: the tiers do not take f16
-  if (dtype != DType::bf16) return false;
-  switch (f) {  // on bf16 the costly ones (the tiers' bf16 exp is faster: 1.4-1.6 ms on the bench, 2.1-2.3)
-    case UnaryFn::log:
-    case UnaryFn::tanh:
-    case UnaryFn::sigmoid:
-    case UnaryFn::silu:
-    case UnaryFn::gelu:
-    case UnaryFn::gelu_tanh:
-      return true;
-    default:
-      return false;
-  }
+  // On bf16 every function that computes: sign and bit moves (neg, abs, relu) and square cost the tiers
+  // no more than their memory.
+  return dtype == DType::bf16 && f != UnaryFn::neg && f != UnaryFn::abs && f != UnaryFn::square &&
+         f != UnaryFn::relu;
 }
 
-void add_unary_table(select::Registry<UnaryArgs>& r) {
-  auto by_table = select::requires_that<UnaryArgs>(
-      "f16, or bf16 with fn in {log, tanh, sigmoid, silu, gelu, gelu_tanh}",
+const uint16_t* unary_table_bits(UnaryFn f, DType dtype) {
+  const uint16_t* bits = nullptr;
+  with_unary_fn(f, [&](auto fn) {
+    constexpr UnaryFn F = decltype(fn)::value;
+    bits = dtype == DType::bf16 ? table<F, bf16>().data() : table<F, f16>().data();
+  });
+  return bits;
+}
+
+const float* bf16_function_values(UnaryFn f) {
+  const float* values = nullptr;
+  with_unary_fn(f, [&](auto fn) { values = float_table<decltype(fn)::value>().data(); });
+  return values;
+}
+
+select::Requirement<UnaryArgs> unary_table_requirement() {
+  return select::requires_that<UnaryArgs>(
+      "f16, or bf16 with fn not in {neg, abs, square, relu}",
       [](const UnaryArgs& a) { return unary_by_table(a.fn, a.dtype()); },
       [](const UnaryArgs& a) {
         return fmt::format("fn is {} on {}", unary_name(a.fn), dtype_name(a.dtype()));
       });
+}
+
+void add_unary_table(select::Registry<UnaryArgs>& r) {
   r.add({"cpu.table",
          {select::on_cpu<UnaryArgs>(), select::dtype_in<UnaryArgs>({DType::bf16, DType::f16}),
-          std::move(by_table)},
+          unary_table_requirement()},
          [](const UnaryArgs& a, std::vector<Tensor>& outs) {
            with_unary_fn(a.fn, [&](auto fn) {
              constexpr UnaryFn F = decltype(fn)::value;

@@ -1,5 +1,7 @@
 // cpu.table at every input a 16-bit float holds: each result against the function in long double
-// (computed apart from the table's double forms), correctly rounded but for the double's own error.
+// (computed apart from the table's double forms), correctly rounded but for the double's own error. And
+// the GLUs' bf16 forwards, whose act(gate) comes from a float table (NOTE [bf16 gates by table]), at
+// every gate with up = 1: rounded to float, then to bf16.
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "routes.h"
+#include "select/requirements.h"
 
 namespace dew {
 namespace {
@@ -34,6 +37,9 @@ long double sigmoid_of(long double x) {
 }
 // On both formats; the others go by table on f16 only.
 const Function kFunctions[] = {
+    {"exp", exp, [](long double x) { return std::exp(x); }},
+    {"sqrt", sqrt, [](long double x) { return x < 0 ? NAN : std::sqrt(x); }},
+    {"rsqrt", rsqrt, [](long double x) { return x < 0 ? NAN : 1 / std::sqrt(x); }},
     {"log", log, [](long double x) { return x < 0 ? NAN : std::log(x); }},
     {"tanh", tanh, [](long double x) { return std::tanh(x); }},
     {"sigmoid", sigmoid, sigmoid_of},
@@ -56,10 +62,15 @@ Tensor every_value(DType dtype) {
   return x;
 }
 
-void check_every_value(const Function& f, const Format& fmt) {
+// f at every value of the format through impl (pinned, if `pin`); `slack`: how far past half a step a
+// result may lie, relative to the truth.
+void check_every_value(const Function& f, const Format& fmt, const std::string& impl, bool pin = true,
+                       long double slack = 0x1p-50L) {
   const Tensor x = every_value(fmt.dtype);
   Tensor y;
-  EXPECT_ROUTE(f.op, "cpu.table", y = f.run(x));
+  if (pin) set_impl_overrides(std::string(f.op) + ":" + impl);
+  EXPECT_ROUTE(f.op, impl, y = f.run(x));
+  if (pin) set_impl_overrides("");
   const std::vector<double> xs = x.to_f64_vector(), ys = y.to_f64_vector();
   int failures = 0;
   for (size_t i = 0; i < xs.size() && failures < 5; ++i) {
@@ -77,20 +88,25 @@ void check_every_value(const Function& f, const Format& fmt) {
     else {
       const int e = std::max(std::ilogb(truth), fmt.min_exponent);
       const long double half_step = std::ldexp(1.0L, e - fmt.mantissa_bits - 1);
-      ok = std::fabs(ys[i] - truth) <= half_step + std::fabs(truth) * 0x1p-50L;
+      ok = std::fabs(ys[i] - truth) <= half_step + std::fabs(truth) * slack;
     }
     if (!ok) ++failures, ADD_FAILURE() << what << ", truth " << double(truth);
   }
 }
 
+// The table implementations this CPU runs: cpu.table on every CPU, cpu.avx512.table with AVX-512.
+std::vector<std::string> table_implementations() {
+  std::vector<std::string> v{"cpu.table"};
+  if (select::cpu_supports(select::Isa::avx512)) v.push_back("cpu.avx512.table");
+  return v;
+}
+
 TEST(UnaryTable, EveryBf16InputCorrectlyRounded) {
-  for (const Function& f : kFunctions) check_every_value(f, kBf16);
+  for (const std::string& impl : table_implementations())
+    for (const Function& f : kFunctions) check_every_value(f, kBf16, impl);
 }
 
 const Function kF16Functions[] = {
-    {"exp", exp, [](long double x) { return std::exp(x); }},
-    {"sqrt", sqrt, [](long double x) { return x < 0 ? NAN : std::sqrt(x); }},
-    {"rsqrt", rsqrt, [](long double x) { return x < 0 ? NAN : 1 / std::sqrt(x); }},
     {"neg", neg, [](long double x) { return -x; }},
     {"abs", abs, [](long double x) { return std::fabs(x); }},
     {"square", square, [](long double x) { return x * x; }},
@@ -98,8 +114,40 @@ const Function kF16Functions[] = {
 };
 
 TEST(UnaryTable, EveryF16InputCorrectlyRounded) {
-  for (const Function& f : kFunctions) check_every_value(f, kF16);
-  for (const Function& f : kF16Functions) check_every_value(f, kF16);
+  for (const std::string& impl : table_implementations()) {
+    for (const Function& f : kFunctions) check_every_value(f, kF16, impl);
+    for (const Function& f : kF16Functions) check_every_value(f, kF16, impl);
+  }
+}
+
+TEST(UnaryTable, TheSelectorPrefersGathersWhereTheCpuHasAvx512) {
+  const Tensor x = Tensor::full({4, 64}, 0.5, DType::bf16);
+  EXPECT_ROUTE("gelu", table_implementations().back(), gelu(x, false));
+}
+
+}  // namespace
+}  // namespace dew
+
+namespace dew {
+namespace {
+
+TEST(UnaryTable, GluGatesOnBf16AtEveryGate) {
+  if (!select::cpu_supports(select::Isa::avx2)) GTEST_SKIP() << "the GLUs go by table on the tiers only";
+  const std::string tier = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512" : "cpu.avx2";
+  const auto truth_of = [](const char* op) {
+    for (const Function& f : kFunctions)
+      if (std::string(f.op) == op) return f.truth;
+    return Truth(nullptr);
+  };
+  const Function glus[] = {
+      {"swiglu", [](const Tensor& g) { return swiglu(g, Tensor::full(g.shape(), 1.0, g.dtype())); },
+       truth_of("silu")},
+      {"geglu", [](const Tensor& g) { return geglu(g, Tensor::full(g.shape(), 1.0, g.dtype())); },
+       truth_of("gelu")},
+      {"geglu_tanh", [](const Tensor& g) { return geglu(g, Tensor::full(g.shape(), 1.0, g.dtype()), true); },
+       truth_of("gelu_tanh")},
+  };
+  for (const Function& f : glus) check_every_value(f, kBf16, tier, false, 0x1p-24L);  // half a float ulp more
 }
 
 }  // namespace

@@ -69,6 +69,8 @@ const select::Registry<UnaryArgs>& Unary::registry() {
   static const select::Registry<UnaryArgs> r = [] {
     select::Registry<UnaryArgs> reg;
     DEW_CUDA_IMPLEMENTATIONS(add_unary_cuda, reg);
+    avx512::add_unary_table_cpu(reg);
+    avx2::add_unary_table_cpu(reg);
     add_unary_table(reg);
     avx512::add_unary_cpu(reg);
     avx2::add_unary_cpu(reg);

@@ -34,7 +34,17 @@ UnaryFn unary_of(Activation act);
 // Whether cpu.table computes f on dtype (NOTE [unary maps by table]).
 bool unary_by_table(UnaryFn f, DType dtype);
 
+// f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
+// with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
+const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
+// f(x) rounded once to float at each of the 65,536 bf16 inputs x, indexed by x's bits (NOTE [unary maps
+// by table]): for kernels that multiply f(x) before they round to bf16, as the GLUs do.
+const float* bf16_function_values(UnaryFn f);
+
+// What cpu.table and cpu.avx512.table take: f16, or bf16 for the functions unary_by_table names.
+select::Requirement<UnaryArgs> unary_table_requirement();
 void add_unary_table(select::Registry<UnaryArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_unary_table_cpu(select::Registry<UnaryArgs>& r))
 void add_unary_portable(select::Registry<UnaryArgs>& r);
 void add_unary_cuda(select::Registry<UnaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_unary_cpu(select::Registry<UnaryArgs>& r))
