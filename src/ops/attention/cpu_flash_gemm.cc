@@ -365,17 +365,18 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
   T* dk_out = outs[1].data<T>();
   T* dv_out = outs[2].data<T>();
   parallel_for(g.B * g.Hkv * g.S, 256, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {  // (b, hk, j): the group's heads in order
+    std::vector<float> sk(size_t(g.D)), sv(size_t(g.D));
+    for (int64_t r = r0; r < r1; ++r) {  // (b, hk, j): the group's heads in order, a row of D at a time
       const int64_t b = r / (g.Hkv * g.S), hk = (r / g.S) % g.Hkv, j = r % g.S;
-      for (int64_t d = 0; d < g.D; ++d) {
-        float sk = 0, sv = 0;
-        for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
-          sk += dk_h[size_t(((b * g.H + h) * g.S + j) * g.D + d)];
-          sv += dv_h[size_t(((b * g.H + h) * g.S + j) * g.D + d)];
-        }
-        dk_out[g.k_at(b, j, hk) + size_t(d)] = narrow<T>(sk);
-        dv_out[g.k_at(b, j, hk) + size_t(d)] = narrow<T>(sv);
+      std::fill(sk.begin(), sk.end(), 0.0f), std::fill(sv.begin(), sv.end(), 0.0f);
+      for (int64_t h = hk * g.group; h < (hk + 1) * g.group; ++h) {
+        const float* dkr = dk_h.data() + size_t(((b * g.H + h) * g.S + j) * g.D);
+        const float* dvr = dv_h.data() + size_t(((b * g.H + h) * g.S + j) * g.D);
+        for (int64_t d = 0; d < g.D; ++d) sk[size_t(d)] += dkr[d], sv[size_t(d)] += dvr[d];
       }
+      T* dkj = dk_out + g.k_at(b, j, hk);
+      T* dvj = dv_out + g.k_at(b, j, hk);
+      for (int64_t d = 0; d < g.D; ++d) dkj[d] = narrow<T>(sk[size_t(d)]), dvj[d] = narrow<T>(sv[size_t(d)]);
     }
   });
   if (!sinks.empty()) {
