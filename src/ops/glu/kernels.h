@@ -68,9 +68,8 @@ void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out
 #if DEW_HAS_F32X16
   if (rows_on_float_vec<T>()) {  // AVX-512: one gather a vector instead of the chunk
     int64_t i = 0;
-    for (; i + kVecWidth <= n; i += kVecWidth) {
-      prefetch_map(std::array<const T*, 2>{g, u}, std::array<T*, 1>{out}, i,
-                   kVecWidth);  // NOTE [prefetching maps]
+    for (; i + kVecWidth <= n; i += kVecWidth) {  // NOTE [prefetching maps]
+      prefetch_map(std::array<const T*, 2>{g, u}, std::array<T*, 1>{out}, i, kVecWidth);
       store_vec(out + i, gather_vec(act_table, g + i) * load_vec(u + i));
     }
     if (i < n) {

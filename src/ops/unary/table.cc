@@ -70,7 +70,7 @@ const std::array<float, 65536>& float_table() {
 constexpr int64_t kLine = 32;  // 16-bit values in a 64-byte cache line
 
 // Four entries of t for the four 16-bit values packed in v (little-endian, as x86 stores them).
-inline uint64_t lookup4(const Table& t, uint64_t v) {
+inline uint64_t lookup4(const uint16_t* t, uint64_t v) {
   return uint64_t(t[v & 0xFFFF]) | uint64_t(t[(v >> 16) & 0xFFFF]) << 16 |
          uint64_t(t[(v >> 32) & 0xFFFF]) << 32 | uint64_t(t[v >> 48]) << 48;
 }
@@ -79,7 +79,7 @@ inline uint64_t lookup4(const Table& t, uint64_t v) {
 // instructions of one at a time: 2.2-2.7 ms against 2.5-3.4 on the bench's erf-GELU), asking a line
 // ahead each 32 values (NOTE [prefetching maps]).
 template <class T>
-void map_by_table(const Table& t, const UnaryArgs& a, Tensor& out) {
+void map_by_table(const uint16_t* t, const UnaryArgs& a, Tensor& out) {
   T* y = out.data<T>();
   for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
     const T* x = static_cast<const T*>(v.in[0]);
@@ -141,13 +141,11 @@ void add_unary_table(select::Registry<UnaryArgs>& r) {
          {select::on_cpu<UnaryArgs>(), select::dtype_in<UnaryArgs>({DType::bf16, DType::f16}),
           unary_table_requirement()},
          [](const UnaryArgs& a, std::vector<Tensor>& outs) {
-           with_unary_fn(a.fn, [&](auto fn) {
-             constexpr UnaryFn F = decltype(fn)::value;
-             if (a.dtype() == DType::bf16)
-               map_by_table<bf16>(table<F, bf16>(), a, outs[0]);
-             else
-               map_by_table<f16>(table<F, f16>(), a, outs[0]);
-           });
+           const uint16_t* t = unary_table_bits(a.fn, a.dtype());
+           if (a.dtype() == DType::bf16)
+             map_by_table<bf16>(t, a, outs[0]);
+           else
+             map_by_table<f16>(t, a, outs[0]);
          }});
 }
 
