@@ -41,8 +41,8 @@ DEW_HOST_DEVICE T apply_activation(Activation a, T x) {
   switch (a) {
     case Activation::none:
       return x;
-    case Activation::relu:
-      return x > T(0) ? x : T(0);
+    case Activation::relu:  // NaN stays NaN, as PyTorch's relu keeps it; -0 gives +0
+      return x > T(0) || x != x ? x : T(0);
     case Activation::gelu_erf:
       return T(0.5) * x * (T(1) + erf(x * T(0.70710678118654752440)));
     case Activation::gelu_tanh:

@@ -40,7 +40,7 @@ DEW_HOST_DEVICE T unary_apply(T x) {
   else if constexpr (F == UnaryFn::gelu_tanh)
     return apply_activation(Activation::gelu_tanh, x);
   else
-    return x > T(0) ? x : T(0);  // relu
+    return apply_activation(Activation::relu, x);
 }
 
 // Calls body(std::integral_constant<UnaryFn, f>{}).

@@ -135,6 +135,21 @@ TEST(UnarySpecialValues, Bf16Results) {
       /*skip_portable=*/true);
 }
 
+// relu keeps NaN (as PyTorch does) and gives +0 for -0, on every implementation and dtype. It gave 0
+// for NaN before (x > 0 ? x : 0).
+TEST(UnarySpecialValues, ReluKeepsNan) {
+  const std::vector<float> xs{kNan, -0.0f, 0.0f, -kInf, kInf, -1.5f, 2.5f};
+  const std::vector<float> want{kNan, 0.0f, 0.0f, 0.0f, kInf, 0.0f, 2.5f};
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16})
+    for (const std::string& impl : implementations_here("relu", dtype)) {
+      const std::vector<float> got = run_pinned("relu", impl, relu, xs, dtype);
+      for (size_t i = 0; i < xs.size(); ++i)
+        expect_same(
+            got[i], want[i],
+            "relu(" + std::to_string(xs[i]) + ") on " + impl + " in " + std::string(dtype_name(dtype)));
+    }
+}
+
 TEST(UnarySpecialValues, Tanh) {
   const std::vector<float> xs{kInf, -kInf, kNan, -0.0f, 0.0f, 1e-30f, 30.0f, -30.0f, 0.5f, -3.0f};
   std::vector<float> want{1.0f, -1.0f, kNan, -0.0f, 0.0f, 1e-30f, 1.0f, -1.0f};

@@ -110,7 +110,7 @@ const Function kF16Functions[] = {
     {"neg", neg, [](long double x) { return -x; }},
     {"abs", abs, [](long double x) { return std::fabs(x); }},
     {"square", square, [](long double x) { return x * x; }},
-    {"relu", relu, [](long double x) { return x > 0 ? x : 0.0L; }},
+    {"relu", relu, [](long double x) { return x > 0 || std::isnan(x) ? x : 0.0L; }},
 };
 
 TEST(UnaryTable, EveryF16InputCorrectlyRounded) {
