@@ -62,7 +62,8 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
 // scalar loads fill a chunk in L1 and a vector loop multiplies and narrows it. Either way the forward
 // runs at its memory's time, where the arithmetic did not: SwiGLU, GEGLU and tanh-GEGLU bf16 on AVX-512
 // 1.4-1.5, 2.0-2.1 and 2.2-2.3 ms on the bench, by gathers 1.0 for each; on AVX2 3.3, 3.6-3.9 and
-// 4.1-4.5, by the chunk 1.9 (docs/perf.md).
+// 4.1-4.5, by the chunk 1.9. The backward takes act' from a second table (bf16_activation_derivatives):
+// tanh-GEGLU's 3.6-3.8 ms on AVX-512 became 2.0-2.3, on AVX2 6.1-6.3 became 3.7-4.2 (docs/perf.md).
 template <class T>
 void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out, int64_t n) {
 #if DEW_HAS_F32X16
@@ -97,6 +98,49 @@ void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out
   }
 }
 
+// The backward the same way: d_gate = bf16(dy up act'(gate)), d_up = bf16(dy act(gate)), the products
+// in the order act_and_derivative's loop takes them, act and act' from their tables.
+template <class T>
+void glu_backward_by_table(const float* act_table, const float* derivative_table, const T* g, const T* u,
+                           const T* dy, T* d_gate, T* d_up, int64_t n) {
+#if DEW_HAS_F32X16
+  if (rows_on_float_vec<T>()) {
+    for (int64_t i = 0; i < n; i += kVecWidth) {
+      const int lanes = int(std::min<int64_t>(kVecWidth, n - i));
+      if (lanes == kVecWidth)  // NOTE [prefetching maps]
+        prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, i, kVecWidth);
+      const FloatVec di = load_vec(dy + i, lanes), ui = load_vec(u + i, lanes);
+      store_vec(d_gate + i, di * ui * gather_vec(derivative_table, g + i, lanes), lanes);
+      store_vec(d_up + i, di * gather_vec(act_table, g + i, lanes), lanes);
+    }
+    return;
+  }
+#endif
+  alignas(64) float act[kMapChunk], derivative[kMapChunk];
+  for (int64_t c = 0; c < n; c += kMapChunk) {
+    const int64_t len = std::min(kMapChunk, n - c);
+    prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, c, len);
+    for (int64_t i = 0; i < len; ++i)
+      act[i] = act_table[g[c + i].bits], derivative[i] = derivative_table[g[c + i].bits];
+#if DEW_HAS_FLOAT_VEC
+    if (rows_on_float_vec<T>()) {
+      for (int64_t i = 0; i < len; i += kVecWidth) {
+        const int lanes = int(std::min<int64_t>(kVecWidth, len - i));
+        const FloatVec di = load_vec(dy + c + i, lanes), ui = load_vec(u + c + i, lanes);
+        store_vec(d_gate + c + i, di * ui * load_vec(derivative + i, lanes), lanes);
+        store_vec(d_up + c + i, di * load_vec(act + i, lanes), lanes);
+      }
+      continue;
+    }
+#endif
+    for (int64_t i = 0; i < len; ++i) {
+      const float di = widen<float>(dy[c + i]);
+      d_gate[c + i] = narrow<T>(di * widen<float>(u[c + i]) * derivative[i]);
+      d_up[c + i] = narrow<T>(di * act[i]);
+    }
+  }
+}
+
 template <Activation A, bool Fast, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
@@ -106,14 +150,19 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   const T* dy = a.backward ? dc.data<T>() : nullptr;
   T* o0 = outs[0].data<T>();
   T* o1 = a.backward ? outs[1].data<T>() : nullptr;
-  if constexpr (Fast && std::is_same_v<T, bf16>) {
-    if (!a.backward) {  // NOTE [bf16 gates by table]
-      const float* act_table = bf16_function_values(unary_of(A));
+  if constexpr (Fast && std::is_same_v<T, bf16>) {  // NOTE [bf16 gates by table]
+    const float* act_table = bf16_function_values(unary_of(A));
+    if (!a.backward) {
       parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
         glu_forward_by_table(act_table, g + i0, u + i0, o0 + i0, i1 - i0);
       });
       return;
     }
+    const float* derivative_table = bf16_activation_derivatives(unary_of(A));
+    parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+      glu_backward_by_table(act_table, derivative_table, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0, i1 - i0);
+    });
+    return;
   }
   parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
     if (!a.backward) {

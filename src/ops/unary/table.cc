@@ -55,13 +55,35 @@ const Table& table() {
   return t;
 }
 
-// The float nearest f at each bf16 input, for kernels that multiply it before rounding to bf16 (the GLUs'
-// act(gate) * up): the same table_value, 256 KB.
+// f' for the GLUs' activations, in forms that do not cancel in the negative tail (those of
+// act_and_derivative, glu/kernels.h): silu' = s (1 + x s(-x)), erf-GELU' = Phi(x) + x phi(x) with Phi
+// from erfc, tanh-GELU' = s(2u) + 2 x s(2u) s(-2u) u'.
 template <UnaryFn F>
+double table_derivative(double x) {
+  if constexpr (F == UnaryFn::silu) {
+    return times_sigmoid(1.0, x) * (1.0 + x * times_sigmoid(1.0, -x));
+  } else if constexpr (F == UnaryFn::gelu) {
+    return 0.5 * std::erfc(-x * 0.70710678118654752440) + x * 0.39894228040143267794 * std::exp(-0.5 * x * x);
+  } else {
+    static_assert(F == UnaryFn::gelu_tanh);
+    const double u2 = 2.0 * gelu_tanh_argument(x), s = times_sigmoid(1.0, u2);
+    return s + 2.0 * x * s * times_sigmoid(1.0, -u2) * gelu_tanh_argument_derivative(x);
+  }
+}
+
+// The float nearest value(x) at each bf16 x, for kernels that multiply it before rounding to bf16 (the
+// GLUs' act(gate) * up and act'(gate)): 256 KB.
+template <UnaryFn F, bool Derivative>
 const std::array<float, 65536>& float_table() {
   static const std::array<float, 65536> t = [] {
     std::array<float, 65536> out;
-    for (uint32_t b = 0; b < out.size(); ++b) out[b] = float(table_value<F>(bf16_to_f32(bf16{uint16_t(b)})));
+    for (uint32_t b = 0; b < out.size(); ++b) {
+      const double x = bf16_to_f32(bf16{uint16_t(b)});
+      if constexpr (Derivative)
+        out[b] = float(table_derivative<F>(x));
+      else
+        out[b] = float(table_value<F>(x));
+    }
     return out;
   }();
   return t;
@@ -123,8 +145,21 @@ const uint16_t* unary_table_bits(UnaryFn f, DType dtype) {
 
 const float* bf16_function_values(UnaryFn f) {
   const float* values = nullptr;
-  with_unary_fn(f, [&](auto fn) { values = float_table<decltype(fn)::value>().data(); });
+  with_unary_fn(f, [&](auto fn) { values = float_table<decltype(fn)::value, false>().data(); });
   return values;
+}
+
+const float* bf16_activation_derivatives(UnaryFn f) {
+  switch (f) {
+    case UnaryFn::silu:
+      return float_table<UnaryFn::silu, true>().data();
+    case UnaryFn::gelu:
+      return float_table<UnaryFn::gelu, true>().data();
+    case UnaryFn::gelu_tanh:
+      return float_table<UnaryFn::gelu_tanh, true>().data();
+    default:
+      fail("[glu] no derivative table for {}; expected silu, gelu or gelu_tanh", unary_name(f));
+  }
 }
 
 select::Requirement<UnaryArgs> unary_table_requirement() {

@@ -150,5 +150,46 @@ TEST(UnaryTable, GluGatesOnBf16AtEveryGate) {
   for (const Function& f : glus) check_every_value(f, kBf16, tier, false, 0x1p-24L);  // half a float ulp more
 }
 
+// The backward ops at every gate with dy = up = 1: d_gate is act'(gate), d_up act(gate), each rounded to
+// float and then to bf16 (NOTE [bf16 gates by table]).
+Tensor ones_like(const Tensor& t) {
+  return Tensor::full(t.shape(), 1.0, t.dtype());
+}
+long double silu_derivative(long double x) {
+  const long double s = sigmoid_of(x);
+  return s * (1 + x * (1 - s));
+}
+long double gelu_derivative(long double x) {
+  return 0.5L * std::erfc(-x / std::sqrt(2.0L)) +
+         x * std::exp(-x * x / 2) / std::sqrt(2 * 3.14159265358979323846L);
+}
+long double gelu_tanh_derivative(long double x) {
+  const long double k = 0.79788456080286535588L, u = k * (x + 0.044715L * x * x * x);
+  const long double s = sigmoid_of(2 * u), du = k * (1 + 3 * 0.044715L * x * x);
+  return s + 2 * x * s * sigmoid_of(-2 * u) * du;
+}
+
+TEST(UnaryTable, GluBackwardsOnBf16AtEveryGate) {
+  if (!select::cpu_supports(select::Isa::avx2)) GTEST_SKIP() << "the GLUs go by table on the tiers only";
+  const std::string tier = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512" : "cpu.avx2";
+  const Function d_gates[] = {
+      {"swiglu_backward",
+       [](const Tensor& g) { return swiglu_backward(ones_like(g), g, ones_like(g)).d_gate; },
+       silu_derivative},
+      {"geglu_backward", [](const Tensor& g) { return geglu_backward(ones_like(g), g, ones_like(g)).d_gate; },
+       gelu_derivative},
+      {"geglu_tanh_backward",
+       [](const Tensor& g) { return geglu_backward(ones_like(g), g, ones_like(g), true).d_gate; },
+       gelu_tanh_derivative},
+      {"geglu_tanh_backward",
+       [](const Tensor& g) { return geglu_backward(ones_like(g), g, ones_like(g), true).d_up; },
+       [](long double x) {
+         const long double u = 0.79788456080286535588L * (x + 0.044715L * x * x * x);
+         return std::isinf(x) && x < 0 ? NAN : x * sigmoid_of(2 * u);
+       }},
+  };
+  for (const Function& f : d_gates) check_every_value(f, kBf16, tier, false, 0x1p-24L);
+}
+
 }  // namespace
 }  // namespace dew

@@ -40,6 +40,8 @@ const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
 // f(x) rounded once to float at each of the 65,536 bf16 inputs x, indexed by x's bits (NOTE [unary maps
 // by table]): for kernels that multiply f(x) before they round to bf16, as the GLUs do.
 const float* bf16_function_values(UnaryFn f);
+// f'(x) likewise, for the GLUs' activations (silu, gelu, gelu_tanh), for their backward.
+const float* bf16_activation_derivatives(UnaryFn f);
 
 // What cpu.table and cpu.avx512.table take: f16, or bf16 for the functions unary_by_table names.
 select::Requirement<UnaryArgs> unary_table_requirement();
