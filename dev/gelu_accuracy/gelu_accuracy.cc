@@ -1,4 +1,4 @@
-// The f32 erf-GELU's accuracy (NOTE [erf-GELU in float]): gelu_erf_for<float> and its derivative against
+// The f32 erf-GELU's accuracy (NOTE [erf-GELU in float]): gelu_erf_f32 and its derivative against
 // double erfc over eight ranges of x, as ulps of the float result: the largest, the RMS, and how often
 // the result is not the correctly rounded float. The derivative's relative error is large only near its
 // zero (x = -0.75), as any float evaluation's is.
@@ -27,13 +27,13 @@ int main() {
       double xd = x, truth = 0.5 * xd * std::erfc(-xd / std::sqrt(2.0));
       double dtruth =
           0.5 * std::erfc(-xd / std::sqrt(2.0)) + xd * std::exp(-0.5 * xd * xd) / std::sqrt(2 * M_PI);
-      float got = k::gelu_erf_for<float>(x);
+      float got = k::gelu_erf_f32(x);
       double u = ulps(got, truth);
       worst = std::max(worst, u);
       sum2 += u * u;
       ++n;
       incorrect += got != float(truth);
-      worst_d = std::max(worst_d, ulps(k::gelu_erf_derivative_for<float>(x), dtruth));
+      worst_d = std::max(worst_d, ulps(k::gelu_erf_derivative_f32(x), dtruth));
     }
     printf("[%g, %g): gelu max %.2f ulp, rms %.3f, %.1f%% not correctly rounded; derivative max %.2f ulp\n",
            edges[e], edges[e + 1], worst, std::sqrt(sum2 / n), 100.0 * incorrect / n, worst_d);

@@ -72,8 +72,7 @@ template <class F>
   return {n, mul_add(n, F(-0.693359375f), x)};
 }
 
-// (exp(r) - 1 - r) / r^2: Cephes' coefficients (exp_f32, exp_f32_within_2ulp), or Taylor's to r^3 for
-// bf16 results (exp and expm1 within 2.5e-6 on |r| <= 0.347).
+// (exp(r) - 1 - r) / r^2: Cephes' coefficients (exp_f32, exp_f32_within_2ulp).
 template <class F>
 [[gnu::always_inline]] inline F exp_tail_cephes(F r) {
   F p = 1.9875691500e-4f;
@@ -82,13 +81,6 @@ template <class F>
   p = mul_add(p, r, F(4.1665795894e-2f));
   p = mul_add(p, r, F(1.6666665459e-1f));
   return mul_add(p, r, F(5.0000001201e-1f));
-}
-template <class F>
-[[gnu::always_inline]] inline F exp_tail_for_bf16(F r) {
-  F p = 1.0f / 120;
-  p = mul_add(p, r, F(1.0f / 24));
-  p = mul_add(p, r, F(1.0f / 6));
-  return mul_add(p, r, F(0.5f));
 }
 
 // NOTE [compensated exp]
@@ -123,44 +115,24 @@ requires is_f32_like<F>
   return times_pow2(mul_add(exp_tail_cephes(r), r * r, r) + F(1.0f), n);
 }
 
-// exp_f32_for_bf16: relative error below 2.5e-6 (Taylor to r^5 on |r| <= 0.347; exp_f32's range ends and
-// 2^n in two factors), for results stored as bf16, whose 8 bits round at 3.9e-3: it moves a rounding only
-// where exp lies within 2.5e-6 of a bf16 midpoint, and then to the other neighbour (still faithful). A
-// quarter cheaper than exp_f32, which is most of a bf16 exp-family op's time (docs/perf.md).
+// num sigmoid(z): activation.h's times_sigmoid, with exp_f32. (bf16 results of the sigmoid family go by
+// table: NOTE [unary maps by table], NOTE [bf16 gates by table].)
 template <class F>
-requires is_f32_like<F>
-[[gnu::always_inline]] inline F exp_f32_for_bf16(F x) {
-  const auto [n, rh] = exp_argument(x);
-  const F r = mul_add(n, F(kLn2Low), rh);
-  return times_pow2(mul_add(exp_tail_for_bf16(r), r * r, r) + F(1.0f), n);
-}
-
-// The exp a kernel whose results are stored as T computes with.
-template <class T, class F>
-[[gnu::always_inline]] inline F exp_for(F x) {
-  if constexpr (std::is_same_v<T, bf16>)
-    return exp_f32_for_bf16(x);
-  else
-    return exp_f32(x);
-}
-
-// num sigmoid(z) for results stored as T: activation.h's times_sigmoid, with exp_for.
-template <class T, class F>
-[[gnu::always_inline]] inline F times_sigmoid_for(F num, F z) {
+[[gnu::always_inline]] inline F times_sigmoid_f32(F num, F z) {
   const auto tail = z < F(-80.0f);
-  const F e = exp_for<T>(select(tail, z, -z));
+  const F e = exp_f32(select(tail, z, -z));
   return select(tail, num * e, num / (F(1.0f) + e));
 }
 
-// sigmoid(z) and sigmoid(-z) for results stored as T, from one exp that cannot overflow, e = exp(-|z|):
+// sigmoid(z) and sigmoid(-z), from one exp that cannot overflow, e = exp(-|z|):
 // 1 / (1 + e) and e / (1 + e), one division. NaN stays NaN.
 template <class F>
 struct SigmoidPair {
   F s, s_neg;
 };
-template <class T, class F>
-[[gnu::always_inline]] inline SigmoidPair<F> sigmoid_pair_for(F z) {
-  const F e = exp_for<T>(-magnitude(z)), large = F(1.0f) / (F(1.0f) + e), small = e * large;
+template <class F>
+[[gnu::always_inline]] inline SigmoidPair<F> sigmoid_pair_f32(F z) {
+  const F e = exp_f32(-magnitude(z)), large = F(1.0f) / (F(1.0f) + e), small = e * large;
   const auto positive = z > F(0.0f);
   return {select(positive, large, small), select(positive, small, large)};
 }
@@ -272,29 +244,20 @@ requires is_f32_like<F>
   return select(x == F(std::numeric_limits<float>::infinity()), x, log_special_values(x, series));
 }
 
-// NOTE [bf16 results in float]: a bf16 result rounds at 2^-9 relative. Float arithmetic a few ulps off
-// (1e-6) moves that rounding only where the value lies within 1e-6 of a bf16 midpoint, and then to the
-// other neighbour (still faithful), so bf16 results use float-internal functions: twice the lanes of
-// double per vector and no conversions (exp_f32_for_bf16 above). The unary ops on bf16 that cost more
-// than a lookup go by table instead (NOTE [unary maps by table]).
-
 // erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):
 // Q is smooth on t in [1/7, 1], a in [0, 12] (past 12, exp(-a^2) underflows), between 0.28 and 1;
-// tools/fit_erfcx.py fits it in powers of t, well conditioned there: within 2.8e-9 in 11 terms for
-// f32 results, 4.8e-8 in 9 for bf16 ones.
+// tools/fit_erfcx.py fits it in powers of t, well conditioned there: within 2.8e-9 in 11 terms.
 inline constexpr std::array<float, 11> kErfcxOverT = {0.282090419557f,    0.282210588205f,  0.245569088249f,
                                                       0.183564069288f,    0.0614309562271f, 0.0216961306677f,
                                                       -0.00310953343145f, -0.306404033933f, 0.390700530184f,
                                                       -0.193876962561f,   0.0361287502403f};
-inline constexpr std::array<float, 9> kErfcxOverTForBf16 = {
-    0.282080274949f, 0.282494875168f,  0.242151931829f, 0.206748271486f,  -0.0368388415205f,
-    0.293658590957f, -0.501393121246f, 0.291656931613f, -0.0605589612142f};
 
 // NOTE [erf-GELU in float]
-// 1 + erf(x / sqrt 2) and the gaussian exp(-x^2 / 2), in float, for results stored as T (f32 or bf16):
+// 1 + erf(x / sqrt 2) and the gaussian exp(-x^2 / 2), in float, for f32 results (bf16 ones go by table:
+// NOTE [unary maps by table], NOTE [bf16 gates by table]):
 // erfc(a) = exp(-a^2) erfcx(a) for a = |x| / sqrt 2, then erfc(a) below 0 (no cancellation: the GELU's
 // negative tail keeps its relative accuracy down to where it underflows) and 2 - erfc(a) above. One
-// division and one exp, shared with the derivative's gaussian. For f32 results, -x^2 / 2 enters the exp
+// division and one exp, shared with the derivative's gaussian. -x^2 / 2 enters the exp
 // as an exact sum hi + lo (its rounding would cost up to x^2/2 ulps: 18 at x = 6) and the exp is
 // exp_f32. The rest rounds about eight times: f32 GELU lies within 6 ulps (RMS 1.2) below |x| = 2 and
 // within 1 ulp past it (dev/gelu_accuracy), where the gate's RMS ratio is decided: 0.9-1.1 against the
@@ -304,38 +267,31 @@ template <class F>
 struct OnePlusErf {
   F value, gaussian;
 };
-template <class T, class F>
+template <class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_for(F x) {
-  F t, gaussian, q;
-  if constexpr (std::is_same_v<T, bf16>) {
-    const F z = x * F(0.70710678118654752440f);
-    t = F(1.0f) / mul_add(magnitude(z), F(0.5f), F(1.0f));  // 1 / (1 + a / 2)
-    gaussian = exp_f32_for_bf16(-(z * z)), q = horner(t, kErfcxOverTForBf16);
-  } else {
-    // -x^2/2 = hi + lo exactly, and exp(hi + lo) = exp(hi) (1 + lo). lo is NaN where x^2 overflows
-    // (|x| past 1.8e19, where exp(hi) is 0): set to 0 there. (Clamping |x| instead kept GCC from
-    // vectorizing the scalar body: "control flow in loop".)
-    const F a = magnitude(x);
-    t = F(1.0f) / mul_add(a, F(0.35355339059327376220f), F(1.0f));
-    const F hi = a * a * F(-0.5f), lo = mul_add(a, a, F(2.0f) * hi) * F(-0.5f), e = exp_f32(hi);
-    gaussian = mul_add(e, select(a < F(1e19f), lo, F(0.0f)), e), q = horner(t, kErfcxOverT);
-  }
+[[gnu::always_inline]] inline OnePlusErf<F> one_plus_erf_f32(F x) {
+  // -x^2/2 = hi + lo exactly, and exp(hi + lo) = exp(hi) (1 + lo). lo is NaN where x^2 overflows
+  // (|x| past 1.8e19, where exp(hi) is 0): set to 0 there. (Clamping |x| instead kept GCC from
+  // vectorizing the scalar body: "control flow in loop".)
+  const F a = magnitude(x);
+  const F t = F(1.0f) / mul_add(a, F(0.35355339059327376220f), F(1.0f));  // 1 / (1 + a / (2 sqrt 2))
+  const F hi = a * a * F(-0.5f), lo = mul_add(a, a, F(2.0f) * hi) * F(-0.5f), e = exp_f32(hi);
+  const F gaussian = mul_add(e, select(a < F(1e19f), lo, F(0.0f)), e), q = horner(t, kErfcxOverT);
   const F erfc_a = gaussian * (t * q);
   return {select(x < F(0.0f), erfc_a, F(2.0f) - erfc_a), gaussian};
 }
 
-// GELU (erf form), 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x), in float for
-// results stored as T (NOTE [erf-GELU in float]).
-template <class T, class F>
+// GELU (erf form), 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x), in float
+// (NOTE [erf-GELU in float]).
+template <class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline F gelu_erf_for(F x) {
-  return F(0.5f) * x * one_plus_erf_for<T>(x).value;
+[[gnu::always_inline]] inline F gelu_erf_f32(F x) {
+  return F(0.5f) * x * one_plus_erf_f32(x).value;
 }
-template <class T, class F>
+template <class F>
 requires is_f32_like<F>
-[[gnu::always_inline]] inline F gelu_erf_derivative_for(F x) {
-  const OnePlusErf<F> e = one_plus_erf_for<T>(x);
+[[gnu::always_inline]] inline F gelu_erf_derivative_f32(F x) {
+  const OnePlusErf<F> e = one_plus_erf_f32(x);
   return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
 }
 

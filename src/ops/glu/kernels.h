@@ -13,16 +13,17 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-// With Fast, SiLU and tanh-GELU go through exp_for<T> so the loops vectorize; tanh-GELU is rewritten
-// with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh.
-template <Activation A, bool Fast, class T, class Acc>
+// With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
+// with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh. (On bf16 the tiers take act and
+// act' from tables instead: NOTE [bf16 gates by table].)
+template <Activation A, bool Fast, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
-    return times_sigmoid_for<T>(x, x);
+    return times_sigmoid_f32(x, x);
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return gelu_erf_for<T>(x);                                // NOTE [erf-GELU in float]
+    return gelu_erf_f32(x);                                   // NOTE [erf-GELU in float]
   } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
+    return times_sigmoid_f32(x, Acc(2) * gelu_tanh_argument(x));
   } else {
     return apply_activation(A, x);
   }
@@ -30,17 +31,17 @@ template <Activation A, bool Fast, class T, class Acc>
 
 // act(x) and act'(x) together, for the backward (d_up needs act, d_gate act'). With Fast, SiLU and
 // tanh-GELU take both from one exp and one division: sigmoid(z) and sigmoid(-z) of z = x or z = 2y
-// (sigmoid_pair_for), so that 1 - sigmoid(z) never cancels and act needs no division of its own.
-template <Activation A, bool Fast, class T, class Acc>
+// (sigmoid_pair_f32), so that 1 - sigmoid(z) never cancels and act needs no division of its own.
+template <Activation A, bool Fast, class Acc>
 [[gnu::always_inline]] inline std::array<Acc, 2> act_and_derivative(Acc x) {
   if constexpr (Fast && A == Activation::silu) {  // silu' = s (1 + x (1 - s))
-    const SigmoidPair<Acc> p = sigmoid_pair_for<T>(x);
+    const SigmoidPair<Acc> p = sigmoid_pair_f32(x);
     return {x * p.s, p.s * (Acc(1) + x * p.s_neg)};
   } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return {gelu_erf_for<T>(x), gelu_erf_derivative_for<T>(x)};  // one erf: inlined, shared
+    return {gelu_erf_f32(x), gelu_erf_derivative_f32(x)};  // one erf: inlined, shared
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
-    const SigmoidPair<Acc> p = sigmoid_pair_for<T>(Acc(2) * gelu_tanh_argument(x));
+    const SigmoidPair<Acc> p = sigmoid_pair_f32(Acc(2) * gelu_tanh_argument(x));
     return {x * p.s, p.s + Acc(2) * x * p.s * p.s_neg * gelu_tanh_argument_derivative(x)};
   } else {
     return {apply_activation(A, x), activation_derivative(A, x)};
@@ -49,7 +50,7 @@ template <Activation A, bool Fast, class T, class Acc>
 
 // The activations act and act_and_derivative write over F (NOTE [one body for scalar and vector float
 // functions]).
-template <Activation A, bool Fast, class T>
+template <Activation A, bool Fast>
 inline constexpr bool activation_has_float_vec_form = Fast &&
                                                       (A == Activation::silu || A == Activation::gelu_tanh ||
                                                        A == Activation::gelu_erf);
@@ -162,27 +163,27 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
     parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
       glu_backward_by_table(act_table, derivative_table, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0, i1 - i0);
     });
-    return;
-  }
-  parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-    if (!a.backward) {
+  } else {  // the arithmetic, not compiled where the tables serve
+    parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+      if (!a.backward) {
+        map_elements<T>(
+            std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
+            []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
+                std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
+              return act<A, Fast>(gi) * ui;
+            });
+        return;
+      }
       map_elements<T>(
-          std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
-          []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
-              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast, T>) {
-            return act<A, Fast, T>(gi) * ui;
+          std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
+          []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
+              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
+            // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
+            const auto [value, derivative] = act_and_derivative<A, Fast>(gi);
+            return std::array<V, 2>{di * ui * derivative, di * value};
           });
-      return;
-    }
-    map_elements<T>(
-        std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
-        []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
-            std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast, T>) {
-          // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
-          const auto [value, derivative] = act_and_derivative<A, Fast, T>(gi);
-          return std::array<V, 2>{di * ui * derivative, di * value};
-        });
-  });
+    });
+  }
 }
 
 template <bool Fast, class T>

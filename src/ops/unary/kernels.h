@@ -1,7 +1,7 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
-// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_for<T> (exp_f32, or a cheaper exp for bf16
-// results), and tanh, log and erf-GELU through the float functions of vector_math.h, so every loop
-// vectorizes; contiguous rows run through map_elements.
+// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_f32, and tanh, log and erf-GELU through the
+// float functions of vector_math.h, so every loop vectorizes; contiguous rows run through map_elements.
+// (On bf16 the tiers take only the functions cpu.table does not: NOTE [unary maps by table].)
 #pragma once
 
 #include "ops/elementwise.h"
@@ -15,28 +15,28 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-template <UnaryFn F, bool Fast, class T, class Acc>
+template <UnaryFn F, bool Fast, class Acc>
 [[gnu::always_inline]] inline Acc unary_kernel_value(Acc x) {
   if constexpr (Fast && F == UnaryFn::exp)
-    return exp_for<T>(x);
+    return exp_f32(x);
   else if constexpr (Fast && F == UnaryFn::sigmoid)
-    return times_sigmoid_for<T>(Acc(1), x);
+    return times_sigmoid_f32(Acc(1), x);
   else if constexpr (Fast && F == UnaryFn::silu)
-    return times_sigmoid_for<T>(x, x);
+    return times_sigmoid_f32(x, x);
   else if constexpr (Fast && F == UnaryFn::tanh)
     return tanh_f32(x);
   else if constexpr (Fast && F == UnaryFn::log)
     return log_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu)  // NOTE [erf-GELU in float]
-    return gelu_erf_for<T>(x);
+    return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    return times_sigmoid_for<T>(x, Acc(2) * gelu_tanh_argument(x));
+    return times_sigmoid_f32(x, Acc(2) * gelu_tanh_argument(x));
   else
     return unary_apply<F>(x);
 }
 
 // The functions unary_kernel_value writes over F (NOTE [one body for scalar and vector float functions]).
-template <UnaryFn F, bool Fast, class T>
+template <UnaryFn F, bool Fast>
 inline constexpr bool unary_fn_has_float_vec_form = Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
                                                              F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
                                                              F == UnaryFn::gelu || F == UnaryFn::log ||
@@ -56,12 +56,12 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
         map_elements<T>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
             []<class V>(V xi) __attribute__((always_inline)) requires(
-                std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, Fast, T>) {
-              return unary_kernel_value<Fn::value, Fast, T>(xi);
+                std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, Fast>) {
+              return unary_kernel_value<Fn::value, Fast>(xi);
             });
       else
         for (int64_t i = 0; i < v.length; ++i)
-          yo[i] = narrow<T>(unary_kernel_value<F, Fast, T>(widen<Acc>(x[i * v.stride[0]])));
+          yo[i] = narrow<T>(unary_kernel_value<F, Fast>(widen<Acc>(x[i * v.stride[0]])));
     });
   });
 }

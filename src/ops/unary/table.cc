@@ -27,7 +27,7 @@ namespace {
 // tables: cpu.avx512.table sixteen entries a gather (1.1-1.4 ms on the bench), cpu.table, for every
 // other CPU, one scalar load an element, four to a 64-bit load and store (1.9-2.3 ms; AVX2's gathers
 // are slow on some CPUs, Zen 2). A table is 128 KB; activations touch a few KB of it (a few dozen
-// exponents), which stay in L1. Tables are built on first use (about 2 ms for erf-GELU) and never
+// exponents), which stay in L1. Tables are built on first use (65,536 double evaluations) and never
 // change: constants that cost nothing until a program asks for them.
 using Table = std::array<uint16_t, 65536 + 1>;  // one entry past the last, which gathers of 32 bits read
 

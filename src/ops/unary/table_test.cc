@@ -62,8 +62,9 @@ Tensor every_value(DType dtype) {
   return x;
 }
 
-// f at every value of the format through impl (pinned, if `pin`); `slack`: how far past half a step a
-// result may lie, relative to the truth.
+// f at every value of the format through impl (pinned, if `pin`): within half a step of the truth
+// (correct rounding) plus `slack` relative to it — 2^-50 for the table's double evaluation (libm's few
+// ulps of double), 2^-24 more where a result is rounded to float before bf16.
 void check_every_value(const Function& f, const Format& fmt, const std::string& impl, bool pin = true,
                        long double slack = 0x1p-50L) {
   const Tensor x = every_value(fmt.dtype);
