@@ -110,6 +110,15 @@ inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
 inline F32x16 times_pow2(F32x16 y, F32x16 n) {
   return _mm512_mask_scalef_ps(y.v, kAllLanes, y.v, n.v);
 }
+// y 2^floor(q): vscalefps floors its exponent operand itself.
+inline F32x16 times_pow2_floor(F32x16 y, F32x16 q) {
+  return times_pow2(y, q);
+}
+
+// table[i & 15] for the integer i in each lane's low bits (its float's bits): one vpermps.
+inline F32x16 lookup16(const float* table, F32x16 i) {
+  return _mm512_maskz_permutexvar_ps(kAllLanes, _mm512_castps_si512(i.v), _mm512_loadu_ps(table));
+}
 
 // x = 2^k m with m in [1, 2) for finite x > 0, subnormals included: vgetmantps and vgetexpps. For the
 // others, as those instructions define them: m NaN for x < 0 or NaN, m = 1 and k = inf for inf, and
@@ -130,9 +139,11 @@ inline F32x16 log_special_values(F32x16 x, F32x16 series) {
 
 // Sixteen T values widened to float, and sixteen floats narrowed to T and stored; `lanes` (< 16) for a
 // row's tail, whose other lanes read as 0 and are not written.
-inline F32x16 widen16(__m256i bf16_bits) {  // bf16 is a float's upper half
+inline F32x16 widen16(__m256i bf16_bits) {  // bf16 is a float's upper half: word i to word 2i + 1
+  const __m512i to_upper_halves = _mm512_set_epi16(15, 0, 14, 0, 13, 0, 12, 0, 11, 0, 10, 0, 9, 0, 8, 0, 7, 0,
+                                                   6, 0, 5, 0, 4, 0, 3, 0, 2, 0, 1, 0, 0, 0);
   return _mm512_castsi512_ps(
-      _mm512_maskz_slli_epi32(kAllLanes, _mm512_maskz_cvtepu16_epi32(kAllLanes, bf16_bits), 16));
+      _mm512_maskz_permutexvar_epi16(0xaaaaaaaa, to_upper_halves, _mm512_castsi256_si512(bf16_bits)));
 }
 template <class T>
 [[gnu::always_inline]] inline F32x16 load_vec(const T* p) {

@@ -99,6 +99,14 @@ inline __m256i first_lanes8(int lanes) {
 inline F32x8 clamp_keep_nan(F32x8 x, float lo, float hi) {
   return _mm256_max_ps(_mm256_set1_ps(lo), _mm256_min_ps(_mm256_set1_ps(hi), x.v));
 }
+// table[i & 15] for the integer i in each lane's low bits (its float's bits): a vpermps from each half
+// of the table, chosen by bit 3 (moved to the sign bit, which vblendvps reads).
+inline F32x8 lookup16(const float* table, F32x8 i) {
+  const __m256i index = _mm256_castps_si256(i.v);
+  const __m256 low = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table), index);
+  const __m256 high = _mm256_permutevar8x32_ps(_mm256_loadu_ps(table + 8), index);
+  return _mm256_blendv_ps(low, high, _mm256_castsi256_ps(_mm256_slli_epi32(index, 28)));
+}
 // y 2^n for integral n in [-151, 128], rounded once: two factors, as the scalar overload, so a subnormal
 // result rounds only in the second product.
 inline F32x8 times_pow2(F32x8 y, F32x8 n) {
@@ -107,6 +115,11 @@ inline F32x8 times_pow2(F32x8 y, F32x8 n) {
   const __m256 f1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
   const __m256 f2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
   return _mm256_mul_ps(_mm256_mul_ps(y.v, f1), f2);
+}
+
+// y 2^floor(q) for q in [-151, 129).
+inline F32x8 times_pow2_floor(F32x8 y, F32x8 q) {
+  return times_pow2(y, _mm256_floor_ps(q.v));
 }
 
 // x = 2^k m with m in [1, 2), for finite x > 0 (subnormals scaled into the normals first), as the

@@ -49,11 +49,19 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
+[[gnu::always_inline]] inline float lookup16(const float* table, float i) {
+  return table[std::bit_cast<uint32_t>(i) & 15];
+}
 // y 2^n for integral n in [-151, 128], rounded once: two factors, so a subnormal result rounds only in
 // the second product.
 [[gnu::always_inline]] inline float times_pow2(float y, float n) {
   const int32_t ni = int32_t(n), n1 = ni >> 1, n2 = ni - n1;
   return y * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
+}
+
+// y 2^floor(q) for q in [-151, 129).
+[[gnu::always_inline]] inline float times_pow2_floor(float y, float q) {
+  return times_pow2(y, std::floor(q));
 }
 
 // exp's argument reduction, shared by the exps below: x (clamped to exp's range, NaN kept; exp(-104)
@@ -102,17 +110,34 @@ requires is_f32_like<F>
   return times_pow2(hi + (lo + mul_add(p, r * r, e)), n);
 }
 
-// exp_f32_within_2ulp: float throughout (Cody-Waite reduction, Cephes' degree-6 polynomial, 2^n as two
-// factors so results round once into the subnormals); Cephes documents about 1-2 ulp for it. For
-// kernels whose own rounding dwarfs it (attention: a score carries gamma_D * sum |q k|); switching the
-// flash_gemm forward from exp_f32 took the GPT-2 layer from 80.5 to 61.9 ms (dew bench ops, 2026-11-29).
-// Always inlined: an outlined copy, called per score, kept the softmax loops scalar (docs/perf.md).
+// 2^(j/16) for j = 0..15, each rounded once (exp_f32_within_2ulp).
+inline constexpr float kExp2Sixteenths[16] = {0x1p+0f,        0x1.0b5586p+0f, 0x1.172b84p+0f, 0x1.2387a6p+0f,
+                                              0x1.306fe0p+0f, 0x1.3dea64p+0f, 0x1.4bfdaep+0f, 0x1.5ab07ep+0f,
+                                              0x1.6a09e6p+0f, 0x1.7a1148p+0f, 0x1.8ace54p+0f, 0x1.9c4918p+0f,
+                                              0x1.ae89fap+0f, 0x1.c199bep+0f, 0x1.d5818ep+0f, 0x1.ea4afap+0f};
+
+// NOTE [exp by sixteenths]
+// exp_f32_within_2ulp: exp(x) = 2^floor(q) 2^(j/16) exp(r), q = round(16 x / ln 2) / 16 with j its
+// sixteenths and r = x - q ln 2 (|r| <= ln 2 / 32; the first product exact, ln 2's low part added), 2^(j/16)
+// from a register (one vpermps on AVX-512), exp(r) - 1 by Taylor to r^3 (r^4 / 24 < 2^-26), so
+// 2^(j/16) (1 + s) takes one rounding. Within 1.06 ulp (0.16 RMS) over every 97th float of [-104, 89]
+// (dev/exp_table), against Cephes' degree-6 form's 1.00 (0.15): 12 vector operations where that took 15
+// (its polynomial on |r| <= ln 2 / 2), which the bf16 cross_entropy and attention's softmax rows are bound
+// by. For kernels whose own rounding dwarfs it (attention: a score carries gamma_D sum |q k|; bf16
+// gradients); exp_f32 is the one the gate holds to libm. Always inlined: an outlined copy, called per
+// score, kept the softmax loops scalar (docs/perf.md).
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
-  const auto [n, rh] = exp_argument(x);
-  const F r = mul_add(n, F(kLn2Low), rh);
-  return times_pow2(mul_add(exp_tail_cephes(r), r * r, r) + F(1.0f), n);
+  x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp rounds to 0 and to inf beyond
+  // q = round(16 x / ln 2) / 16: at 1.5 2^19 a float's ulp is 1/16, so q's sixteenths j are its low bits
+  const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
+  const F q = shifted - F(0x1.8p19f);
+  const F r =
+      mul_add(q, F(0x1.05c61p-29f), mul_add(q, F(-0x1.62e43p-1f), x));    // x - q ln 2, |r| <= ln 2 / 32
+  const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
+  const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1
+  return times_pow2_floor(mul_add(t, s, t), q);
 }
 
 // num sigmoid(z): activation.h's times_sigmoid, with exp_f32. (bf16 results of the sigmoid family go by
