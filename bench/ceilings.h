@@ -7,7 +7,16 @@
 namespace dew::bench {
 
 // STREAM triad a = b + s*c over three arrays of `megabytes` each, on the thread pool; GB/s
-// counting 3 arrays moved (2 reads, 1 write), best of `reps`.
+// counting 3 arrays moved (2 reads, 1 write). The arrays are filled once, so each pass times only
+// the triad.
+class TriadProbe {
+ public:
+  explicit TriadProbe(int megabytes = 400);
+  double gb_per_s();  // one pass
+ private:
+  Tensor a_, b_, c_;
+};
+// The best of `reps` passes of a fresh TriadProbe.
 double triad_gb_per_s(int megabytes = 400, int reps = 5);
 // oneDNN sgemm called directly at M = N = K = n: GFLOP/s, best of `reps`.
 double sgemm_gflop_per_s(int n = 2048, int reps = 5);
