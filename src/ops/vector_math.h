@@ -50,6 +50,7 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
+// table[i & 15] for the integer i in the low bits of a float's bits (F32x16 and F32x8 permute a register).
 [[gnu::always_inline]] inline float lookup16(const float* table, float i) {
   return table[std::bit_cast<uint32_t>(i) & 15];
 }
@@ -122,8 +123,8 @@ template <class F>
 // exp(r) - 1 = p to r^4 (r^5 / 120 < 2^-34), 2^(j/16) = t + t_lo, and exp(x) = 2^floor(q) (t + (t p +
 // t_lo)), the small term rounded first and the sum once. r's rounding (|r| 2^-24) and the small term's
 // (2^-29) move it by 0.03 ulp at most, so the last rounding's half ulp is nearly all of its error.
-// 2^floor(q) through times_pow2, two factors where the instruction set lacks vscalefps, so subnormal
-// results round once.
+// 2^floor(q) through times_pow2_floor (vscalefps, or two factors): a subnormal result rounds a second
+// time there, so it is within 1 of its ulp (2^-149) rather than 0.54.
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32(F x) {
