@@ -1,6 +1,9 @@
-// exp_f32_within_2ulp's Cephes form against a 16-entry table form, one core, in L1/L2: the cross_entropy
-// bf16 block (max, then exp(x - m), stored, summed) timed per logit, and each form's error against double
-// exp over a sweep of [-104, 89]. Build (header-only, no library):
+// The exps before and after their sixteenths forms (NOTE [exp by sixteenths], NOTE [compensated exp]):
+// Cephes' exp_f32_within_2ulp and compensated exp_f32 against vector_math.h's, one core, in L1/L2: the
+// cross_entropy block (max, then exp(x - m), stored, summed) timed per logit, and each form's error
+// against double exp over every 97th float of [-104, 89]. 2026-12-02, Zen 4: within_2ulp 0.293 -> 0.250
+// ns, 1.003 -> 1.058 ulp; exp_f32 0.387 -> 0.291 ns, 0.658 -> 0.541 ulp (docs/perf.md). Build
+// (header-only, no library):
 //   g++ -std=c++20 -O3 -DNDEBUG -fno-math-errno -fno-trapping-math -ffp-contract=off -DDEW_KERNEL_NS=avx512
 //   -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512bf16 -mavx2 -mfma -mf16c -mprefer-vector-width=512
 //   -Iinclude -Isrc dev/exp_table/ab.cc -o /tmp/exp_ab   (avx2: -DDEW_KERNEL_NS=avx2 -mavx2 -mfma -mf16c)
