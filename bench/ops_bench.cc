@@ -32,7 +32,7 @@ int run_ops_bench(const OpsBenchOptions& o) {
   TriadProbe triad_probe;  // filled once: each measurement beside a row times only its passes
   // sgemm 2048^3 is not measured again beside rows: right after one, oneDNN's OpenMP threads share the
   // cores with the pool's still-spinning workers and read half the rate (104-111 against 202 GFLOP/s).
-  double triad_before = triad;
+  double previous_triad = triad;
   const auto triad_now = [&] {
     double best = 0;
     for (int r = 0; r < 3; ++r) best = std::max(best, triad_probe.gb_per_s());
@@ -59,14 +59,14 @@ int run_ops_bench(const OpsBenchOptions& o) {
             fraction = direct / med;
             unit = "GFLOP/s";
             ceiling = fmt::format("sgemm direct {:.1f} GFLOP/s", b.flops / direct * 1e-9);
-          } else if (b.flops > 0) {  // against the header's sgemm (see triad_before)
+          } else if (b.flops > 0) {  // against the header's sgemm (see previous_triad's comment)
             rate = b.flops / med * 1e-9;
             fraction = rate / peak;
             unit = "GFLOP/s";
             ceiling = "sgemm 2048^3";
           } else {
-            const double triad_after = triad_now(), row_triad = std::max(triad_before, triad_after);
-            triad_before = triad_after;
+            const double triad_after = triad_now(), row_triad = std::max(previous_triad, triad_after);
+            previous_triad = triad_after;
             rate = b.bytes / med * 1e-9;
             fraction = rate / row_triad;
             unit = "GB/s";
