@@ -206,6 +206,25 @@ inline F32x16 max_skipping_nan(F32x16 part, F32x16 v) {
 inline F32x16 max_skipping_nan(F32x16 part, F32x16 v, int lanes) {
   return _mm512_mask_max_ps(part.v, first_lanes(lanes), v.v, part.v);
 }
+inline F32x16 min_skipping_nan(F32x16 part, F32x16 v) {  // as max_skipping_nan, the smaller
+  return _mm512_mask_min_ps(part.v, kAllLanes, v.v, part.v);
+}
+inline F32x16 min_skipping_nan(F32x16 part, F32x16 v, int lanes) {
+  return _mm512_mask_min_ps(part.v, first_lanes(lanes), v.v, part.v);
+}
+
+// The running sums of v's lanes (lane i: v[0] + ... + v[i]) by four shifted adds, and v's last lane in
+// every lane: a row's prefix sums a vector at a time (cumsum).
+inline F32x16 lane_prefix_sums(F32x16 v) {
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (int k = 1; k < 16; k *= 2)  // lanes >= k add the lane k below; the others add 0
+    v = _mm512_add_ps(v.v, _mm512_maskz_permutexvar_ps(__mmask16(0xffffu << k),
+                                                       _mm512_sub_epi32(lane, _mm512_set1_epi32(k)), v.v));
+  return v;
+}
+inline F32x16 last_lane(F32x16 v) {
+  return _mm512_maskz_permutexvar_ps(kAllLanes, _mm512_set1_epi32(15), v.v);
+}
 
 // Sums of floats widened to double, sixteen lanes in two registers.
 struct DoubleLanes {

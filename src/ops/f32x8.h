@@ -211,6 +211,27 @@ inline F32x8 max_skipping_nan(F32x8 part, F32x8 v) {
 inline F32x8 max_skipping_nan(F32x8 part, F32x8 v, int lanes) {
   return _mm256_blendv_ps(part.v, _mm256_max_ps(v.v, part.v), _mm256_castsi256_ps(first_lanes8(lanes)));
 }
+inline F32x8 min_skipping_nan(F32x8 part, F32x8 v) {  // as max_skipping_nan, the smaller
+  return _mm256_min_ps(v.v, part.v);
+}
+inline F32x8 min_skipping_nan(F32x8 part, F32x8 v, int lanes) {
+  return _mm256_blendv_ps(part.v, _mm256_min_ps(v.v, part.v), _mm256_castsi256_ps(first_lanes8(lanes)));
+}
+
+// The running sums of v's lanes (lane i: v[0] + ... + v[i]) by three shifted adds, and v's last lane in
+// every lane: a row's prefix sums a vector at a time (cumsum).
+inline F32x8 lane_prefix_sums(F32x8 v) {
+  const __m256i lane = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+  for (int k = 1; k < 8; k *= 2) {  // lanes >= k add the lane k below; the others add 0
+    const __m256 below = _mm256_permutevar8x32_ps(v.v, _mm256_sub_epi32(lane, _mm256_set1_epi32(k)));
+    v = _mm256_add_ps(
+        v.v, _mm256_and_ps(below, _mm256_castsi256_ps(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32(k - 1)))));
+  }
+  return v;
+}
+inline F32x8 last_lane(F32x8 v) {
+  return _mm256_permutevar8x32_ps(v.v, _mm256_set1_epi32(7));
+}
 
 // Sums of floats widened to double, eight lanes in two registers.
 struct DoubleLanes {

@@ -40,31 +40,6 @@ inline bool rows_on_float_vec() {
   }
 }
 
-// The largest of x[0..n) (NaN skipped, as row_max does); -inf for n = 0. Four partial maxima, so the
-// loads do not wait on one chain of vmaxps latencies: cross_entropy 5-8% faster than with one
-// (dev/cross_entropy_time, docs/perf.md).
-template <class T>
-inline float row_max_vec(const T* x, int64_t n) {
-  const FloatVec lowest(-std::numeric_limits<float>::infinity());
-  FloatVec part = lowest, p1 = lowest, p2 = lowest, p3 = lowest;
-  int64_t i = 0;
-  for (; i + 4 * kVecWidth <= n; i += 4 * kVecWidth) {
-    part = max_skipping_nan(part, load_vec(x + i));
-    p1 = max_skipping_nan(p1, load_vec(x + i + kVecWidth));
-    p2 = max_skipping_nan(p2, load_vec(x + i + 2 * kVecWidth));
-    p3 = max_skipping_nan(p3, load_vec(x + i + 3 * kVecWidth));
-  }
-  part = max_skipping_nan(max_skipping_nan(part, p1), max_skipping_nan(p2, p3));  // partials hold no NaN
-  for (; i + kVecWidth <= n; i += kVecWidth) part = max_skipping_nan(part, load_vec(x + i));
-  if (i < n) part = max_skipping_nan(part, load_vec(x + i, int(n - i)), int(n - i));
-  // Across lanes through memory: GCC 12's reduction intrinsics trip -Wmaybe-uninitialized (f32x16.h).
-  alignas(64) float lanes[kVecWidth];
-  store_vec(lanes, part);
-  float m = lanes[0];
-  for (int l = 1; l < kVecWidth; ++l) m = lanes[l] > m ? lanes[l] : m;
-  return m;
-}
-
 // The sum of v's lanes, in lane order (the order the row kernels' results are defined by).
 inline float lanes_sum(FloatVec v) {
   alignas(64) float lanes[kVecWidth];
@@ -72,6 +47,62 @@ inline float lanes_sum(FloatVec v) {
   float s = 0;
   for (float l : lanes) s += l;
   return s;
+}
+
+// The largest (Max) or smallest of x[0..n), NaN skipped, and with NoteNan whether x holds a NaN; -inf
+// (Max) or inf for n = 0. Four partials, so the loads do not wait on one chain of vmaxps latencies:
+// cross_entropy 5-8% faster than with one (dev/cross_entropy_time, docs/perf.md).
+struct RowExtreme {
+  float value;
+  bool nan;  // with NoteNan only
+};
+template <bool Max, bool NoteNan, class T>
+inline RowExtreme row_extreme_vec(const T* x, int64_t n) {
+  const auto fold = [](FloatVec part, FloatVec v) __attribute__((always_inline)) {
+    if constexpr (Max)
+      return max_skipping_nan(part, v);
+    else
+      return min_skipping_nan(part, v);
+  };
+  const FloatVec start(Max ? -std::numeric_limits<float>::infinity()
+                           : std::numeric_limits<float>::infinity());
+  FloatVec part = start, p1 = start, p2 = start, p3 = start, nan_probe = 0.0f;  // NaN in a lane that saw one
+  const auto note = [&](FloatVec v) __attribute__((always_inline)) {
+    if constexpr (NoteNan) nan_probe = select(v == v, nan_probe, v);
+  };
+  int64_t i = 0;
+  for (; i + 4 * kVecWidth <= n; i += 4 * kVecWidth) {
+    const FloatVec v0 = load_vec(x + i), v1 = load_vec(x + i + kVecWidth),
+                   v2 = load_vec(x + i + 2 * kVecWidth), v3 = load_vec(x + i + 3 * kVecWidth);
+    part = fold(part, v0), p1 = fold(p1, v1), p2 = fold(p2, v2), p3 = fold(p3, v3);
+    note(v0), note(v1), note(v2), note(v3);
+  }
+  part = fold(fold(part, p1), fold(p2, p3));  // partials hold no NaN
+  for (; i + kVecWidth <= n; i += kVecWidth) {
+    const FloatVec v = load_vec(x + i);
+    part = fold(part, v), note(v);
+  }
+  if (i < n) {
+    const FloatVec v = load_vec(x + i, int(n - i));  // its other lanes read as 0: neither NaN nor counted
+    note(v);
+    if constexpr (Max)
+      part = max_skipping_nan(part, v, int(n - i));
+    else
+      part = min_skipping_nan(part, v, int(n - i));
+  }
+  // Across lanes through memory: GCC 12's reduction intrinsics trip -Wmaybe-uninitialized (f32x16.h).
+  alignas(64) float lanes[kVecWidth];
+  store_vec(lanes, part);
+  float m = lanes[0];
+  for (int l = 1; l < kVecWidth; ++l) m = (Max ? lanes[l] > m : lanes[l] < m) ? lanes[l] : m;
+  const bool nan = NoteNan && lanes_sum(nan_probe) != 0.0f;  // NaN != 0; the probe's other lanes are 0
+  return {m, nan};
+}
+
+// The largest of x[0..n) (NaN skipped); -inf for n = 0.
+template <class T>
+inline float row_max_vec(const T* x, int64_t n) {
+  return row_extreme_vec<true, false>(x, n).value;
 }
 
 // NOTE [streaming large outputs]

@@ -76,6 +76,31 @@ ReduceFn reduce_from_name(std::string_view name) {
   fail("'{}' is not a reduction; expected one of {}", name, fmt::join(kNames, ", "));
 }
 
+std::optional<ReducedRun> reduced_run(const ReduceArgs& a) {
+  if (!a.x.is_contiguous()) return std::nullopt;
+  const std::vector<int64_t> axes = normalize_axes(a.axes, a.x.dim(), reduce_name(a.fn).data());
+  const int64_t first = axes.empty() ? 0 : axes.front(), last = axes.empty() ? a.x.dim() - 1 : axes.back();
+  if (!axes.empty() && last - first + 1 != int64_t(axes.size())) return std::nullopt;  // not one run
+  ReducedRun run;
+  for (int64_t d = 0; d < a.x.dim(); ++d)
+    (d < first ? run.outer : d > last ? run.inner : run.reduced) *= a.x.size(d);
+  return run;
+}
+
+select::Requirement<ReduceArgs> reduced_run_requirement(ReducedRunKind kind) {
+  const bool rows = kind == ReducedRunKind::rows;
+  return {rows ? "reduced axes one run of contiguous x, to its last axis"
+               : "fn other than argmax, reduced axes one run of contiguous x, some axis after it",
+          [rows](const ReduceArgs& a) -> std::optional<std::string> {
+            if (!rows && a.fn == ReduceFn::argmax) return std::string("fn is argmax");
+            const std::optional<ReducedRun> run = reduced_run(a);
+            if (!run) return std::string("x is not contiguous, or its reduced axes are not consecutive");
+            if ((run->inner == 1) == rows) return std::nullopt;
+            return std::string(rows ? "the reduced axes end before the last axis (cpu.columns' case)"
+                                    : "the reduced axes end at the last axis (cpu.rows' case)");
+          }};
+}
+
 std::vector<OutputSpec> Reduce::infer(const Args& a) {
   const char* op = reduce_name(a.fn).data();
   require_same_device(op, a.inputs());
@@ -131,8 +156,10 @@ const select::Registry<ReduceArgs>& Reduce::registry() {
   static const select::Registry<ReduceArgs> r = [] {
     select::Registry<ReduceArgs> reg;
     DEW_CUDA_IMPLEMENTATIONS(add_reduce_cuda, reg);
-    avx512::add_reduce_cpu(reg);
-    avx2::add_reduce_cpu(reg);
+    avx512::add_reduce_rows_cpu(reg);
+    avx512::add_reduce_columns_cpu(reg);
+    avx2::add_reduce_rows_cpu(reg);
+    avx2::add_reduce_columns_cpu(reg);
     reg.add({"portable", {select::on_cpu<ReduceArgs>()}, [](const ReduceArgs& a, std::vector<Tensor>& outs) {
                ReduceArgs n = a;
                n.axes = normalize_axes(a.axes, a.x.dim(), reduce_name(a.fn).data());
@@ -158,7 +185,9 @@ std::vector<Case<ReduceArgs>> Reduce::cases(std::string_view op) {
           {"middle_axis_keepdim", {"ci", "edge"}, all, make({4, 77, 3}, {1}, true)},
           {"two_axes", {"ci"}, all, make({5, 6, 7}, {0, 2}, false)},
           {"all_axes", {"ci"}, all, make({9, 130}, {}, false)},
-          {"long_row", {"ci"}, all, make({2, 8192}, {-1}, false)}};
+          {"long_row", {"ci"}, all, make({2, 8192}, {-1}, false)},
+          {"rows_in_pieces", {"ci"}, all, make({2, 20000}, {-1}, false)},  // NOTE [reductions in pieces]
+          {"last_axis_large", {"bench"}, all, make({4096, 768}, {-1}, false)}};
 }
 
 }  // namespace dew::ops

@@ -1,10 +1,17 @@
-// softmax, log_softmax and cumsum: vjp and jvp. The reverse cumsum (cumsum's vjp) is written as
-// sum - cumsum + g, which needs no flip.
+// softmax, log_softmax and cumsum: vjp and jvp. cumsum's vjp is the reverse cumsum, flip(cumsum(flip
+// g)): written as sum - cumsum + g it cancels near the row's end, and exactly only where cumsum adds in
+// sum's order (the serial portable path, not the tiers' vectors of prefix sums).
 #include "ops/rules_common.h"
 #include "ops/softmax/softmax.h"
 
 namespace dew::ops {
 namespace {
+
+// g with its axis reversed.
+Tensor flip(const Tensor& g, int64_t axis) {
+  const int64_t n = g.size(axis);
+  return index_select(g, axis, arange(double(n - 1), -1.0, -1.0, DType::i64).to(g.device()));
+}
 
 // The output's tangent from the input's tangent t (y is the output).
 Tensor along_axis_tangent(AlongAxisFn f, int64_t axis, const Tensor& t, const Tensor& y) {
@@ -40,7 +47,7 @@ VjpRule AlongAxis::vjp(const Args& a) {
       case AlongAxisFn::log_softmax:  // g - softmax <g, 1>
         return {sub(g, mul(exp(y[0]), sum(g, {axis}, true)))};
       case AlongAxisFn::cumsum:  // reverse cumsum
-        return {add(sub(sum(g, {axis}, true), cumsum(g, axis)), g)};
+        return {flip(cumsum(flip(g, axis), axis), axis)};
     }
     return {Tensor()};
   };
