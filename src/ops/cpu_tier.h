@@ -16,18 +16,24 @@ select::Requirement<Args> cpu_has_tier() {
 }
 
 // Registers this tier's kernel for f32 and bf16 data on the CPU, behind any further requirements:
-// run(T{}, args, outputs) with T = float or bf16. Named cpu.<tier>, or cpu.<tier>.<algorithm>.
-template <class Args, class Run>
+// run(T{}, args, outputs) with T = float or bf16, and f16 too with AlsoF16 (kernels that only load
+// their data on FloatVec, which widens f16 exactly: the reductions). Named cpu.<tier>, or
+// cpu.<tier>.<algorithm>.
+template <class Args, bool AlsoF16 = false, class Run>
 void add_cpu_f32_bf16(select::Registry<Args>& r, Run run, std::vector<select::Requirement<Args>> more = {},
                       std::string_view algorithm = {}) {
+  std::vector<DType> dtypes{DType::f32, DType::bf16};
+  if (AlsoF16) dtypes.push_back(DType::f16);
   std::vector<select::Requirement<Args>> reqs{select::on_cpu<Args>(), cpu_has_tier<Args>(),
-                                              select::dtype_in<Args>({DType::f32, DType::bf16})};
+                                              select::dtype_in<Args>(dtypes)};
   reqs.insert(reqs.end(), more.begin(), more.end());
   std::string name(kCpuImplName);
   if (!algorithm.empty()) name.append(".").append(algorithm);
   r.add({std::move(name), std::move(reqs), [run](const Args& a, std::vector<Tensor>& outs) {
            if (a.dtype() == DType::f32)
              run(float{}, a, outs);
+           else if constexpr (AlsoF16)
+             a.dtype() == DType::bf16 ? run(bf16{}, a, outs) : run(f16{}, a, outs);
            else
              run(bf16{}, a, outs);
          }});

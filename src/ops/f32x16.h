@@ -149,6 +149,8 @@ template <class T>
 [[gnu::always_inline]] inline F32x16 load_vec(const T* p) {
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  else if constexpr (std::is_same_v<T, f16>)  // vcvtph2ps: exact, subnormals included
+    return _mm512_maskz_cvtph_ps(kAllLanes, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   else
     return _mm512_loadu_ps(p);
 }
@@ -157,6 +159,8 @@ template <class T>
   const __mmask16 k = first_lanes(lanes);
   if constexpr (std::is_same_v<T, bf16>)
     return widen16(_mm256_maskz_loadu_epi16(k, p));
+  else if constexpr (std::is_same_v<T, f16>)
+    return _mm512_maskz_cvtph_ps(kAllLanes, _mm256_maskz_loadu_epi16(k, p));
   else
     return _mm512_maskz_loadu_ps(k, p);
 }

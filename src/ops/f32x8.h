@@ -156,6 +156,8 @@ template <class T>
 [[gnu::always_inline]] inline F32x8 load_vec(const T* p) {
   if constexpr (std::is_same_v<T, bf16>)
     return widen8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  else if constexpr (std::is_same_v<T, f16>)  // vcvtph2ps: exact, subnormals included
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   else
     return _mm256_loadu_ps(p);
 }

@@ -1,9 +1,9 @@
 // Reductions over a run of axes followed by kept ones, built once per tier (NOTE [instruction-set
 // regions]): cpu.<tier>.columns reads x in place as (outer, rows, n) and reduces down each column — a
 // bias's gradient, a batch mean, a max over a middle axis — without the portable path's transposed
-// copy; threads split the columns. sum, mean, max and min take each column's rows in the portable
-// order (row 0, 1, ...), so their results are the portable path's bit for bit; logsumexp's maximum too,
-// then its exps on FloatVec. (argmax stays portable here.)
+// copy; threads split the columns; f32, bf16 and f16. sum, mean, max and min take each column's rows in
+// the portable order (row 0, 1, ...), so their results are the portable path's bit for bit;
+// logsumexp's maximum too, then its exps on FloatVec. (argmax stays portable here.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -95,7 +95,7 @@ DEW_ISA_END
 namespace dew::ops::DEW_KERNEL_NS {
 
 void add_reduce_columns_cpu(select::Registry<ReduceArgs>& r) {
-  add_cpu_f32_bf16<ReduceArgs>(
+  add_cpu_f32_bf16<ReduceArgs, true>(
       r,
       [](auto t, const ReduceArgs& a, std::vector<Tensor>& outs) {
         reduce_columns<decltype(t)>(a, *reduced_run(a), outs[0]);

@@ -1,8 +1,9 @@
 // Reductions over a run of axes that ends at the last one, built once per tier (NOTE [instruction-set
 // regions]): cpu.<tier>.rows reads x in place as (rows, n) and reduces each row on FloatVec, in pieces
-// (NOTE [reductions in pieces]). sum, mean, max, min and logsumexp on FloatVec; argmax by a
-// vectorizable maximum, then its first index. Every result keeps the portable path's special values:
-// max and min return a row's first NaN, logsumexp its infinite maximum, argmax its first NaN.
+// (NOTE [reductions in pieces]); f32, bf16 and f16. sum, mean, max, min and logsumexp on FloatVec;
+// argmax by a vectorizable maximum, then its first index. Every result keeps the portable path's
+// special values: max and min return a row's first NaN, logsumexp its infinite maximum, argmax its
+// first NaN.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -172,7 +173,7 @@ DEW_ISA_END
 namespace dew::ops::DEW_KERNEL_NS {
 
 void add_reduce_rows_cpu(select::Registry<ReduceArgs>& r) {
-  add_cpu_f32_bf16<ReduceArgs>(
+  add_cpu_f32_bf16<ReduceArgs, true>(
       r,
       [](auto t, const ReduceArgs& a, std::vector<Tensor>& outs) {
         const ReducedRun run = *reduced_run(a);

@@ -64,7 +64,7 @@ TEST(Reduce, SpecialValuesOverRowsOnEveryImplementation) {
   x[2 * n + 5] = kInf, x[2 * n + 33000] = kNaN;            // row 2
   std::fill(x.begin() + 3 * n, x.begin() + 4 * n, -kInf);  // row 3
   x[4 * n + 17000] = kNaN;                                 // row 4
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     const Tensor t = Tensor::from_values(x, {5, n}, dtype);
     for (const std::string& impl : implementations_here("rows")) {
       set_impl_overrides("max:" + impl + ",min:" + impl + ",logsumexp:" + impl);
@@ -94,7 +94,7 @@ TEST(Reduce, SpecialValuesDownColumnsOnEveryImplementation) {
   x[3 * 10 + 0] = 7, x[3 * 20 + 0] = kNaN;                    // column 0
   x[3 * 5 + 1] = kInf, x[3 * 9 + 1] = kNaN;                   // column 1
   for (int r = 0; r < 70; ++r) x[size_t(3 * r + 2)] = -kInf;  // column 2
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     const Tensor t = Tensor::from_values(x, {70, 3}, dtype);
     for (const std::string& impl : implementations_here("columns")) {
       set_impl_overrides("max:" + impl + ",min:" + impl + ",logsumexp:" + impl);
