@@ -6,6 +6,7 @@
 // first NaN.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "ops/cpu_tier.h"
@@ -114,7 +115,7 @@ void reduce_rows(const ReduceArgs& a, const ReducedRun& run, Tensor& out) {
       // The row's maximum first (NaN passed over), then the exps' sum against it, as the portable path.
       for_each_piece(x, rows, n, pieces, part.data(),
                      [](int64_t, const T* p, int64_t k) { return row_max_vec(p, k); });
-      std::vector<float> m(size_t(rows), -std::numeric_limits<float>::infinity());
+      Scratch<float> m(rows, -std::numeric_limits<float>::infinity());
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t k = 0; k < pieces; ++k) m[size_t(r)] = std::max(m[size_t(r)], row_parts(r)[k]);
       for_each_piece(x, rows, n, pieces, part.data(), [&m](int64_t r, const T* p, int64_t k) {

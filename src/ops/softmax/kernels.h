@@ -102,11 +102,11 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
 #if DEW_HAS_FLOAT_VEC
     if constexpr (FastExp && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
-      if (a.fn == AlongAxisFn::cumsum && rows_on_float_vec<T>()) {
-        for (int64_t r = r0; r < r1; ++r) cumsum_row_vec(x + r * n, yp + r * n, n);
-        return;
-      }
       if (rows_on_float_vec<T>()) {
+        if (a.fn == AlongAxisFn::cumsum) {
+          for (int64_t r = r0; r < r1; ++r) cumsum_row_vec(x + r * n, yp + r * n, n);
+          return;
+        }
         Scratch<float> e((n + kVecWidth - 1) / kVecWidth * kVecWidth);
         for (int64_t r = r0; r < r1; ++r) softmax_row_vec(a.fn, x + r * n, yp + r * n, n, e.data(), stream);
         if (stream) _mm_sfence();  // the non-temporal stores before the rows are handed on
