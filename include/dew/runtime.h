@@ -56,6 +56,7 @@ void fill_randint(Tensor& t, RandomKey key, int64_t low, int64_t high);  // [low
 struct CpuFeatures {
   bool avx2 = false;
   bool fma = false;
+  bool f16c = false;  // vcvtph2ps and vcvtps2ph on 128/256-bit registers
   bool avx512f = false;
   bool avx512bw = false;
   bool avx512vl = false;

@@ -1,7 +1,18 @@
 // cpuid-based detection of the instruction sets the selector's cpu_has requirement asks about.
 #include <dew/runtime.h>
 
+#include <cpuid.h>
+
 namespace dew {
+namespace {
+
+// cpuid leaf 1, ECX bit 29: GCC 12 and clang 14 have no __builtin_cpu_supports("f16c") (GCC's answers 0).
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures features = [] {
@@ -9,6 +20,7 @@ const CpuFeatures& cpu_features() {
     __builtin_cpu_init();
     f.avx2 = __builtin_cpu_supports("avx2");
     f.fma = __builtin_cpu_supports("fma");
+    f.f16c = has_f16c();
     f.avx512f = __builtin_cpu_supports("avx512f");
     f.avx512bw = __builtin_cpu_supports("avx512bw");
     f.avx512vl = __builtin_cpu_supports("avx512vl");

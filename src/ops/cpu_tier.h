@@ -16,8 +16,9 @@ select::Requirement<Args> cpu_has_tier() {
 }
 
 // Registers this tier's kernel for f32 and bf16 data on the CPU, behind any further requirements:
-// run(T{}, args, outputs) with T = float or bf16, and f16 too with AlsoF16 (kernels that only load
-// their data on FloatVec, which widens f16 exactly: the reductions). Named cpu.<tier>, or
+// run(T{}, args, outputs) with T = float or bf16, and f16 too with AlsoF16 (kernels written over T,
+// whose FloatVec rows load and store f16 with vcvtph2ps and vcvtps2ph; the matmul and attention
+// kernels, whose products go through bf16 or f32 paths, do not). Named cpu.<tier>, or
 // cpu.<tier>.<algorithm>.
 template <class Args, bool AlsoF16 = false, class Run>
 void add_cpu_f32_bf16(select::Registry<Args>& r, Run run, std::vector<select::Requirement<Args>> more = {},

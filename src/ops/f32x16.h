@@ -188,6 +188,8 @@ template <class T>
     alignas(64) float f[16];
     _mm512_store_ps(f, v.v);
     for (int i = 0; i < lanes; ++i) p[i] = narrow<bf16>(f[i]);
+  } else if constexpr (std::is_same_v<T, f16>) {  // vcvtps2ph: to nearest even, subnormals included
+    _mm256_mask_storeu_epi16(p, k, _mm512_maskz_cvtps_ph(kAllLanes, v.v, _MM_FROUND_TO_NEAREST_INT));
   } else {
     _mm512_mask_storeu_ps(p, k, v.v);
   }

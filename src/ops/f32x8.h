@@ -191,6 +191,8 @@ template <class T>
   T* to = lanes == 8 ? p : part;
   if constexpr (std::is_same_v<T, bf16>)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(to), narrow8_to_bf16(v));
+  else if constexpr (std::is_same_v<T, f16>)  // vcvtps2ph: to nearest even, subnormals included
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to), _mm256_cvtps_ph(v.v, _MM_FROUND_TO_NEAREST_INT));
   else
     _mm256_storeu_ps(to, v.v);
   if (lanes < 8) std::memcpy(p, part, size_t(lanes) * sizeof(T));

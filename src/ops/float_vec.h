@@ -23,11 +23,12 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 #if DEW_HAS_FLOAT_VEC
-// Whether this tier's vectors take rows of T on this CPU: f32; bf16 with F32x8 (integer rounding in
-// registers) and with F32x16 where the CPU narrows natively (NOTE [native bf16 narrowing]).
+// Whether this tier's vectors take rows of T on this CPU: f32; f16 (vcvtph2ps and vcvtps2ph, exact and
+// rounding to nearest even: F16C on the avx2 tier, AVX512F on the avx512); bf16 with F32x8 (integer
+// rounding in registers) and with F32x16 where the CPU narrows natively (NOTE [native bf16 narrowing]).
 template <class T>
 inline bool rows_on_float_vec() {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, f16>) {
     return true;
   } else if constexpr (std::is_same_v<T, bf16>) {
 #if DEW_HAS_F32X16

@@ -39,6 +39,10 @@ inline T narrow(Acc v) {
   }
 }
 
+// The 16-bit storage floats: computed in float, rounded once to T.
+template <class T>
+inline constexpr bool is_half_type = std::is_same_v<T, bf16> || std::is_same_v<T, f16>;
+
 template <class T>
 inline constexpr bool is_floating_type = std::is_same_v<T, double> || std::is_same_v<T, float> ||
                                          std::is_same_v<T, bf16> || std::is_same_v<T, f16>;

@@ -49,7 +49,7 @@ enum class Isa { avx2, avx512 };
 
 inline bool cpu_supports(Isa isa) {
   const CpuFeatures& f = cpu_features();
-  const bool avx2 = f.avx2 && f.fma;
+  const bool avx2 = f.avx2 && f.fma && f.f16c;  // the avx2 tier converts f16 with F16C
   if (isa == Isa::avx2) return avx2;
   return avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
 }
@@ -57,11 +57,12 @@ inline bool cpu_supports(Isa isa) {
 template <class Args>
 Requirement<Args> cpu_has(Isa isa) {
   const bool avx2 = isa == Isa::avx2;
-  return {avx2 ? "cpu_has(avx2, fma)" : "cpu_has(avx512f, avx512bw, avx512vl, avx512dq)",
-          [isa, avx2](const Args&) -> std::optional<std::string> {
-            if (cpu_supports(isa)) return std::nullopt;
-            return std::string(avx2 ? "this CPU lacks AVX2/FMA" : "this CPU lacks AVX-512 (F, BW, VL, DQ)");
-          }};
+  return {
+      avx2 ? "cpu_has(avx2, fma, f16c)" : "cpu_has(avx512f, avx512bw, avx512vl, avx512dq)",
+      [isa, avx2](const Args&) -> std::optional<std::string> {
+        if (cpu_supports(isa)) return std::nullopt;
+        return std::string(avx2 ? "this CPU lacks AVX2/FMA/F16C" : "this CPU lacks AVX-512 (F, BW, VL, DQ)");
+      }};
 }
 
 template <class Args>

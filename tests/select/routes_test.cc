@@ -29,16 +29,17 @@ std::string widest_tier() {
 
 TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
   EXPECT_ROUTE("rms_norm", widest_tier(), rms_norm(ones({4, 64}, DType::f32), Tensor(), 1e-6));
-  EXPECT_ROUTE("rms_norm", "portable", rms_norm(ones({4, 64}, DType::f16), Tensor(), 1e-6));
+  EXPECT_ROUTE("rms_norm", widest_tier(), rms_norm(ones({4, 64}, DType::f16), Tensor(), 1e-6));
+  EXPECT_ROUTE("rms_norm", "portable", rms_norm(ones({4, 64}, DType::f64), Tensor(), 1e-6));
   EXPECT_ROUTE("exp", widest_tier(), exp(ones({4, 64}, DType::f32)));
   EXPECT_ROUTE("tanh", widest_tier(), tanh(ones({4, 64}, DType::f32)));
-  // 16-bit data by table: every function on f16, which the tiers do not take, and on bf16 all but the
-  // bit moves, with AVX-512 gathers where the CPU has them.
+  // 16-bit data by table: on bf16 and f16 every function but the bit moves and square, with AVX-512
+  // gathers where the CPU has them.
   const std::string table = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512.table" : "cpu.table";
   EXPECT_ROUTE("tanh", table, tanh(ones({4, 64}, DType::f16)));
   EXPECT_ROUTE("gelu", table, gelu(ones({4, 64}, DType::bf16), false));
   EXPECT_ROUTE("exp", table, exp(ones({4, 64}, DType::bf16)));
-  EXPECT_ROUTE("relu", table, relu(ones({4, 64}, DType::f16)));
+  EXPECT_ROUTE("relu", widest_tier(), relu(ones({4, 64}, DType::f16)));
   EXPECT_ROUTE("relu", widest_tier(), relu(ones({4, 64}, DType::bf16)));
   EXPECT_ROUTE("relu", "portable", relu(ones({4, 64}, DType::f64)));
   EXPECT_ROUTE("add", widest_tier(), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));

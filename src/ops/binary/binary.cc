@@ -92,10 +92,11 @@ std::vector<Case<BinaryArgs>> Binary::cases(std::string_view op) {
     };
   };
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
-  return {{"same_shape", {"ci"}, all, make({16, 300}, {16, 300})},
-          {"broadcast_row", {"ci", "edge"}, all, make({7, 5, 33}, {33})},
-          {"broadcast_both", {"ci", "edge"}, all, make({6, 1, 9}, {1, 4, 9})},
-          {"gpt2_residual", {"bench"}, {DType::f32, DType::bf16}, make({4096, 768}, {4096, 768})}};
+  return {
+      {"same_shape", {"ci"}, all, make({16, 300}, {16, 300})},
+      {"broadcast_row", {"ci", "edge"}, all, make({7, 5, 33}, {33})},
+      {"broadcast_both", {"ci", "edge"}, all, make({6, 1, 9}, {1, 4, 9})},
+      {"gpt2_residual", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({4096, 768}, {4096, 768})}};
 }
 
 }  // namespace dew::ops

@@ -127,7 +127,10 @@ std::vector<Case<CrossEntropyArgs>> CrossEntropy::cases(std::string_view) {
       {"large_logits", {"ci", "edge"}, all, make(8, 517, 30.0, false, 0, false)},
       // several of the kernels' 1024-logit blocks, whose running max moves (NOTE [one pass over the logits])
       {"blocks_large_logits", {"ci", "edge"}, all, make(4, 4500, 30.0, true, 1e-4, false)},
-      {"gpt2_vocab", {"bench"}, {DType::f32, DType::bf16}, make(1024, 50257, 2.0, false, 0, false)}};
+      {"gpt2_vocab",
+       {"bench"},
+       {DType::f32, DType::bf16, DType::f16},
+       make(1024, 50257, 2.0, false, 0, false)}};
 }
 
 }  // namespace dew::ops

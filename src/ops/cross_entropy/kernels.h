@@ -30,21 +30,21 @@ namespace dew::ops::DEW_KERNEL_NS {
 inline constexpr int64_t kLogitBlock = 1024;
 
 #if DEW_HAS_FLOAT_VEC
-// The exp of a row's logits: a bf16 row's exps feed bf16 gradients (rounded at 2^-9) and a double sum,
-// in which exp_f32_within_2ulp's errors (1-2 ulp, unbiased) vanish; f32 gradients keep exp_f32.
+// The exp of a row's logits: a bf16 or f16 row's exps feed gradients rounded at 2^-9 or 2^-11 and a
+// double sum, in which exp_f32_within_2ulp's errors (1-2 ulp, unbiased) vanish; f32 gradients keep exp_f32.
 template <class T>
 [[gnu::always_inline]] inline FloatVec logit_exp(FloatVec x) {
-  if constexpr (std::is_same_v<T, bf16>)
+  if constexpr (is_half_type<T>)
     return exp_f32_within_2ulp(x);
   else
     return exp_f32(x);
 }
 
-// block_max_and_exps on FloatVec: the block read twice from L1 (max, then exps), bf16 widened as it is
-// loaded; masked tails. f32 rows sum the exps in double lanes. bf16 rows sum them in one float vector
-// (1024 / kVecWidth terms a lane in a 1024-logit block, a relative error near 128 * 2^-24 at most, far
-// below the 2^-9 of their bf16 gradients), widened to double at the block's end: the widening per
-// vector of exps cost bf16 rows 15-20% of their time (docs/perf.md).
+// block_max_and_exps on FloatVec: the block read twice from L1 (max, then exps), bf16 and f16 widened
+// as they are loaded; masked tails. f32 rows sum the exps in double lanes. bf16 and f16 rows sum them in
+// one float vector (1024 / kVecWidth terms a lane in a 1024-logit block, a relative error near 128 *
+// 2^-24 at most, far below the 2^-9 or 2^-11 of their gradients), widened to double at the block's end:
+// the widening per vector of exps cost bf16 rows 15-20% of their time (docs/perf.md).
 template <class T>
 inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int64_t n, double& sum) {
   const float bm = row_max_vec(x, n);
@@ -52,7 +52,7 @@ inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int
   DoubleLanes sums;
   FloatVec sum_f32 = 0.0f;
   const auto add = [&](FloatVec v) __attribute__((always_inline)) {
-    if constexpr (std::is_same_v<T, bf16>)
+    if constexpr (is_half_type<T>)
       sum_f32 += v;
     else
       sums.add(v);
@@ -72,7 +72,7 @@ inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int
     store_vec(e + i, v, tail);
     add(v);
   }
-  if constexpr (std::is_same_v<T, bf16>) sums.add(sum_f32);
+  if constexpr (is_half_type<T>) sums.add(sum_f32);
   sum = sums.total();
   return bm;
 }

@@ -96,7 +96,7 @@ std::vector<Case<GluArgs>> Glu::cases(std::string_view op) {
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
   return {{"rows_688", {"ci"}, all, make({6, 688})},
           {"odd", {"ci", "edge"}, all, make({3, 5, 37})},
-          {"llama8b_mlp", {"bench"}, {DType::f32, DType::bf16}, make({512, 14336})}};
+          {"llama8b_mlp", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({512, 14336})}};
 }
 
 }  // namespace dew::ops

@@ -156,7 +156,7 @@ std::vector<Case<LayerNormArgs>> LayerNorm::cases(std::string_view op) {
           {"plain_odd", {"ci", "edge"}, all, make({9, 37}, false)},
           // a row's last partial group of 16 channels with a weight (the FloatVec rows' masked tail)
           {"affine_odd", {"ci", "edge"}, all, make({70, 101}, true)},
-          {"gpt2_layer", {"bench"}, {DType::f32, DType::bf16}, make({4, 1024, 768}, true)}};
+          {"gpt2_layer", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({4, 1024, 768}, true)}};
 }
 
 }  // namespace dew::ops

@@ -1,9 +1,9 @@
 // Reductions over a run of axes followed by kept ones, built once per tier (NOTE [instruction-set
 // regions]): cpu.<tier>.columns reads x in place as (outer, rows, n) and reduces down each column — a
 // bias's gradient, a batch mean, a max over a middle axis — without the portable path's transposed
-// copy; threads split the columns; f32, bf16 and f16. sum, mean, max and min take each column's rows in
-// the portable order (row 0, 1, ...), so their results are the portable path's bit for bit;
-// logsumexp's maximum too, then its exps on FloatVec. (argmax stays portable here.)
+// copy; threads split the columns; f32, bf16 and f16 on FloatVec. sum, mean, max and min take each
+// column's rows in the portable order (row 0, 1, ...), so their results are the portable path's bit for
+// bit; logsumexp's maximum too, then its exps by exp_f32. (argmax stays portable here.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -19,57 +19,76 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
-// y[j] = fn over r of x[r * n + j] for j in [0, width): one block of columns of a (rows, n) array.
-// The column loops over j are independent, so the compilers vectorize them without reassociating.
-template <class T>
-void reduce_column_block(ReduceFn fn, const T* x, int64_t rows, int64_t n, int64_t width, T* y, float* acc,
-                         float* sums) {
+// y[j] = fn over r of x[r * n + j] for the V kVecWidth columns j of x (the last vector's first `tail`
+// lanes only), each column's rows in order; the V vectors side by side, so a row's line is read once.
+template <int V, class T>
+[[gnu::always_inline]] inline void reduce_column_vectors(ReduceFn fn, const T* x, int64_t rows, int64_t n,
+                                                         int tail, T* y) {
+  const auto load = [&](int64_t r, int v) __attribute__((always_inline)) {
+    const T* p = x + r * n + v * kVecWidth;
+    return v == V - 1 && tail < kVecWidth ? load_vec(p, tail) : load_vec(p);
+  };
+  FloatVec a[V];
+  for (int v = 0; v < V; ++v) a[v] = 0.0f;
   switch (fn) {
     case ReduceFn::sum:
     case ReduceFn::mean:
-      std::fill(acc, acc + width, 0.0f);
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < width; ++j) acc[j] += widen<float>(x[r * n + j]);
-      for (int64_t j = 0; j < width; ++j)
-        y[j] = narrow<T>(fn == ReduceFn::mean ? acc[j] / float(rows) : acc[j]);
-      return;
+        for (int v = 0; v < V; ++v) a[v] += load(r, v);
+      if (fn == ReduceFn::mean)
+        for (int v = 0; v < V; ++v) a[v] = a[v] / FloatVec(float(rows));
+      break;
     case ReduceFn::max:
     case ReduceFn::min:
-      for (int64_t j = 0; j < width; ++j) acc[j] = widen<float>(x[j]);
+      for (int v = 0; v < V; ++v) a[v] = load(0, v);
       for (int64_t r = 1; r < rows; ++r)
-        for (int64_t j = 0; j < width; ++j) {
-          const float v = widen<float>(x[r * n + j]), best = acc[j];
+        for (int v = 0; v < V; ++v) {
           // The portable rule: a better value, or the first NaN (which stays).
-          const bool better = fn == ReduceFn::max ? v > best : v < best;
-          acc[j] = (better | ((v != v) & (best == best))) ? v : best;
+          const FloatVec x_r = load(r, v),
+                         better = select(fn == ReduceFn::max ? x_r > a[v] : x_r < a[v], x_r, a[v]);
+          a[v] = select(x_r == x_r, better, select(a[v] == a[v], x_r, a[v]));
         }
-      for (int64_t j = 0; j < width; ++j) y[j] = narrow<T>(acc[j]);
-      return;
+      break;
     case ReduceFn::logsumexp: {
-      // Each column's maximum (NaN passed over), then its exps' sum against it, as the portable path.
-      std::fill(acc, acc + width, -std::numeric_limits<float>::infinity());
+      // Each column's maximum (NaN passed over), then its exps' sum against it, as the portable path;
+      // an infinite maximum is the result (exp(x - m) is NaN there).
+      FloatVec s[V];
+      for (int v = 0; v < V; ++v) a[v] = -std::numeric_limits<float>::infinity(), s[v] = 0.0f;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < width; ++j) acc[j] = std::max(acc[j], widen<float>(x[r * n + j]));
-      std::fill(sums, sums + width, 0.0f);
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* row = x + r * n;
-        int64_t j = 0;
-        for (; j + kVecWidth <= width; j += kVecWidth)
-          store_vec(sums + j, load_vec(sums + j) + exp_f32(load_vec(row + j) - load_vec(acc + j)));
-        if (j < width) {
-          const int k = int(width - j);
-          store_vec(sums + j, load_vec(sums + j, k) + exp_f32(load_vec(row + j, k) - load_vec(acc + j, k)),
-                    k);
-        }
+        for (int v = 0; v < V; ++v) a[v] = max_skipping_nan(a[v], load(r, v));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int v = 0; v < V; ++v) s[v] += exp_f32(load(r, v) - a[v]);
+      for (int v = 0; v < V; ++v) {
+        alignas(64) float m[kVecWidth], sum[kVecWidth];
+        store_vec(m, a[v]), store_vec(sum, s[v]);
+        for (int l = 0; l < kVecWidth; ++l) m[l] = std::isinf(m[l]) ? m[l] : m[l] + std::log(sum[l]);
+        a[v] = load_vec(m);
       }
-      // An infinite maximum is the result (exp(x - m) is NaN there), as on the portable path.
-      for (int64_t j = 0; j < width; ++j)
-        y[j] = narrow<T>(std::isinf(acc[j]) ? acc[j] : acc[j] + std::log(sums[j]));
-      return;
+      break;
     }
     case ReduceFn::argmax:
       return;
   }
+  for (int v = 0; v < V; ++v) {
+    const int lanes = v == V - 1 ? tail : kVecWidth;
+    if (rows_on_float_vec<T>()) {
+      store_vec(y + v * kVecWidth, a[v], lanes);
+    } else {  // bf16 on an AVX-512 CPU without vcvtneps2bf16
+      alignas(64) float f[kVecWidth];
+      store_vec(f, a[v]);
+      for (int l = 0; l < lanes; ++l) y[v * kVecWidth + l] = narrow<T>(f[l]);
+    }
+  }
+}
+
+// One block of `width` columns of a (rows, n) array: four vectors at a time (a 64-byte line of bf16 or
+// f16 rows on F32x16), then one.
+template <class T>
+void reduce_column_block(ReduceFn fn, const T* x, int64_t rows, int64_t n, int64_t width, T* y) {
+  constexpr int64_t W = kVecWidth;
+  int64_t j = 0;
+  for (; j + 4 * W <= width; j += 4 * W) reduce_column_vectors<4>(fn, x + j, rows, n, int(W), y + j);
+  for (; j < width; j += W) reduce_column_vectors<1>(fn, x + j, rows, n, int(std::min(W, width - j)), y + j);
 }
 
 template <class T>
@@ -79,10 +98,9 @@ void reduce_columns(const ReduceArgs& a, const ReducedRun& run, Tensor& out) {
   const T* x = a.x.data<T>();
   T* y = out.data<T>();
   parallel_for(run.outer * n, kBlock, [&](int64_t c0, int64_t c1) {
-    float acc[kBlock], sums[kBlock];
     for (int64_t c = c0; c < c1;) {  // c = b * n + j: column j of outer index b
       const int64_t b = c / n, j = c % n, width = std::min({kBlock, n - j, c1 - c});
-      reduce_column_block(a.fn, x + b * rows * n + j, rows, n, width, y + c, acc, sums);
+      reduce_column_block(a.fn, x + b * rows * n + j, rows, n, width, y + c);
       c += width;
     }
   });

@@ -19,11 +19,11 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 #if DEW_HAS_FLOAT_VEC
-// Rows of rms_norm and its backward on FloatVec: each row read from L1 once per pass with bf16 widened
-// on load and narrowed on store, where the general body widens the row into a buffer first and narrows
-// element by element. The same sums in the same order as lane_sum's kLanes partials (kVecWidth =
-// kLanes; tail last), the same roundings per element. For bf16 rows only: f32 rows, which need no
-// widening, measured 5-8% faster on the general body (docs/perf.md). Returns the row's rstd.
+// Rows of rms_norm and its backward on FloatVec: each row read from L1 once per pass with bf16 or f16
+// widened on load and narrowed on store, where the general body widens the row into a buffer first and
+// narrows element by element. The same sums in the same order as lane_sum's kLanes partials (kVecWidth
+// = kLanes; tail last), the same roundings per element. For bf16 and f16 rows only: f32 rows, which
+// need no widening, measured 5-8% faster on the general body (docs/perf.md). Returns the row's rstd.
 template <class T>
 inline float rms_norm_row_vec(const T* x, const float* w, float eps, int64_t C, T* y) {
   static_assert(kVecWidth == kLanes, "the sums' partials are lane_sum's");
@@ -77,15 +77,15 @@ void rms_norm_forward(const RmsNormArgs& a, Tensor& y_out, Tensor& rstd_out) {
   const Scratch<Acc> w_values = channel_values<Acc, T>(a.weight, C, Acc(1));
   const Acc* w = w_values.data();
   const Acc eps = Acc(a.eps);
-  bool rows_on_vec = false;  // bf16 rows where rows_on_float_vec: then no widening buffer
+  bool rows_on_vec = false;  // bf16 and f16 rows where rows_on_float_vec: then no widening buffer
 #if DEW_HAS_FLOAT_VEC
-  if constexpr (std::is_same_v<T, bf16>) rows_on_vec = rows_on_float_vec<T>();
+  if constexpr (is_half_type<T>) rows_on_vec = rows_on_float_vec<T>();
 #endif
   parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
     Scratch<Acc> widened = widening_buffer<Acc, T>(rows_on_vec ? 0 : C);
     for (int64_t r = r0; r < r1; ++r) {
 #if DEW_HAS_FLOAT_VEC
-      if constexpr (std::is_same_v<T, bf16>) {  // the vector rows are bf16's only
+      if constexpr (is_half_type<T>) {  // the vector rows are bf16's and f16's only
         if (rows_on_vec) {
           rstd[r] = R(rms_norm_row_vec(x + r * C, w, eps, C, y + r * C));
           continue;
@@ -117,9 +117,9 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
   const int64_t blocks = (rows + kWeightGradBlockRows - 1) / kWeightGradBlockRows;
   Scratch<Acc> dw_blocks(has_w ? blocks * C : 0, Acc(0));
   Acc* dw_parts = dw_blocks.data();
-  bool rows_on_vec = false;  // bf16 rows where rows_on_float_vec: then no widening buffers
+  bool rows_on_vec = false;  // bf16 and f16 rows where rows_on_float_vec: then no widening buffers
 #if DEW_HAS_FLOAT_VEC
-  if constexpr (std::is_same_v<T, bf16>) rows_on_vec = rows_on_float_vec<T>();
+  if constexpr (is_half_type<T>) rows_on_vec = rows_on_float_vec<T>();
 #endif
   const int64_t widened_C = rows_on_vec ? 0 : C;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
@@ -128,7 +128,7 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
     for (int64_t b = b0; b < b1; ++b) {
       for (int64_t r = b * kWeightGradBlockRows; r < std::min(rows, (b + 1) * kWeightGradBlockRows); ++r) {
 #if DEW_HAS_FLOAT_VEC
-        if constexpr (std::is_same_v<T, bf16>) {
+        if constexpr (is_half_type<T>) {
           if (rows_on_vec) {
             rms_norm_backward_row_vec(x + r * C, dy + r * C, w, float(rstd[r]), C, dx + r * C,
                                       has_w ? dw_parts + b * C : nullptr);

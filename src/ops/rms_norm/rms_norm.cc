@@ -97,7 +97,7 @@ std::vector<Case<RmsNormArgs>> RmsNorm::cases(std::string_view) {
           {"unweighted_odd", {"ci", "edge"}, all, make({9, 37}, false)},
           // a row's last partial vector with a weight (the FloatVec rows' tail)
           {"weighted_odd", {"ci", "edge"}, all, make({9, 37}, true)},
-          {"gpt2_layer", {"bench"}, {DType::f32, DType::bf16}, make({4, 1024, 768}, true)},
+          {"gpt2_layer", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({4, 1024, 768}, true)},
           {"llama8b_layer", {"bench"}, {DType::f32, DType::bf16}, make({1, 512, 4096}, true)}};
 }
 
@@ -171,7 +171,7 @@ std::vector<Case<RmsNormBackwardArgs>> RmsNormBackward::cases(std::string_view) 
   return {{"weighted_768", {"ci"}, all, make({2, 50, 768}, true)},
           {"unweighted_odd", {"ci", "edge"}, all, make({9, 37}, false)},
           {"weighted_odd", {"ci", "edge"}, all, make({9, 37}, true)},  // the FloatVec rows' tail, weighted
-          {"gpt2_layer", {"bench"}, {DType::f32, DType::bf16}, make({4, 1024, 768}, true)}};
+          {"gpt2_layer", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({4, 1024, 768}, true)}};
 }
 
 }  // namespace dew::ops

@@ -93,7 +93,7 @@ std::vector<Case<RopeArgs>> Rope::cases(std::string_view) {
       {"packed_positions", {"ci", "edge"}, all, make({2, 40, 2, 8}, 8, RopeLayout::rotate_half, true)},
       {"gpt2_layer",
        {"bench"},
-       {DType::f32, DType::bf16},
+       {DType::f32, DType::bf16, DType::f16},
        make({4, 1024, 12, 64}, 64, RopeLayout::rotate_half, false)},
       {"llama8b_layer",
        {"bench"},

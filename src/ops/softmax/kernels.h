@@ -101,7 +101,7 @@ void along_axis(const AlongAxisArgs& a, Tensor& out) {
   [[maybe_unused]] const bool stream = streams_output<T>(rows * n);
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
 #if DEW_HAS_FLOAT_VEC
-    if constexpr (FastExp && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
+    if constexpr (FastExp && (std::is_same_v<T, float> || is_half_type<T>)) {
       if (rows_on_float_vec<T>()) {
         if (a.fn == AlongAxisFn::cumsum) {
           for (int64_t r = r0; r < r1; ++r) cumsum_row_vec(x + r * n, yp + r * n, n);

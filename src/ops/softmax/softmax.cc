@@ -96,7 +96,7 @@ std::vector<Case<AlongAxisArgs>> AlongAxis::cases(std::string_view op) {
   return {{"last_axis", {"ci"}, all, make({6, 500}, -1, 3.0)},
           {"first_axis", {"ci", "edge"}, all, make({50, 3, 4}, 0, 3.0)},
           {"large_logits", {"ci", "edge"}, all, make({64, 300}, 1, 40.0)},
-          {"attention_scores", {"bench"}, {DType::f32}, make({48, 1024, 1024}, -1, 3.0)}};
+          {"attention_scores", {"bench"}, {DType::f32, DType::f16}, make({48, 1024, 1024}, -1, 3.0)}};
 }
 
 }  // namespace dew::ops

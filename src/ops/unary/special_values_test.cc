@@ -150,6 +150,36 @@ TEST(UnarySpecialValues, ReluKeepsNan) {
     }
 }
 
+// Every f16 value through neg, abs, relu and square on every implementation that takes them on f16 (the
+// tiers load f16 with vcvtph2ps and store with vcvtps2ph): the first three exact, the sign of zero kept;
+// square (exact in float) rounded once as dtype.h's f32_to_f16 rounds, ties to even, into the
+// subnormals and to inf past 65504.
+TEST(UnarySpecialValues, EveryF16ValueLoadsAndRoundsAsDtypeH) {
+  std::vector<float> xs;
+  for (uint32_t bits = 0; bits <= 0xffff; ++bits) xs.push_back(f16_to_f32(f16{uint16_t(bits)}));
+  const struct {
+    const char* op;
+    Tensor (*fn)(const Tensor&);
+    float (*truth)(float);
+  } cases[] = {{"neg", neg, [](float x) { return -x; }},
+               {"abs", abs, [](float x) { return std::fabs(x); }},
+               {"relu", relu, [](float x) { return x > 0 || std::isnan(x) ? x : 0.0f; }},
+               {"square", square, [](float x) { return f16_to_f32(f32_to_f16(x * x)); }}};
+  for (const auto& c : cases)
+    for (const std::string& impl : implementations_here(c.op, DType::f16)) {
+      const std::vector<float> got = run_pinned(c.op, impl, c.fn, xs, DType::f16);
+      int wrong = 0;
+      for (size_t i = 0; i < xs.size() && wrong < 5; ++i) {
+        const float want = c.truth(xs[i]);
+        const bool same = std::isnan(want) ? std::isnan(got[i])
+                                           : got[i] == want && std::signbit(got[i]) == std::signbit(want);
+        if (!same) ++wrong;
+        EXPECT_TRUE(same) << c.op << "(" << xs[i] << ") on " << impl << " in f16: got " << got[i] << ", want "
+                          << want;
+      }
+    }
+}
+
 TEST(UnarySpecialValues, Tanh) {
   const std::vector<float> xs{kInf, -kInf, kNan, -0.0f, 0.0f, 1e-30f, 30.0f, -30.0f, 0.5f, -3.0f};
   std::vector<float> want{1.0f, -1.0f, kNan, -0.0f, 0.0f, 1e-30f, 1.0f, -1.0f};

@@ -127,11 +127,10 @@ void map_by_table(const uint16_t* t, const UnaryArgs& a, Tensor& out) {
 }  // namespace
 
 bool unary_by_table(UnaryFn f, DType dtype) {
-  if (dtype == DType::f16) return true;  // every function: the tiers do not take f16
-  // On bf16 every function that computes: sign and bit moves (neg, abs, relu) and square cost the tiers
-  // no more than their memory.
-  return dtype == DType::bf16 && f != UnaryFn::neg && f != UnaryFn::abs && f != UnaryFn::square &&
-         f != UnaryFn::relu;
+  // On bf16 and f16 every function that computes: sign and bit moves (neg, abs, relu) and square cost
+  // the tiers no more than their memory.
+  return (dtype == DType::bf16 || dtype == DType::f16) && f != UnaryFn::neg && f != UnaryFn::abs &&
+         f != UnaryFn::square && f != UnaryFn::relu;
 }
 
 const uint16_t* unary_table_bits(UnaryFn f, DType dtype) {
@@ -164,7 +163,7 @@ const float* bf16_activation_derivatives(UnaryFn f) {
 
 select::Requirement<UnaryArgs> unary_table_requirement() {
   return select::requires_that<UnaryArgs>(
-      "f16, or bf16 with fn not in {neg, abs, square, relu}",
+      "bf16 or f16 with fn not in {neg, abs, square, relu}",
       [](const UnaryArgs& a) { return unary_by_table(a.fn, a.dtype()); },
       [](const UnaryArgs& a) {
         return fmt::format("fn is {} on {}", unary_name(a.fn), dtype_name(a.dtype()));
