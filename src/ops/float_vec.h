@@ -100,6 +100,15 @@ inline RowExtreme row_extreme_vec(const T* x, int64_t n) {
   return {m, nan};
 }
 
+// y[i] = x[i] for i in [0, n), converted through float (f16 and bf16 widened exactly, narrowed as
+// store_vec narrows).
+template <class S, class D>
+inline void convert_row_vec(const S* x, D* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kVecWidth <= n; i += kVecWidth) store_vec(y + i, load_vec(x + i));
+  if (i < n) store_vec(y + i, load_vec(x + i, int(n - i)), int(n - i));
+}
+
 // The largest of x[0..n) (NaN skipped); -inf for n = 0.
 template <class T>
 inline float row_max_vec(const T* x, int64_t n) {

@@ -6,6 +6,7 @@
 #include "ops/elementwise.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
+#include "ops/map_elements.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -14,7 +15,8 @@ template <class T>
 void binary_rows(const BinaryArgs& args, Tensor& out) {
   using Acc = std::conditional_t<is_floating_type<T>, AccumulatorOf<T>, double>;
   with_binary_fn(args.fn, [&](auto fn) {
-    constexpr BinaryFn F = decltype(fn)::value;
+    using Fn = decltype(fn);  // a type: the lambda below uses it without capturing (F would need one)
+    constexpr BinaryFn F = Fn::value;
     using Out = std::conditional_t<(F >= BinaryFn::eq), bool, T>;
     Out* y = out.data<Out>();
     for_each_row<2>(out.shape(), {args.a, args.b}, [&](const RowView<2>& v, int64_t o) {
@@ -27,6 +29,11 @@ void binary_rows(const BinaryArgs& args, Tensor& out) {
         else
           yo[i] = narrow<T>(r);
       };
+      if constexpr (is_floating_type<T> && !std::is_same_v<Out, bool>) {
+        if (v.stride[0] == 1 && v.stride[1] == 1)  // contiguous rows: map_elements, f16 and bf16 by chunks
+          return map_elements<T>(std::array<const T*, 2>{a, b}, std::array<T*, 1>{yo}, v.length,
+                                 [](Acc x, Acc z) { return binary_apply<Fn::value>(x, z); });
+      }
       if (v.stride[0] == 1 && v.stride[1] == 1)  // contiguous rows: plain loops the compiler vectorizes
         for (int64_t i = 0; i < v.length; ++i) put(i, binary_apply<F>(widen<Acc>(a[i]), widen<Acc>(b[i])));
       else if (v.stride[0] == 1 && v.stride[1] == 0)
