@@ -122,6 +122,20 @@ inline F32x8 times_pow2_floor(F32x8 y, F32x8 q) {
   return times_pow2(y, _mm256_floor_ps(q.v));
 }
 
+// Whether every lane of x lies in [lo, hi] (a NaN lane does not).
+inline bool all_lanes_within(F32x8 x, float lo, float hi) {
+  const __m256 in = _mm256_and_ps(_mm256_cmp_ps(x.v, _mm256_set1_ps(lo), _CMP_GE_OQ),
+                                  _mm256_cmp_ps(x.v, _mm256_set1_ps(hi), _CMP_LE_OQ));
+  return _mm256_movemask_ps(in) == 0xff;
+}
+// y 2^floor(q) for exp's sixteenths form with a normal result (NOTE [exp's normal range on F32x8]):
+// floor(q) + 0x04940000 is `shifted`'s bits above the low four, and shifted 23 places left the constant
+// leaves the word, so the exponent field gains floor(q) exactly.
+inline F32x8 times_pow2_floor_bits(F32x8 y, F32x8 shifted) {
+  const __m256i n = _mm256_slli_epi32(_mm256_srli_epi32(_mm256_castps_si256(shifted.v), 4), 23);
+  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(y.v), n));
+}
+
 // x = 2^k m with m in [1, 2), for finite x > 0 (subnormals scaled into the normals first), as the
 // scalar overload computes it; other inputs give values log_special_values replaces.
 struct ExponentSplit8 {

@@ -15,6 +15,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -107,19 +108,51 @@ inline constexpr float kExp2SixteenthsLow[16] = {
     -0x1.593abcp-25f, -0x1.5bd5ecp-27f, 0x1.9fcef4p-26f,  -0x1.829fdp-25f, 0x1.15506ep-27f, 0x1.51f848p-27f,
     -0x1.a94b14p-26f, -0x1.3d56b2p-27f, -0x1.822dbcp-27f, 0x1.52486cp-27f};
 
-// exp's reduction by sixteenths (NOTE [exp by sixteenths]): x (clamped to exp's range, NaN kept) =
-// q ln 2 + r with q = round(16 x / ln 2) / 16 and |r| <= ln 2 / 32. At 1.5 2^19 a float's ulp is 1/16,
-// so `shifted` holds q's sixteenths j in its low bits (lookup16's index); x - q ln2_hi is exact.
+// exp's reduction by sixteenths (NOTE [exp by sixteenths]): x (with Clamp, clamped to exp's range, NaN
+// kept; without, known to lie in it) = q ln 2 + r with q = round(16 x / ln 2) / 16 and |r| <= ln 2 / 32.
+// At 1.5 2^19 a float's ulp is 1/16, so `shifted` holds q's sixteenths j in its low bits (lookup16's
+// index) and floor(q) + 0x04940000 in the bits above them; x - q ln2_hi is exact.
 template <class F>
 struct ExpSixteenths {
   F shifted, q, r;
 };
-template <class F>
+template <bool Clamp, class F>
 [[gnu::always_inline]] inline ExpSixteenths<F> exp_sixteenths(F x) {
-  x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp rounds to 0 and to inf beyond
+  if constexpr (Clamp) x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp rounds to 0 and to inf beyond
   const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
   const F q = shifted - F(0x1.8p19f);
   return {shifted, q, mul_add(q, F(0x1.05c61p-29f), mul_add(q, F(-0x1.62e43p-1f), x))};
+}
+
+// NOTE [exp's normal range on F32x8]
+// AVX2 has no vscalefps: 2^floor(q) takes two factors (ten instructions, so that a subnormal result
+// rounds once), which with the clamp was a third of exp_f32 on F32x8. Where every lane of a vector lies
+// in [-86, 87] (results normal; NaN fails the test) the clamp is skipped and floor(q), already in
+// `shifted`'s bits, is added to y's exponent field: three instructions, the same bits. Other vectors
+// take the general path. F32x8 says so by its overloads of all_lanes_within and times_pow2_floor_bits.
+template <class F>
+concept scales_by_exponent_bits = requires(F v) {
+  { all_lanes_within(v, 0.0f, 0.0f) } -> std::same_as<bool>;
+  { times_pow2_floor_bits(v, v) } -> std::same_as<F>;  // not float through F32x8's converting constructor
+};
+inline constexpr float kExpNormalLow = -86.0f, kExpNormalHigh = 87.0f;
+
+// exp_f32's and exp_f32_within_2ulp's shared frame: reduce x, y = body(t index `shifted`, r) (so that
+// y = 2^(j/16) exp(r), in [0.97, 2.05)), then y 2^floor(q); Clamp as exp_sixteenths.
+template <bool Clamp, class F, class Body>
+[[gnu::always_inline]] inline F exp_by_sixteenths(F x, Body body) {
+  const auto [shifted, q, r] = exp_sixteenths<Clamp>(x);
+  const F y = body(shifted, r);
+  if constexpr (Clamp)
+    return times_pow2_floor(y, q);
+  else
+    return times_pow2_floor_bits(y, shifted);
+}
+template <class F, class Body>
+[[gnu::always_inline]] inline F exp_by_sixteenths(F x, Body body) {
+  if constexpr (scales_by_exponent_bits<F>)  // NOTE [exp's normal range on F32x8]
+    if (all_lanes_within(x, kExpNormalLow, kExpNormalHigh)) return exp_by_sixteenths<false>(x, body);
+  return exp_by_sixteenths<true>(x, body);
 }
 
 // NOTE [compensated exp]
@@ -132,10 +165,11 @@ template <class F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32(F x) {
-  const auto [shifted, q, r] = exp_sixteenths(x);
-  const F t = lookup16(kExp2Sixteenths, shifted), t_lo = lookup16(kExp2SixteenthsLow, shifted);
-  const F p = mul_add(r * r, mul_add(mul_add(r, F(0x1.555556p-5f), F(0x1.555556p-3f)), r, F(0.5f)), r);
-  return times_pow2_floor(t + mul_add(t, p, t_lo), q);
+  return exp_by_sixteenths(x, [](F shifted, F r) __attribute__((always_inline)) {
+    const F t = lookup16(kExp2Sixteenths, shifted), t_lo = lookup16(kExp2SixteenthsLow, shifted);
+    const F p = mul_add(r * r, mul_add(mul_add(r, F(0x1.555556p-5f), F(0x1.555556p-3f)), r, F(0.5f)), r);
+    return t + mul_add(t, p, t_lo);
+  });
 }
 
 // NOTE [exp by sixteenths]
@@ -151,10 +185,11 @@ requires is_f32_like<F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
-  const auto [shifted, q, r] = exp_sixteenths(x);
-  const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
-  const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1 to r^3
-  return times_pow2_floor(mul_add(t, s, t), q);
+  return exp_by_sixteenths(x, [](F shifted, F r) __attribute__((always_inline)) {
+    const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
+    const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1 to r^3
+    return mul_add(t, s, t);
+  });
 }
 
 // num sigmoid(z): activation.h's times_sigmoid, with exp_f32. (bf16 results of the sigmoid family go by

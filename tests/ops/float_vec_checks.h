@@ -1,8 +1,8 @@
 // The tier's FloatVec (F32x8 in avx2, F32x16 in avx512) against the scalar float bodies it stands in
 // for: vector_math.h's functions give the same floats bit for bit (NOTE [one body for scalar and vector
 // float functions]; a strided row runs the scalar body and a contiguous one the vector, and both must
-// give the same values), bf16 stores round as dtype.h does, tails read and write only their lanes, and
-// a row's max skips NaN. Included by one test file per tier, which defines DEW_KERNEL_NS first.
+// give the same values), bf16 and f16 stores round as dtype.h does, tails read and write only their lanes,
+// and a row's max skips NaN. Included by one test file per tier, which defines DEW_KERNEL_NS first.
 #pragma once
 
 #include <dew/dtype.h>
@@ -74,10 +74,11 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
 }
 #undef DEW_BOTH_PATHS
 
-// bf16 values of x through store_vec (full vectors and a tail of `tail` lanes), with a sentinel
-// after the row that a store past it would overwrite.
-inline std::vector<bf16> stored_as_bf16(const std::vector<float>& x, int tail) {
-  std::vector<bf16> y(x.size() + 1, bf16{0x5555});
+// T (bf16 or f16) values of x through store_vec (full vectors and a tail of `tail` lanes), with a
+// sentinel after the row that a store past it would overwrite.
+template <class T>
+inline std::vector<T> stored_as(const std::vector<float>& x, int tail) {
+  std::vector<T> y(x.size() + 1, T{0x5555});
   const int64_t n = int64_t(x.size());
   int64_t i = 0;
   for (; i + kVecWidth <= n - tail; i += kVecWidth) store_vec(y.data() + i, load_vec(x.data() + i));
@@ -194,12 +195,36 @@ DEW_FLOAT_VEC_TEST(Bf16StoresRoundAsDtypeDoes) {
     for (uint32_t low : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu})
       x.push_back(std::bit_cast<float>(high << 16 | low));
   for (int tail : {1, 3, ops::DEW_KERNEL_NS::kVecWidth - 1}) {
-    const std::vector<bf16> y = checks::stored_as_bf16(x, tail);
+    const std::vector<bf16> y = checks::stored_as<bf16>(x, tail);
     int mismatches = 0;
     for (size_t i = 0; i < x.size() && mismatches < 5; ++i)
       if (y[i].bits != f32_to_bf16(x[i]).bits)
         ++mismatches, ADD_FAILURE() << "0x" << std::hex << std::bit_cast<uint32_t>(x[i]) << " stored as 0x"
                                     << y[i].bits << ", dtype.h rounds it to 0x" << f32_to_bf16(x[i]).bits;
+    EXPECT_EQ(y.back().bits, 0x5555) << "a tail of " << tail << " lanes wrote past the row";
+  }
+}
+
+// Every f16 value with the low float bits that decide its rounding (zero, just under, at and just over
+// the tie, all ones), and floats across the whole range (f16's subnormals and its overflow to inf among
+// them): vcvtps2ph rounds as dtype.h does, NaN kept (its payload is vcvtps2ph's).
+DEW_FLOAT_VEC_TEST(F16StoresRoundAsDtypeDoes) {
+  DEW_NEED_TIER();
+  std::vector<float> x;
+  for (uint32_t h = 0; h <= 0xffffu; ++h)
+    for (uint32_t low : {0x0000u, 0x0fffu, 0x1000u, 0x1001u, 0x1fffu})
+      x.push_back(std::bit_cast<float>(std::bit_cast<uint32_t>(f16_to_f32(f16{uint16_t(h)})) | low));
+  for (uint32_t bits = 0; bits < 0x7f800000u; bits += 0x00003fc7u)
+    x.push_back(std::bit_cast<float>(bits)), x.push_back(-std::bit_cast<float>(bits));
+  for (int tail : {1, 3, ops::DEW_KERNEL_NS::kVecWidth - 1}) {
+    const std::vector<f16> y = checks::stored_as<f16>(x, tail);
+    int mismatches = 0;
+    for (size_t i = 0; i < x.size() && mismatches < 5; ++i) {
+      const bool same = std::isnan(x[i]) ? std::isnan(f16_to_f32(y[i])) : y[i].bits == f32_to_f16(x[i]).bits;
+      if (!same)
+        ++mismatches, ADD_FAILURE() << "0x" << std::hex << std::bit_cast<uint32_t>(x[i]) << " stored as 0x"
+                                    << y[i].bits << ", dtype.h rounds it to 0x" << f32_to_f16(x[i]).bits;
+    }
     EXPECT_EQ(y.back().bits, 0x5555) << "a tail of " << tail << " lanes wrote past the row";
   }
 }
