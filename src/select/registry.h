@@ -20,6 +20,7 @@ template <class Args>
 struct Requirement {
   std::string text;                                               // "dtype in {f32, bf16}"
   std::function<std::optional<std::string>(const Args&)> refuse;  // the reason when unmet
+  std::vector<DType> dtypes;  // dtype_in's list, on any machine (for the test suite); empty otherwise
 };
 
 template <class Args>

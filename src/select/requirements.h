@@ -20,7 +20,8 @@ Requirement<Args> dtype_in(std::vector<DType> allowed) {
           [allowed, names](const Args& a) -> std::optional<std::string> {
             if (std::find(allowed.begin(), allowed.end(), a.dtype()) != allowed.end()) return std::nullopt;
             return fmt::format("dtype is {}", dtype_name(a.dtype()));
-          }};
+          },
+          allowed};
 }
 
 template <class Args>

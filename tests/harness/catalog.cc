@@ -62,8 +62,11 @@ template <class Op>
 OpEntry make_entry(const std::string& name, const std::string& folder) {
   OpEntry e{name, folder, {}, {}, {}, {}, {}, {}};
   for (const auto& impl : Op::registry().implementations()) {
-    ImplInfo info{impl.name, {}};
-    for (const auto& req : impl.requirements) info.requirements.push_back(req.text);
+    ImplInfo info{impl.name, {}, {}};
+    for (const auto& req : impl.requirements) {
+      info.requirements.push_back(req.text);
+      if (!req.dtypes.empty()) info.dtypes = req.dtypes;
+    }
     e.implementations.push_back(info);
   }
   for (const auto& c : Op::cases(name)) e.cases.push_back({c.name, c.tags, c.dtypes});

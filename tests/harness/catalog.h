@@ -15,6 +15,7 @@ namespace dew::gate {
 struct ImplInfo {
   std::string name;
   std::vector<std::string> requirements;
+  std::vector<DType> dtypes;  // the dtypes its dtype requirement allows on any machine; empty: any
 };
 
 struct CaseInfo {
