@@ -16,6 +16,46 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
+#if DEW_HAS_FLOAT_VEC
+// One row of layer_norm on FloatVec, for bf16 and f16 rows: loads widen and stores narrow in registers
+// where the general body widens the row into a buffer and narrows element by element (dtype.h's f16
+// conversions, vectorized by the compiler, held f16 rows to a quarter of triad). The same sums in the
+// same order as lane_sum's kLanes partials (kVecWidth = kLanes; tail last), the same roundings per
+// element. Returns the row's mean and rstd.
+struct RowMoments {
+  float mean, rstd;
+};
+template <class T>
+inline RowMoments layer_norm_row_vec(const T* x, const float* w, const float* b, float eps, int64_t C, T* y) {
+  static_assert(kVecWidth == kLanes, "the sums' partials are lane_sum's");
+  const int64_t full = C - C % kVecWidth;
+  FloatVec part = 0.0f;
+  for (int64_t i = 0; i < full; i += kVecWidth) part += load_vec(x + i);
+  float sum = lanes_sum(part);
+  for (int64_t i = full; i < C; ++i) sum += widen<float>(x[i]);
+  const float mu = sum / float(C);
+  const FloatVec mean(mu);
+  part = 0.0f;
+  for (int64_t i = 0; i < full; i += kVecWidth) {
+    const FloatVec d = load_vec(x + i) - mean;
+    part += d * d;
+  }
+  float squares = lanes_sum(part);
+  for (int64_t i = full; i < C; ++i) {
+    const float d = widen<float>(x[i]) - mu;
+    squares += d * d;
+  }
+  const float rs = 1.0f / std::sqrt(squares / float(C) + eps);
+  const FloatVec rstd(rs);
+  const auto write = [&](int64_t i, int n) __attribute__((always_inline)) {
+    store_vec(y + i, (load_vec(x + i, n) - mean) * rstd * load_vec(w + i, n) + load_vec(b + i, n), n);
+  };
+  for (int64_t i = 0; i < full; i += kVecWidth) write(i, kVecWidth);
+  if (full < C) write(full, int(C - full));
+  return {mu, rs};
+}
+#endif
+
 template <int L, class T>
 void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
@@ -28,9 +68,22 @@ void layer_norm_forward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   const Scratch<Acc> w_values = channel_values<Acc, T>(a.weight, C, Acc(1)),
                      b_values = channel_values<Acc, T>(a.bias, C, Acc(0));
   const Acc *w = w_values.data(), *b = b_values.data();
+  bool rows_on_vec = false;  // bf16 and f16 rows where rows_on_float_vec: then no widening buffer
+#if DEW_HAS_FLOAT_VEC
+  if constexpr (is_half_type<T>) rows_on_vec = rows_on_float_vec<T>();
+#endif
   parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1)), [&](int64_t r0, int64_t r1) {
-    Scratch<Acc> widened = widening_buffer<Acc, T>(C);
+    Scratch<Acc> widened = widening_buffer<Acc, T>(rows_on_vec ? 0 : C);
     for (int64_t r = r0; r < r1; ++r) {
+#if DEW_HAS_FLOAT_VEC
+      if constexpr (is_half_type<T>) {
+        if (rows_on_vec) {
+          const RowMoments m = layer_norm_row_vec(x + r * C, w, b, Acc(a.eps), C, y + r * C);
+          mean_out[r] = m.mean, rstd_out[r] = m.rstd;
+          continue;
+        }
+      }
+#endif
       const Acc* xr = row_as<Acc>(x + r * C, C, widened.data());
       const Acc mu = lane_sum<L, Acc>(C, [&](int64_t i) { return xr[i]; }) / Acc(C);
       const Acc var = lane_sum<L, Acc>(C,
