@@ -14,8 +14,8 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
-// with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh. (On bf16 the tiers take act and
-// act' from tables instead: NOTE [bf16 gates by table].)
+// with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh. (On bf16 and f16 the tiers take
+// act and act' from tables instead: NOTE [bf16 gates by table].)
 template <Activation A, bool Fast, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
   if constexpr (Fast && A == Activation::silu) {
@@ -56,15 +56,17 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
                                                        A == Activation::gelu_erf);
 
 // NOTE [bf16 gates by table]
-// A bf16 gate has 65,536 values, so act(gate) comes from a table of floats (bf16_function_values, the
+// A bf16 (or f16) gate has 65,536 values, so act(gate) comes from a table of floats (function_values, the
 // double function rounded once) and only the product with up is arithmetic: out = bf16(act * up), one
 // rounding of a float product as before, from a correctly rounded act instead of one a few ulps off.
 // On AVX-512 a gather reads sixteen entries at once; on AVX2, whose gathers are slow on some CPUs (Zen 2),
 // scalar loads fill a chunk in L1 and a vector loop multiplies and narrows it. Either way the forward
 // runs at its memory's time, where the arithmetic did not: SwiGLU, GEGLU and tanh-GEGLU bf16 on AVX-512
 // 1.4-1.5, 2.0-2.1 and 2.2-2.3 ms on the bench, by gathers 1.0 for each; on AVX2 3.3, 3.6-3.9 and
-// 4.1-4.5, by the chunk 1.9. The backward takes act' from a second table (bf16_activation_derivatives):
+// 4.1-4.5, by the chunk 1.9. The backward takes act' from a second table (activation_derivatives):
 // tanh-GEGLU's 3.6-3.8 ms on AVX-512 became 2.0-2.3, on AVX2 6.1-6.3 became 3.7-4.2 (docs/perf.md).
+// f16 gates the same, but SiLU's backward: its arithmetic narrows f16 in registers (vcvtps2ph), and
+// on a Zen 3 AVX2 host took 5.8-6.1 ms against the tables' 7.9-8.5 (bf16's: 8.8-15 against 7.4-8.5).
 template <class T>
 void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out, int64_t n) {
 #if DEW_HAS_F32X16
@@ -151,39 +153,43 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   const T* dy = a.backward ? dc.data<T>() : nullptr;
   T* o0 = outs[0].data<T>();
   T* o1 = a.backward ? outs[1].data<T>() : nullptr;
-  if constexpr (Fast && std::is_same_v<T, bf16>) {  // NOTE [bf16 gates by table]
-    const float* act_table = bf16_function_values(unary_of(A));
-    if (!a.backward) {
+  if constexpr (Fast && is_half_type<T>) {  // NOTE [bf16 gates by table]
+    if (!(a.backward && A == Activation::silu && std::is_same_v<T, f16>)) {
+      const float* act_table = function_values(unary_of(A), Scalar<T>::dtype);
+      if (!a.backward) {
+        parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+          glu_forward_by_table(act_table, g + i0, u + i0, o0 + i0, i1 - i0);
+        });
+        return;
+      }
+      const float* derivative_table = activation_derivatives(unary_of(A), Scalar<T>::dtype);
       parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-        glu_forward_by_table(act_table, g + i0, u + i0, o0 + i0, i1 - i0);
+        glu_backward_by_table(act_table, derivative_table, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0,
+                              i1 - i0);
       });
       return;
     }
-    const float* derivative_table = bf16_activation_derivatives(unary_of(A));
-    parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-      glu_backward_by_table(act_table, derivative_table, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0, i1 - i0);
-    });
-  } else {  // the arithmetic, not compiled where the tables serve
-    parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-      if (!a.backward) {
-        map_elements<T>(
-            std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
-            []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
-                std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
-              return act<A, Fast>(gi) * ui;
-            });
-        return;
-      }
-      map_elements<T>(
-          std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
-          []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
-              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
-            // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
-            const auto [value, derivative] = act_and_derivative<A, Fast>(gi);
-            return std::array<V, 2>{di * ui * derivative, di * value};
-          });
-    });
   }
+  // The arithmetic: f32, and the GLUs the tables do not serve.
+  parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+    if (!a.backward) {
+      map_elements<T>(
+          std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
+          []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
+              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
+            return act<A, Fast>(gi) * ui;
+          });
+      return;
+    }
+    map_elements<T>(
+        std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
+        []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
+            std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
+          // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
+          const auto [value, derivative] = act_and_derivative<A, Fast>(gi);
+          return std::array<V, 2>{di * ui * derivative, di * value};
+        });
+  });
 }
 
 template <bool Fast, class T>

@@ -71,14 +71,14 @@ double table_derivative(double x) {
   }
 }
 
-// The float nearest value(x) at each bf16 x, for kernels that multiply it before rounding to bf16 (the
-// GLUs' act(gate) * up and act'(gate)): 256 KB.
-template <UnaryFn F, bool Derivative>
+// The float nearest value(x) at each x of T (bf16 or f16), for kernels that multiply it before rounding
+// to T (the GLUs' act(gate) * up and act'(gate)): 256 KB.
+template <UnaryFn F, bool Derivative, class T>
 const std::array<float, 65536>& float_table() {
   static const std::array<float, 65536> t = [] {
     std::array<float, 65536> out;
     for (uint32_t b = 0; b < out.size(); ++b) {
-      const double x = bf16_to_f32(bf16{uint16_t(b)});
+      const double x = widen<double>(T{uint16_t(b)});
       if constexpr (Derivative)
         out[b] = float(table_derivative<F>(x));
       else
@@ -142,20 +142,27 @@ const uint16_t* unary_table_bits(UnaryFn f, DType dtype) {
   return bits;
 }
 
-const float* bf16_function_values(UnaryFn f) {
+const float* function_values(UnaryFn f, DType dtype) {
   const float* values = nullptr;
-  with_unary_fn(f, [&](auto fn) { values = float_table<decltype(fn)::value, false>().data(); });
+  with_unary_fn(f, [&](auto fn) {
+    constexpr UnaryFn F = decltype(fn)::value;
+    values =
+        dtype == DType::bf16 ? float_table<F, false, bf16>().data() : float_table<F, false, f16>().data();
+  });
   return values;
 }
 
-const float* bf16_activation_derivatives(UnaryFn f) {
+const float* activation_derivatives(UnaryFn f, DType dtype) {
+  const auto of = [dtype]<UnaryFn F>() {
+    return dtype == DType::bf16 ? float_table<F, true, bf16>().data() : float_table<F, true, f16>().data();
+  };
   switch (f) {
     case UnaryFn::silu:
-      return float_table<UnaryFn::silu, true>().data();
+      return of.operator()<UnaryFn::silu>();
     case UnaryFn::gelu:
-      return float_table<UnaryFn::gelu, true>().data();
+      return of.operator()<UnaryFn::gelu>();
     case UnaryFn::gelu_tanh:
-      return float_table<UnaryFn::gelu_tanh, true>().data();
+      return of.operator()<UnaryFn::gelu_tanh>();
     default:
       fail("[glu] no derivative table for {}; expected silu, gelu or gelu_tanh", unary_name(f));
   }

@@ -1,7 +1,7 @@
 // cpu.table at every input a 16-bit float holds: each result against the function in long double
 // (computed apart from the table's double forms), correctly rounded but for the double's own error. And
-// the GLUs' bf16 forwards, whose act(gate) comes from a float table (NOTE [bf16 gates by table]), at
-// every gate with up = 1: rounded to float, then to bf16.
+// the GLUs' bf16 and f16 forwards and backwards, whose act(gate) comes from a float table (NOTE [bf16
+// gates by table]), at every gate with up = 1: rounded to float, then to bf16 or f16.
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
@@ -123,7 +123,7 @@ TEST(UnaryTable, TheSelectorPrefersGathersWhereTheCpuHasAvx512) {
 namespace dew {
 namespace {
 
-TEST(UnaryTable, GluGatesOnBf16AtEveryGate) {
+TEST(UnaryTable, GluGatesOnBf16AndF16AtEveryGate) {
   if (!select::cpu_supports(select::Isa::avx2)) GTEST_SKIP() << "the GLUs go by table on the tiers only";
   const std::string tier = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512" : "cpu.avx2";
   const auto truth_of = [](const char* op) {
@@ -139,11 +139,12 @@ TEST(UnaryTable, GluGatesOnBf16AtEveryGate) {
       {"geglu_tanh", [](const Tensor& g) { return geglu(g, Tensor::full(g.shape(), 1.0, g.dtype()), true); },
        truth_of("gelu_tanh")},
   };
-  for (const Function& f : glus) check_every_value(f, kBf16, tier, false, 0x1p-24L);  // half a float ulp more
+  for (const Format& fmt : {kBf16, kF16})
+    for (const Function& f : glus) check_every_value(f, fmt, tier, false, 0x1p-24L);  // half a float ulp more
 }
 
 // The backward ops at every gate with dy = up = 1: d_gate is act'(gate), d_up act(gate), each rounded to
-// float and then to bf16 (NOTE [bf16 gates by table]).
+// float and then to bf16 or f16 (NOTE [bf16 gates by table]).
 Tensor ones_like(const Tensor& t) {
   return Tensor::full(t.shape(), 1.0, t.dtype());
 }
@@ -161,7 +162,7 @@ long double gelu_tanh_derivative(long double x) {
   return s + 2 * x * s * sigmoid_of(-2 * u) * du;
 }
 
-TEST(UnaryTable, GluBackwardsOnBf16AtEveryGate) {
+TEST(UnaryTable, GluBackwardsOnBf16AndF16AtEveryGate) {
   if (!select::cpu_supports(select::Isa::avx2)) GTEST_SKIP() << "the GLUs go by table on the tiers only";
   const std::string tier = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512" : "cpu.avx2";
   const Function d_gates[] = {
@@ -180,7 +181,10 @@ TEST(UnaryTable, GluBackwardsOnBf16AtEveryGate) {
          return std::isinf(x) && x < 0 ? NAN : x * sigmoid_of(2 * u);
        }},
   };
-  for (const Function& f : d_gates) check_every_value(f, kBf16, tier, false, 0x1p-24L);
+  for (const Format& fmt : {kBf16, kF16})
+    for (const Function& f : d_gates)  // SiLU's backward on f16 is arithmetic (NOTE [bf16 gates by table])
+      if (fmt.dtype == DType::bf16 || std::string(f.op) != "swiglu_backward")
+        check_every_value(f, fmt, tier, false, 0x1p-24L);
 }
 
 }  // namespace

@@ -37,13 +37,13 @@ bool unary_by_table(UnaryFn f, DType dtype);
 // f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
 // with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
 const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
-// f(x) rounded once to float at each of the 65,536 bf16 inputs x, indexed by x's bits (NOTE [unary maps
-// by table]): for kernels that multiply f(x) before they round to bf16, as the GLUs do.
-const float* bf16_function_values(UnaryFn f);
+// f(x) rounded once to float at each of the 65,536 inputs x of dtype (bf16 or f16), indexed by x's bits
+// (NOTE [unary maps by table]): for kernels that multiply f(x) before they round to dtype, as the GLUs do.
+const float* function_values(UnaryFn f, DType dtype);
 // f'(x) likewise, for the GLUs' activations (silu, gelu, gelu_tanh), for their backward.
-const float* bf16_activation_derivatives(UnaryFn f);
+const float* activation_derivatives(UnaryFn f, DType dtype);
 
-// What cpu.table and cpu.avx512.table take: f16, or bf16 for the functions unary_by_table names.
+// What cpu.table and cpu.avx512.table take: bf16 and f16, for the functions unary_by_table names.
 select::Requirement<UnaryArgs> unary_table_requirement();
 void add_unary_table(select::Registry<UnaryArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_unary_table_cpu(select::Registry<UnaryArgs>& r))
