@@ -138,9 +138,10 @@ concept scales_by_exponent_bits = requires(F v) {
 inline constexpr float kExpNormalLow = -86.0f, kExpNormalHigh = 87.0f;
 
 // exp_f32's and exp_f32_within_2ulp's shared frame: reduce x, y = body(t index `shifted`, r) (so that
-// y = 2^(j/16) exp(r), in [0.97, 2.05)), then y 2^floor(q); Clamp as exp_sixteenths.
+// y = 2^(j/16) exp(r), in [0.97, 2.05)), then y 2^floor(q); Clamp as exp_sixteenths (false: the
+// exponent-bits path, which exp_by_sixteenths takes only for vectors within the normal range).
 template <bool Clamp, class F, class Body>
-[[gnu::always_inline]] inline F exp_by_sixteenths(F x, Body body) {
+[[gnu::always_inline]] inline F exp_sixteenths_path(F x, Body body) {
   const auto [shifted, q, r] = exp_sixteenths<Clamp>(x);
   const F y = body(shifted, r);
   if constexpr (Clamp)
@@ -151,8 +152,8 @@ template <bool Clamp, class F, class Body>
 template <class F, class Body>
 [[gnu::always_inline]] inline F exp_by_sixteenths(F x, Body body) {
   if constexpr (scales_by_exponent_bits<F>)  // NOTE [exp's normal range on F32x8]
-    if (all_lanes_within(x, kExpNormalLow, kExpNormalHigh)) return exp_by_sixteenths<false>(x, body);
-  return exp_by_sixteenths<true>(x, body);
+    if (all_lanes_within(x, kExpNormalLow, kExpNormalHigh)) return exp_sixteenths_path<false>(x, body);
+  return exp_sixteenths_path<true>(x, body);
 }
 
 // NOTE [compensated exp]
@@ -165,11 +166,12 @@ template <class F, class Body>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32(F x) {
-  return exp_by_sixteenths(x, [](F shifted, F r) __attribute__((always_inline)) {
-    const F t = lookup16(kExp2Sixteenths, shifted), t_lo = lookup16(kExp2SixteenthsLow, shifted);
-    const F p = mul_add(r * r, mul_add(mul_add(r, F(0x1.555556p-5f), F(0x1.555556p-3f)), r, F(0.5f)), r);
-    return t + mul_add(t, p, t_lo);
-  });
+  return exp_by_sixteenths(
+      x, [](F shifted, F r) __attribute__((always_inline)) {
+        const F t = lookup16(kExp2Sixteenths, shifted), t_lo = lookup16(kExp2SixteenthsLow, shifted);
+        const F p = mul_add(r * r, mul_add(mul_add(r, F(0x1.555556p-5f), F(0x1.555556p-3f)), r, F(0.5f)), r);
+        return t + mul_add(t, p, t_lo);
+      });
 }
 
 // NOTE [exp by sixteenths]
@@ -185,11 +187,12 @@ requires is_f32_like<F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
-  return exp_by_sixteenths(x, [](F shifted, F r) __attribute__((always_inline)) {
-    const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
-    const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1 to r^3
-    return mul_add(t, s, t);
-  });
+  return exp_by_sixteenths(
+      x, [](F shifted, F r) __attribute__((always_inline)) {
+        const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
+        const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1 to r^3
+        return mul_add(t, s, t);
+      });
 }
 
 // num sigmoid(z): activation.h's times_sigmoid, with exp_f32. (bf16 results of the sigmoid family go by

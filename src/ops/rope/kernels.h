@@ -54,16 +54,16 @@ void rope_rows(const RopeArgs& a, Tensor& out) {
   if constexpr (std::is_same_v<T, f16>) rows_in_float = rows_on_float_vec<T>();
 #endif
   parallel_for(BT, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, H * D)), [&](int64_t r0, int64_t r1) {
-    Scratch<float> xf(rows_in_float ? H * D : 0), yf(rows_in_float ? H * D : 0);
+    Scratch<float> row(rows_in_float ? H * D : 0);  // rotated in place: each pair is read before written
     for (int64_t r = r0; r < r1; ++r) {
       const Tab* c = cos + pos[r] * half;
       const Tab* s = sin + pos[r] * half;
 #if DEW_HAS_FLOAT_VEC
       if constexpr (std::is_same_v<T, f16>) {
         if (rows_in_float) {
-          convert_row_vec(x + r * H * D, xf.data(), H * D);
-          rotate_heads(static_cast<const float*>(xf.data()), yf.data(), c, s);
-          convert_row_vec(static_cast<const float*>(yf.data()), y + r * H * D, H * D);
+          convert_row_vec(x + r * H * D, row.data(), H * D);
+          rotate_heads(static_cast<const float*>(row.data()), row.data(), c, s);
+          convert_row_vec(static_cast<const float*>(row.data()), y + r * H * D, H * D);
           continue;
         }
       }
