@@ -1,10 +1,11 @@
 // A row op over the last axis timed in one process (the input drawn once, unlike `dew bench ops`):
-// logsumexp or softmax of N rows of V values drawn N(0, 2), REPS calls; prints the min and median ms.
-// Build (after the project's build):
+// logsumexp, softmax or sum of N rows (or logsumexp and sum down the columns) of V values drawn N(0, 2), REPS
+// calls; prints the min and median ms. Build (after the project's build):
 //   g++ -std=c++20 -O2 -Iinclude dev/row_time/time.cc -o /tmp/row_time build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt
-// Run: /tmp/row_time logsumexp|softmax N V f32|bf16|f16 REPS (the bench's cases: 4096 768; 49152 1024).
+// Run: /tmp/row_time logsumexp|softmax|sum|sum_columns|logsumexp_columns N V f32|bf16|f16 REPS (the bench's
+// cases: 4096 768; 49152 1024).
 #include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/tensor.h>
@@ -17,7 +18,8 @@
 using namespace dew;
 int main(int argc, char** argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: %s logsumexp|softmax N V f32|bf16|f16 REPS\n", argv[0]);
+    fprintf(stderr, "usage: %s logsumexp|softmax|sum|sum_columns|logsumexp_columns N V f32|bf16|f16 REPS\n",
+            argv[0]);
     return 2;
   }
   const std::string op = argv[1];
@@ -29,7 +31,11 @@ int main(int argc, char** argv) {
   std::vector<double> ts;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    Tensor y = op == "softmax" ? softmax(x, -1) : logsumexp(x, {-1});
+    Tensor y = op == "softmax"       ? softmax(x, -1)
+               : op == "logsumexp"   ? logsumexp(x, {-1})
+               : op == "sum"         ? sum(x, {-1})
+               : op == "sum_columns" ? sum(x, {0})
+                                     : logsumexp(x, {0});
     ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ts.begin(), ts.end());

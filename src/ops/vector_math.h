@@ -195,6 +195,17 @@ requires is_f32_like<F>
       });
 }
 
+// The exp of a kernel whose results round to T: exp_f32 for f32 (and wider); for bf16 and f16, whose
+// rounding (2^-9, 2^-11) dwarfs one or two float ulps, exp_f32_within_2ulp, a third fewer operations.
+template <class T, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp_rounding_to(F x) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+    return exp_f32_within_2ulp(x);
+  else
+    return exp_f32(x);
+}
+
 // num sigmoid(z): activation.h's times_sigmoid, with exp_f32. (bf16 results of the sigmoid family go by
 // table: NOTE [unary maps by table], NOTE [bf16 gates by table].)
 template <class F>

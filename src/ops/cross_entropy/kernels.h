@@ -30,16 +30,6 @@ namespace dew::ops::DEW_KERNEL_NS {
 inline constexpr int64_t kLogitBlock = 1024;
 
 #if DEW_HAS_FLOAT_VEC
-// The exp of a row's logits: a bf16 or f16 row's exps feed gradients rounded at 2^-9 or 2^-11 and a
-// double sum, in which exp_f32_within_2ulp's errors (1-2 ulp, unbiased) vanish; f32 gradients keep exp_f32.
-template <class T>
-[[gnu::always_inline]] inline FloatVec logit_exp(FloatVec x) {
-  if constexpr (is_half_type<T>)
-    return exp_f32_within_2ulp(x);
-  else
-    return exp_f32(x);
-}
-
 // block_max_and_exps on FloatVec: the block read twice from L1 (max, then exps), bf16 and f16 widened
 // as they are loaded; masked tails. f32 rows sum the exps in double lanes. bf16 and f16 rows sum them in
 // one float vector (1024 / kVecWidth terms a lane in a 1024-logit block, a relative error near 128 *
@@ -62,13 +52,13 @@ inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int
     // The next block's lines, one step's worth at a time (NOTE [prefetching maps]): past the row's end
     // they are the next row's first block.
     prefetch_ahead<0>(x + i, kVecWidth, kLogitBlock * sizeof(T));
-    const FloatVec v = logit_exp<T>(load_vec(x + i) - mb);
+    const FloatVec v = exp_rounding_to<T>(load_vec(x + i) - mb);
     store_vec(e + i, v);
     add(v);
   }
   if (i < n) {
     const int tail = int(n - i);
-    const FloatVec v = keep_first_lanes(logit_exp<T>(load_vec(x + i, tail) - mb), tail);
+    const FloatVec v = keep_first_lanes(exp_rounding_to<T>(load_vec(x + i, tail) - mb), tail);
     store_vec(e + i, v, tail);
     add(v);
   }

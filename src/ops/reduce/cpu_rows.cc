@@ -41,19 +41,16 @@ float row_sum_vec(const T* x, int64_t n) {
   return lanes_sum((s0 + s1) + (s2 + s3));
 }
 
-// The sum of exp(x[i] - m) over x[0..n), m finite.
+// The sum of exp(x[i] - m) over x[0..n), m finite, in one vector of partials (the exp's constants take
+// most of the 16 ymm registers: a second vector of partials was kept on the stack, for no gain).
 template <class T>
 float row_exp_sum_vec(const T* x, int64_t n, float m) {
   const FloatVec mv = m;
-  FloatVec s0 = 0.0f, s1 = 0.0f;
+  FloatVec s = 0.0f;
   int64_t i = 0;
-  for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {
-    s0 += exp_f32(load_vec(x + i) - mv);
-    s1 += exp_f32(load_vec(x + i + kVecWidth) - mv);
-  }
-  for (; i + kVecWidth <= n; i += kVecWidth) s0 += exp_f32(load_vec(x + i) - mv);
-  if (i < n) s1 += keep_first_lanes(exp_f32(load_vec(x + i, int(n - i)) - mv), int(n - i));
-  return lanes_sum(s0 + s1);
+  for (; i + kVecWidth <= n; i += kVecWidth) s += exp_rounding_to<T>(load_vec(x + i) - mv);
+  if (i < n) s += keep_first_lanes(exp_rounding_to<T>(load_vec(x + i, int(n - i)) - mv), int(n - i));
+  return lanes_sum(s);
 }
 
 // The first NaN of x[0..n) (n > 0, x holding one).
