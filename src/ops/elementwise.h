@@ -1,10 +1,11 @@
 // Iteration for elementwise ops: inputs broadcast to the output's shape (as views), walked row by row
-// over the last dim, rows split across the thread pool. Each row hands the kernel a pointer and a
-// stride per input, so contiguous rows run as plain loops the compiler vectorizes.
+// over the last dim (long rows in pieces), rows split across the thread pool. Each row hands the kernel a
+// pointer and a stride per input, so contiguous rows run as plain loops the compiler vectorizes.
 #pragma once
 
 #include <dew/runtime.h>
 
+#include <algorithm>
 #include <array>
 
 namespace dew::ops {
@@ -16,7 +17,13 @@ struct RowView {
   int64_t length;
 };
 
-// Calls row(RowView, out_offset) for every row of `shape` (out is contiguous).
+// Rows longer than this are handed to the kernel in pieces of it, so that a tensor of a few long rows
+// still spreads over the threads: a flattened tensor is one row, and ran on one thread (neg of 12.6 M
+// f32 took 9.0 ms against 6.3 for the same values as 4096 rows of 3072, on two threads).
+inline constexpr int64_t kRowPiece = 16384;
+
+// Calls row(RowView, out_offset) for every row of `shape` (out is contiguous), or for each piece of
+// kRowPiece elements of a longer row (its view and offset moved to the piece's first element).
 template <size_t N, class RowFn>
 void for_each_row(const Shape& shape, const std::array<Tensor, N>& inputs, RowFn row) {
   std::array<Tensor, N> views;
@@ -24,22 +31,24 @@ void for_each_row(const Shape& shape, const std::array<Tensor, N>& inputs, RowFn
   const int64_t total = numel_of(shape);
   if (total == 0) return;
   const int64_t length = shape.empty() ? 1 : shape.back();
-  const int64_t rows = total / length;
+  const int64_t rows = total / length, pieces = (length + kRowPiece - 1) / kRowPiece;
+  const int64_t piece = pieces == 1 ? length : kRowPiece;
   const size_t rank = shape.size();
-  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, length)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
+  parallel_for(rows * pieces, std::max<int64_t>(1, kRowPiece / piece), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t r = p / pieces, start = (p % pieces) * piece;
       RowView<N> v;
-      v.length = length;
+      v.length = std::min(piece, length - start);
       for (size_t k = 0; k < N; ++k) {
-        int64_t off = 0, rem = r;
+        v.stride[k] = rank == 0 ? 0 : views[k].strides()[rank - 1];
+        int64_t off = start * v.stride[k], rem = r;
         for (size_t d = rank == 0 ? 0 : rank - 1; d-- > 0;) {
           off += (rem % shape[d]) * views[k].strides()[d];
           rem /= shape[d];
         }
         v.in[k] = static_cast<const char*>(views[k].raw_data()) + off * int64_t(dtype_size(views[k].dtype()));
-        v.stride[k] = rank == 0 ? 0 : views[k].strides()[rank - 1];
       }
-      row(v, r * length);
+      row(v, r * length + start);
     }
   });
 }
