@@ -215,16 +215,21 @@ inline void map_elements_f16_chunks(const std::array<const f16*, NIn>& x, const 
 }
 #endif
 
+// What a map's function costs, for bf16 on F32x8 (NOTE [maps on F32x8]): one that computes narrows its
+// results by chunks; one of a few instructions (an add, a maximum) narrows in registers, which spill
+// nothing there: bf16 add 0.83 -> 0.62 ms, maximum 0.95 -> 0.80 (docs/perf.md).
+enum class MapWork { computes, few_instructions };
+
 // y_k[i] = f(widened x_0[i], x_1[i], ...)[k] for i in [0, n), narrowed to T; f returns one value
 // (NOut = 1) or an array of NOut, and takes Acc (or, where it can, FloatVec) arguments.
-template <class T, size_t NIn, size_t NOut, class F>
+template <class T, MapWork Work = MapWork::computes, size_t NIn, size_t NOut, class F>
 inline void map_elements(const std::array<const T*, NIn>& x, const std::array<T*, NOut>& y, int64_t n, F f) {
 #if DEW_HAS_FLOAT_VEC
   if constexpr ((std::is_same_v<T, float> ||
                  is_half_type<T>)&&takes_float_vec<F>(std::make_index_sequence<NIn>{}))
     if (rows_on_float_vec<T>()) {
 #if DEW_HAS_F32X8
-      if constexpr (std::is_same_v<T, bf16>)  // NOTE [maps on F32x8]; f16 narrows in one instruction
+      if constexpr (std::is_same_v<T, bf16> && Work == MapWork::computes)  // f16 narrows in one instruction
         return map_elements_vec_chunks(x, y, n, f, std::make_index_sequence<NIn>{});
 #endif
       return map_elements_vec(x, y, n, f, std::make_index_sequence<NIn>{});

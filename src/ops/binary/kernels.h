@@ -11,6 +11,37 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
+// The functions that FloatVec computes as floats do (so map_elements takes their vector path): the
+// arithmetic, and maximum and minimum by selects with binary_apply's NaN rule (a NaN a wins, then b's).
+template <BinaryFn F>
+inline constexpr bool binary_fn_has_float_vec_form =
+    F == BinaryFn::add || F == BinaryFn::sub || F == BinaryFn::mul || F == BinaryFn::div ||
+    F == BinaryFn::maximum || F == BinaryFn::minimum;
+#if DEW_HAS_FLOAT_VEC
+template <BinaryFn F>
+[[gnu::always_inline]] inline FloatVec binary_vec(FloatVec a, FloatVec b) {
+  if constexpr (F == BinaryFn::maximum)
+    return select(a > b, a, select(a == a, b, a));
+  else if constexpr (F == BinaryFn::minimum)
+    return select(a < b, a, select(a == a, b, a));
+  else
+    return binary_apply<F>(a, b);
+}
+
+// y[i] = a[i] F b[i] (a comparison) for f16 rows: each chunk widened into L1 by vcvtph2ps, then compared
+// as floats in a loop the compiler vectorizes; dtype.h's f16 conversion in that loop cost about 25
+// instructions a vector (lt f16 took three times bf16's time).
+template <BinaryFn F>
+inline void compare_f16_chunks(const f16* a, const f16* b, bool* y, int64_t n) {
+  alignas(64) float fa[kMapChunk], fb[kMapChunk];
+  for (int64_t c = 0; c < n; c += kMapChunk) {
+    const int64_t len = std::min(kMapChunk, n - c);
+    convert_row_vec(a + c, fa, len), convert_row_vec(b + c, fb, len);
+    for (int64_t i = 0; i < len; ++i) y[c + i] = binary_apply<F>(fa[i], fb[i]);
+  }
+}
+#endif
+
 template <class T>
 void binary_rows(const BinaryArgs& args, Tensor& out) {
   using Acc = std::conditional_t<is_floating_type<T>, AccumulatorOf<T>, double>;
@@ -30,10 +61,23 @@ void binary_rows(const BinaryArgs& args, Tensor& out) {
           yo[i] = narrow<T>(r);
       };
       if constexpr (is_floating_type<T> && !std::is_same_v<Out, bool>) {
-        if (v.stride[0] == 1 && v.stride[1] == 1)  // contiguous rows: map_elements, f16 and bf16 by chunks
-          return map_elements<T>(std::array<const T*, 2>{a, b}, std::array<T*, 1>{yo}, v.length,
-                                 [](Acc x, Acc z) { return binary_apply<Fn::value>(x, z); });
+        // Contiguous rows: map_elements, on FloatVec where the function has a form there.
+        if (v.stride[0] == 1 && v.stride[1] == 1)
+          return map_elements<T, MapWork::few_instructions>(
+              std::array<const T*, 2>{a, b}, std::array<T*, 1>{yo}, v.length,
+              []<class V>(V x, V z) __attribute__((always_inline)) requires(
+                  std::is_same_v<V, Acc> || binary_fn_has_float_vec_form<Fn::value>) {
+                if constexpr (std::is_same_v<V, Acc>)
+                  return binary_apply<Fn::value>(x, z);
+                else
+                  return binary_vec<Fn::value>(x, z);
+              });
       }
+#if DEW_HAS_FLOAT_VEC
+      if constexpr (std::is_same_v<T, f16> && std::is_same_v<Out, bool>)
+        if (v.stride[0] == 1 && v.stride[1] == 1 && rows_on_float_vec<T>())
+          return compare_f16_chunks<F>(a, b, yo, v.length);
+#endif
       if (v.stride[0] == 1 && v.stride[1] == 1)  // contiguous rows: plain loops the compiler vectorizes
         for (int64_t i = 0; i < v.length; ++i) put(i, binary_apply<F>(widen<Acc>(a[i]), widen<Acc>(b[i])));
       else if (v.stride[0] == 1 && v.stride[1] == 0)
