@@ -31,16 +31,25 @@ template <UnaryFn F, bool Fast, class Acc>
     return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_f32(x, Acc(2) * gelu_tanh_argument(x));
+  else if constexpr (F == UnaryFn::abs && !std::is_floating_point_v<Acc>)  // FloatVec
+    return magnitude(x);
+  else if constexpr (F == UnaryFn::relu && !std::is_floating_point_v<Acc>)  // NaN kept, -0 to +0
+    return select(x > Acc(0.0f), x, select(x == x, Acc(0.0f), x));
   else
     return unary_apply<F>(x);
 }
 
 // The functions unary_kernel_value writes over F (NOTE [one body for scalar and vector float functions]).
+// neg, abs, square and relu are a few instructions, narrowed in registers on bf16 (MapWork).
+template <UnaryFn F>
+inline constexpr bool unary_fn_of_few_instructions =
+    F == UnaryFn::neg || F == UnaryFn::abs || F == UnaryFn::square || F == UnaryFn::relu;
 template <UnaryFn F, bool Fast>
-inline constexpr bool unary_fn_has_float_vec_form = Fast && (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
-                                                             F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
-                                                             F == UnaryFn::gelu || F == UnaryFn::log ||
-                                                             F == UnaryFn::tanh);
+inline constexpr bool unary_fn_has_float_vec_form = Fast &&
+                                                    (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
+                                                     F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
+                                                     F == UnaryFn::gelu || F == UnaryFn::log ||
+                                                     F == UnaryFn::tanh || unary_fn_of_few_instructions<F>);
 
 template <bool Fast, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
@@ -53,7 +62,7 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
       const T* x = static_cast<const T*>(v.in[0]);
       T* yo = y + o;
       if (v.stride[0] == 1)
-        map_elements<T>(
+        map_elements<T, unary_fn_of_few_instructions<F> ? MapWork::few_instructions : MapWork::computes>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
             []<class V>(V xi) __attribute__((always_inline)) requires(
                 std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, Fast>) {
