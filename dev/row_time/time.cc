@@ -1,6 +1,6 @@
 // A row op over the last axis timed in one process (the input drawn once, unlike `dew bench ops`):
-// logsumexp, softmax or sum of N rows (or logsumexp and sum down the columns) of V values drawn N(0, 2), REPS
-// calls; prints the min and median ms. Build (after the project's build):
+// logsumexp, softmax, sum, rms_norm or layer_norm of N rows of V values drawn N(0, 2) (or logsumexp and
+// sum down the columns), REPS calls; prints the min and median ms. Build (after the project's build):
 //   g++ -std=c++20 -O2 -Iinclude dev/row_time/time.cc -o /tmp/row_time build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt

@@ -194,30 +194,40 @@ inline void map_elements_vec_chunks(const std::array<const T*, NIn>& x, const st
 }
 #endif
 
-// f16 maps whose function has no FloatVec form: each chunk of inputs widened into L1 by vcvtph2ps, f on
-// floats in a loop the compiler vectorizes, the results narrowed by vcvtps2ph. dtype.h's conversions,
-// vectorized by the compiler, cost about 25 instructions a vector: neg f16 took twice bf16's time.
+// body(c, len, in) for each chunk [c, c + len) of n elements, with in[k] the chunk of f16 input k widened
+// into L1 by vcvtph2ps. dtype.h's conversions, vectorized by the compiler, cost about 25 instructions a
+// vector: neg f16 took twice bf16's time through them.
+template <size_t NIn, class Body>
+inline void for_each_widened_f16_chunk(const std::array<const f16*, NIn>& x, int64_t n, Body&& body) {
+  alignas(64) float in[NIn][kMapChunk];
+  for (int64_t c = 0; c < n; c += kMapChunk) {
+    const int64_t len = std::min(kMapChunk, n - c);
+    for (size_t k = 0; k < NIn; ++k) convert_row_vec(x[k] + c, in[k], len);
+    body(c, len, in);
+  }
+}
+
+// f16 maps whose function has no FloatVec form: f on each widened chunk in a loop the compiler
+// vectorizes, the results narrowed by vcvtps2ph.
 template <size_t NIn, size_t NOut, class F, size_t... K>
 inline void map_elements_f16_chunks(const std::array<const f16*, NIn>& x, const std::array<f16*, NOut>& y,
                                     int64_t n, F& f, std::index_sequence<K...> inputs) {
-  alignas(64) float in[NIn][kMapChunk], out[NOut][kMapChunk];
-  for (int64_t c = 0; c < n; c += kMapChunk) {
-    const int64_t len = std::min(kMapChunk, n - c);
+  for_each_widened_f16_chunk(x, n, [&](int64_t c, int64_t len, const float(&in)[NIn][kMapChunk]) {
     prefetch_map(x, y, c, len);  // NOTE [prefetching maps]
-    for (size_t k = 0; k < NIn; ++k) convert_row_vec(x[k] + c, in[k], len);
+    alignas(64) float out[NOut][kMapChunk];
     const std::array<const float*, NIn> xc{in[K]...};
     for (int64_t i = 0; i < len; ++i) {
       const std::array<float, NOut> r = map_call<NOut>(f, xc, i, inputs);
       for (size_t k = 0; k < NOut; ++k) out[k][i] = r[k];
     }
     for (size_t k = 0; k < NOut; ++k) convert_row_vec(out[k], y[k] + c, len);
-  }
+  });
 }
 #endif
 
 // What a map's function costs, for bf16 on F32x8 (NOTE [maps on F32x8]): one that computes narrows its
 // results by chunks; one of a few instructions (an add, a maximum) narrows in registers, which spill
-// nothing there: bf16 add 0.83 -> 0.62 ms, maximum 0.95 -> 0.80 (docs/perf.md).
+// nothing there (bf16 add and mul 20-40% faster that way: docs/perf.md "Binary ops on FloatVec").
 enum class MapWork { computes, few_instructions };
 
 // y_k[i] = f(widened x_0[i], x_1[i], ...)[k] for i in [0, n), narrowed to T; f returns one value

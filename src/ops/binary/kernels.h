@@ -28,17 +28,16 @@ template <BinaryFn F>
     return binary_apply<F>(a, b);
 }
 
-// y[i] = a[i] F b[i] (a comparison) for f16 rows: each chunk widened into L1 by vcvtph2ps, then compared
-// as floats in a loop the compiler vectorizes; dtype.h's f16 conversion in that loop cost about 25
-// instructions a vector (lt f16 took three times bf16's time).
+// y[i] = a[i] F b[i] (a comparison) for f16 rows, compared as floats on widened chunks (lt f16 took
+// three times bf16's time through dtype.h's conversion). Not asking ahead for the inputs: that took
+// 20% longer (dev/map_time lt 3145728 f16, in-process).
 template <BinaryFn F>
 inline void compare_f16_chunks(const f16* a, const f16* b, bool* y, int64_t n) {
-  alignas(64) float fa[kMapChunk], fb[kMapChunk];
-  for (int64_t c = 0; c < n; c += kMapChunk) {
-    const int64_t len = std::min(kMapChunk, n - c);
-    convert_row_vec(a + c, fa, len), convert_row_vec(b + c, fb, len);
-    for (int64_t i = 0; i < len; ++i) y[c + i] = binary_apply<F>(fa[i], fb[i]);
-  }
+  for_each_widened_f16_chunk(std::array<const f16*, 2>{a, b}, n,
+                             [&](int64_t c, int64_t len, const float(&in)[2][kMapChunk]) {
+                               for (int64_t i = 0; i < len; ++i)
+                                 y[c + i] = binary_apply<F>(in[0][i], in[1][i]);
+                             });
 }
 #endif
 
