@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -173,6 +174,26 @@ template <class T>
   const __mmask16 k = first_lanes(lanes);
   const __m512i index = _mm512_maskz_cvtepu16_epi32(k, _mm256_maskz_loadu_epi16(k, x));
   return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, index, table, 4);
+}
+
+// pairs[2x] and pairs[2x + 1] for sixteen 16-bit values x, from a table of 65,536 float pairs: two gathers
+// of eight 8-byte entries (half the elements two tables' gathers load), split into the firsts and the
+// seconds. The indices widen from two 8-value loads: GCC 12 warns on a 512-bit vector's halves.
+template <class T>
+[[gnu::always_inline]] inline std::array<F32x16, 2> gather_pair_vec(const float* pairs, const T* x,
+                                                                    int lanes = 16) {
+  static_assert(sizeof(T) == 2);
+  const __mmask16 k = first_lanes(lanes);
+  const __mmask8 k_low = __mmask8(k), k_high = __mmask8(k >> 8);
+  const __m256i i_low = _mm256_maskz_cvtepu16_epi32(k_low, _mm_maskz_loadu_epi16(k_low, x));
+  const __m256i i_high = _mm256_maskz_cvtepu16_epi32(k_high, _mm_maskz_loadu_epi16(k_high, x + 8));
+  const __m512 low = _mm512_castpd_ps(_mm512_mask_i32gather_pd(_mm512_setzero_pd(), k_low, i_low, pairs, 8));
+  const __m512 high =
+      _mm512_castpd_ps(_mm512_mask_i32gather_pd(_mm512_setzero_pd(), k_high, i_high, pairs, 8));
+  const __m512i firsts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i seconds = _mm512_add_epi32(firsts, _mm512_set1_epi32(1));
+  return {F32x16{_mm512_permutex2var_ps(low, firsts, high)},
+          F32x16{_mm512_permutex2var_ps(low, seconds, high)}};
 }
 
 // NOTE [native bf16 narrowing] (map_elements.h): vcvtneps2bf16 flushes subnormal inputs, so a group that

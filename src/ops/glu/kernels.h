@@ -63,8 +63,10 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
 // scalar loads fill a chunk in L1 and a vector loop multiplies and narrows it. Either way the forward
 // runs at its memory's time, where the arithmetic did not: SwiGLU, GEGLU and tanh-GEGLU bf16 on AVX-512
 // 1.4-1.5, 2.0-2.1 and 2.2-2.3 ms on the bench, by gathers 1.0 for each; on AVX2 3.3, 3.6-3.9 and
-// 4.1-4.5, by the chunk 1.9. The backward takes act' from a second table (activation_derivatives):
-// tanh-GEGLU's 3.6-3.8 ms on AVX-512 became 2.0-2.3, on AVX2 6.1-6.3 became 3.7-4.2 (docs/perf.md).
+// 4.1-4.5, by the chunk 1.9. The backward takes act and act' from one table of pairs
+// (activation_value_derivative_pairs): tanh-GEGLU's 3.6-3.8 ms on AVX-512 became 2.0-2.3 by two tables,
+// on AVX2 6.1-6.3 became 3.7-4.2; on a Zen 5 host the pairs took SwiGLU's 2.9-3.9 ms by two tables to
+// 2.1-2.7, its memory's time near 1.9 (docs/perf.md).
 // f16 gates the same, but SiLU's backward: its arithmetic narrows f16 in registers (vcvtps2ph), and
 // on a Zen 3 AVX2 host took 5.8-6.1 ms against the tables' 7.9-8.5 (bf16's: 8.8-15 against 7.4-8.5).
 template <class T>
@@ -102,10 +104,10 @@ void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out
 }
 
 // The backward the same way: d_gate = bf16(dy up act'(gate)), d_up = bf16(dy act(gate)), the products
-// in the order act_and_derivative's loop takes them, act and act' from their tables.
+// in the order act_and_derivative's loop takes them, act and act' from their table of pairs.
 template <class T>
-void glu_backward_by_table(const float* act_table, const float* derivative_table, const T* g, const T* u,
-                           const T* dy, T* d_gate, T* d_up, int64_t n) {
+void glu_backward_by_table(const float* pairs, const T* g, const T* u, const T* dy, T* d_gate, T* d_up,
+                           int64_t n) {
 #if DEW_HAS_F32X16
   if (rows_on_float_vec<T>()) {
     for (int64_t i = 0; i < n; i += kVecWidth) {
@@ -113,8 +115,9 @@ void glu_backward_by_table(const float* act_table, const float* derivative_table
       if (lanes == kVecWidth)  // NOTE [prefetching maps]
         prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, i, kVecWidth);
       const FloatVec di = load_vec(dy + i, lanes), ui = load_vec(u + i, lanes);
-      store_vec(d_gate + i, di * ui * gather_vec(derivative_table, g + i, lanes), lanes);
-      store_vec(d_up + i, di * gather_vec(act_table, g + i, lanes), lanes);
+      const auto [value, derivative] = gather_pair_vec(pairs, g + i, lanes);
+      store_vec(d_gate + i, di * ui * derivative, lanes);
+      store_vec(d_up + i, di * value, lanes);
     }
     return;
   }
@@ -123,8 +126,10 @@ void glu_backward_by_table(const float* act_table, const float* derivative_table
   for (int64_t c = 0; c < n; c += kMapChunk) {
     const int64_t len = std::min(kMapChunk, n - c);
     prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, c, len);
-    for (int64_t i = 0; i < len; ++i)
-      act[i] = act_table[g[c + i].bits], derivative[i] = derivative_table[g[c + i].bits];
+    for (int64_t i = 0; i < len; ++i) {
+      const float* pair = pairs + 2 * int64_t(g[c + i].bits);
+      act[i] = pair[0], derivative[i] = pair[1];
+    }
 #if DEW_HAS_FLOAT_VEC
     if (rows_on_float_vec<T>()) {
       for (int64_t i = 0; i < len; i += kVecWidth) {
@@ -155,17 +160,16 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   T* o1 = a.backward ? outs[1].data<T>() : nullptr;
   if constexpr (Fast && is_half_type<T>) {  // NOTE [bf16 gates by table]
     if (!(a.backward && A == Activation::silu && std::is_same_v<T, f16>)) {
-      const float* act_table = function_values(unary_of(A), Scalar<T>::dtype);
       if (!a.backward) {
+        const float* act_table = function_values(unary_of(A), Scalar<T>::dtype);
         parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
           glu_forward_by_table(act_table, g + i0, u + i0, o0 + i0, i1 - i0);
         });
         return;
       }
-      const float* derivative_table = activation_derivatives(unary_of(A), Scalar<T>::dtype);
+      const float* pairs = activation_value_derivative_pairs(unary_of(A), Scalar<T>::dtype);
       parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-        glu_backward_by_table(act_table, derivative_table, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0,
-                              i1 - i0);
+        glu_backward_by_table(pairs, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0, i1 - i0);
       });
       return;
     }

@@ -40,8 +40,9 @@ const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
 // f(x) rounded once to float at each of the 65,536 inputs x of dtype (bf16 or f16), indexed by x's bits
 // (NOTE [unary maps by table]): for kernels that multiply f(x) before they round to dtype, as the GLUs do.
 const float* function_values(UnaryFn f, DType dtype);
-// f'(x) likewise, for the GLUs' activations (silu, gelu, gelu_tanh), for their backward.
-const float* activation_derivatives(UnaryFn f, DType dtype);
+// f(x) and f'(x) likewise, side by side (entry 2x and 2x + 1), for the GLUs' activations (silu, gelu,
+// gelu_tanh), for their backward.
+const float* activation_value_derivative_pairs(UnaryFn f, DType dtype);
 
 // What cpu.table and cpu.avx512.table take: bf16 and f16, for the functions unary_by_table names.
 select::Requirement<UnaryArgs> unary_table_requirement();
