@@ -1,7 +1,7 @@
 // An elementwise op timed in one process (the inputs drawn once, unlike `dew bench ops`): relu, neg,
 // exp, add, mul, maximum or lt of N values drawn N(0, 2) (two inputs for the binary ops), or a GLU
 // (swiglu, geglu and their _backward, gate, up and dy drawn the same), REPS calls; prints the min and
-// median ms. Build (after the project's build):
+// median ms. POSITIVE=1 draws |x| (for log, sqrt and rsqrt). Build (after the project's build):
 //   g++ -std=c++20 -O2 -Iinclude dev/map_time/time.cc -o /tmp/map_time build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt
@@ -20,10 +20,13 @@
 using namespace dew;
 int main(int argc, char** argv) {
   if (argc != 5) {
-    fprintf(stderr,
-            "usage: %s relu|neg|exp|add|mul|maximum|lt|swiglu|geglu|swiglu_backward|geglu_backward N "
-            "f32|bf16|f16 REPS\n",
-            argv[0]);
+    fprintf(
+        stderr,
+        "usage: %s "
+        "relu|neg|exp|log|sqrt|rsqrt|tanh|sigmoid|silu|gelu|gelu_tanh|add|mul|maximum|lt|swiglu|geglu|swiglu_"
+        "backward|geglu_backward N "
+        "f32|bf16|f16 REPS\n",
+        argv[0]);
     return 2;
   }
   const std::string op = argv[1];
@@ -36,7 +39,7 @@ int main(int argc, char** argv) {
     fill_normal(t, RandomKey{1, stream}, 0.0, 2.0);
     return cast(t, parse_dtype(argv[3]));
   };
-  const Tensor a = draw(0), b = draw(1), c = draw(2);
+  const Tensor a = getenv("POSITIVE") ? abs(draw(0)) : draw(0), b = draw(1), c = draw(2);
   const int reps = atoi(argv[4]);
   std::vector<double> ts;
   for (int r = 0; r < reps; ++r) {
@@ -44,6 +47,14 @@ int main(int argc, char** argv) {
     const Tensor y = op == "relu"              ? relu(a)
                      : op == "neg"             ? neg(a)
                      : op == "exp"             ? exp(a)
+                     : op == "log"             ? log(a)
+                     : op == "sqrt"            ? sqrt(a)
+                     : op == "rsqrt"           ? rsqrt(a)
+                     : op == "tanh"            ? tanh(a)
+                     : op == "sigmoid"         ? sigmoid(a)
+                     : op == "silu"            ? silu(a)
+                     : op == "gelu"            ? gelu(a)
+                     : op == "gelu_tanh"       ? gelu(a, true)
                      : op == "add"             ? add(a, b)
                      : op == "mul"             ? mul(a, b)
                      : op == "maximum"         ? maximum(a, b)

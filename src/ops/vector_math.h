@@ -206,12 +206,11 @@ requires is_f32_like<F>
     return exp_f32(x);
 }
 
-// num sigmoid(z): activation.h's times_sigmoid, with exp_f32. (bf16 results of the sigmoid family go by
-// table: NOTE [unary maps by table], NOTE [bf16 gates by table].)
-template <class F>
+// num sigmoid(z): activation.h's times_sigmoid, with the exp of results that round to T (exp_rounding_to).
+template <class T = float, class F>
 [[gnu::always_inline]] inline F times_sigmoid_f32(F num, F z) {
   const auto tail = z < F(-80.0f);
-  const F e = exp_f32(select(tail, z, -z));
+  const F e = exp_rounding_to<T>(select(tail, z, -z));
   return select(tail, num * e, num / (F(1.0f) + e));
 }
 

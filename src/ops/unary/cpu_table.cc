@@ -1,5 +1,6 @@
 // Unary ops on bf16 and f16 by table with AVX-512 gathers (cpu.avx512.table): cpu.table's tables
-// (unary_table_bits), sixteen entries a gather. The avx2 build registers nothing: AVX2's gathers are
+// (unary_table_bits), sixteen entries a gather, for the functions cpu.avx512 does not compute (NOTE
+// [cheap functions on AVX-512 vectors]). The avx2 build registers nothing: AVX2's gathers are
 // slow on some CPUs (Zen 2), where cpu.table's scalar loads are not (NOTE [unary maps by table]).
 #include "ops/cpu_tier.h"
 #include "ops/elementwise.h"
@@ -46,7 +47,13 @@ void add_unary_table_cpu([[maybe_unused]] select::Registry<UnaryArgs>& r) {
 #if DEW_HAS_F32X16
   r.add({std::string(kCpuImplName) + ".table",
          {select::on_cpu<UnaryArgs>(), cpu_has_tier<UnaryArgs>(),
-          select::dtype_in<UnaryArgs>({DType::bf16, DType::f16}), unary_table_requirement()},
+          select::dtype_in<UnaryArgs>({DType::bf16, DType::f16}), unary_table_requirement(),
+          select::requires_that<UnaryArgs>(
+              "fn not in {exp, sqrt, rsqrt, sigmoid, silu} on f16, or on bf16 with avx512_bf16",
+              [](const UnaryArgs& a) { return !unary_computed_on_avx512(a.fn, a.dtype()); },
+              [](const UnaryArgs& a) {
+                return fmt::format("{} on {} is cpu.avx512's", unary_name(a.fn), dtype_name(a.dtype()));
+              })},
          [](const UnaryArgs& a, std::vector<Tensor>& outs) { unary_by_gathers(a, outs[0]); }});
 #endif
 }

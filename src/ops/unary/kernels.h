@@ -15,14 +15,15 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-template <UnaryFn F, bool Fast, class Acc>
+// T: the dtype results round to, which picks the exp (exp_rounding_to).
+template <UnaryFn F, bool Fast, class T, class Acc>
 [[gnu::always_inline]] inline Acc unary_kernel_value(Acc x) {
   if constexpr (Fast && F == UnaryFn::exp)
-    return exp_f32(x);
+    return exp_rounding_to<T>(x);
   else if constexpr (Fast && F == UnaryFn::sigmoid)
-    return times_sigmoid_f32(Acc(1), x);
+    return times_sigmoid_f32<T>(Acc(1), x);
   else if constexpr (Fast && F == UnaryFn::silu)
-    return times_sigmoid_f32(x, x);
+    return times_sigmoid_f32<T>(x, x);
   else if constexpr (Fast && F == UnaryFn::tanh)
     return tanh_f32(x);
   else if constexpr (Fast && F == UnaryFn::log)
@@ -66,11 +67,11 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
             []<class V>(V xi) __attribute__((always_inline)) requires(
                 std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, Fast>) {
-              return unary_kernel_value<Fn::value, Fast>(xi);
+              return unary_kernel_value<Fn::value, Fast, T>(xi);
             });
       else
         for (int64_t i = 0; i < v.length; ++i)
-          yo[i] = narrow<T>(unary_kernel_value<F, Fast>(widen<Acc>(x[i * v.stride[0]])));
+          yo[i] = narrow<T>(unary_kernel_value<F, Fast, T>(widen<Acc>(x[i * v.stride[0]])));
     });
   });
 }

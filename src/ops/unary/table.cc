@@ -144,6 +144,22 @@ bool unary_by_table(UnaryFn f, DType dtype) {
          f != UnaryFn::square && f != UnaryFn::relu;
 }
 
+// NOTE [cheap functions on AVX-512 vectors]
+// exp, sqrt, rsqrt, sigmoid and silu cost an AVX-512 vector a dozen operations or a square root, and on
+// AMD's cores (Zen 4, Zen 5) that is less than a gather of sixteen table entries: on a Zen 5 host the
+// arithmetic (exps that round to bf16 or f16: exp_rounding_to) took bf16 exp 1.9-2.0 -> 0.9 ms on the
+// bench's gpt2_mlp, sqrt 1.9-2.0 -> 0.7-0.8, sigmoid and silu 1.9-2.0 -> 1.4, where 60% of triad asks
+// 1.9 (docs/perf.md, twenty-first session). On the Xeon the tables were first measured on, whose gathers
+// are twice as fast, the arithmetic of that day was 10-20% slower for exp and sqrt and 2x for sigmoid,
+// yet at 77-138% of its triad. So cpu.avx512 computes these on f16 and, where the CPU narrows bf16
+// natively (rows_on_float_vec), on bf16; the other functions (log, tanh, the GELUs: 30-45 operations)
+// stay by table, faster there on every host measured.
+bool unary_computed_on_avx512(UnaryFn f, DType dtype) {
+  const bool cheap = f == UnaryFn::exp || f == UnaryFn::sqrt || f == UnaryFn::rsqrt ||
+                     f == UnaryFn::sigmoid || f == UnaryFn::silu;
+  return cheap && (dtype == DType::f16 || (dtype == DType::bf16 && cpu_features().avx512bf16));
+}
+
 const uint16_t* unary_table_bits(UnaryFn f, DType dtype) {
   const uint16_t* bits = nullptr;
   with_unary_fn(f, [&](auto fn) {

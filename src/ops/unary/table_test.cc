@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/unary/unary.h"
 #include "routes.h"
 #include "select/requirements.h"
 
@@ -102,14 +103,37 @@ std::vector<std::string> table_implementations() {
   return v;
 }
 
+// Whether impl takes f on fmt here: cpu.avx512.table leaves the cheap functions to cpu.avx512 (NOTE
+// [cheap functions on AVX-512 vectors]).
+bool takes(const std::string& impl, const Function& f, const Format& fmt) {
+  return impl != "cpu.avx512.table" || !ops::unary_computed_on_avx512(ops::unary_from_name(f.op), fmt.dtype);
+}
+
 TEST(UnaryTable, EveryBf16InputCorrectlyRounded) {
   for (const std::string& impl : table_implementations())
-    for (const Function& f : kFunctions) check_every_value(f, kBf16, impl);
+    for (const Function& f : kFunctions)
+      if (takes(impl, f, kBf16)) check_every_value(f, kBf16, impl);
 }
 
 TEST(UnaryTable, EveryF16InputCorrectlyRounded) {
   for (const std::string& impl : table_implementations())
-    for (const Function& f : kFunctions) check_every_value(f, kF16, impl);
+    for (const Function& f : kFunctions)
+      if (takes(impl, f, kF16)) check_every_value(f, kF16, impl);
+}
+
+// The functions cpu.avx512 computes in its place: at every input, the float arithmetic's result (within
+// 2 float ulps: exp_f32_within_2ulp, one division) rounded once, so within half a step plus 2^-22
+// relative of the truth. And the selector routes them there.
+TEST(UnaryTable, CheapFunctionsOnAvx512VectorsAtEveryInput) {
+  if (!select::cpu_supports(select::Isa::avx512)) GTEST_SKIP() << "no AVX-512 here";
+  int computed = 0;
+  for (const Format& fmt : {kBf16, kF16})
+    for (const Function& f : kFunctions)
+      if (ops::unary_computed_on_avx512(ops::unary_from_name(f.op), fmt.dtype)) {
+        check_every_value(f, fmt, "cpu.avx512", false, 0x1p-22L);
+        ++computed;
+      }
+  EXPECT_GE(computed, 5) << "exp, sqrt, rsqrt, sigmoid and silu on f16 at least";
 }
 
 TEST(UnaryTable, TheSelectorPrefersGathersWhereTheCpuHasAvx512) {

@@ -71,8 +71,8 @@ const select::Registry<UnaryArgs>& Unary::registry() {
     DEW_CUDA_IMPLEMENTATIONS(add_unary_cuda, reg);
     avx512::add_unary_table_cpu(reg);
     avx2::add_unary_table_cpu(reg);
+    avx512::add_unary_cpu(reg);  // ahead of cpu.table: NOTE [cheap functions on AVX-512 vectors]
     add_unary_table(reg);
-    avx512::add_unary_cpu(reg);
     avx2::add_unary_cpu(reg);
     add_unary_portable(reg);
     return reg;

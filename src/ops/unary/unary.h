@@ -33,6 +33,9 @@ UnaryFn unary_of(Activation act);
 
 // Whether cpu.table computes f on dtype (NOTE [unary maps by table]).
 bool unary_by_table(UnaryFn f, DType dtype);
+// Whether cpu.avx512 computes f on dtype, one of cpu.table's, on this CPU (NOTE [cheap functions on
+// AVX-512 vectors]); cpu.avx512.table takes the rest.
+bool unary_computed_on_avx512(UnaryFn f, DType dtype);
 
 // f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
 // with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
