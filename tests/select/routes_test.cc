@@ -47,7 +47,7 @@ TEST(Routes, EachFamilyTakesItsFastPathWhereEligible) {
   EXPECT_ROUTE("relu", widest_tier(), relu(ones({4, 64}, DType::bf16)));
   EXPECT_ROUTE("relu", "portable", relu(ones({4, 64}, DType::f64)));
   EXPECT_ROUTE("add", widest_tier(), add(ones({4, 8}, DType::bf16), ones({8}, DType::bf16)));
-  EXPECT_ROUTE("pow", "portable", pow(ones({4, 8}, DType::f32), ones({4, 8}, DType::f32)));
+  EXPECT_ROUTE("pow", widest_tier(), pow(ones({4, 8}, DType::f32), ones({4, 8}, DType::f32)));
   Tensor q = ones({1, 8, 2, 16}, DType::f32), kv = ones({1, 8, 1, 16}, DType::f32);
   EXPECT_ROUTE("attention", widest_tier() == "portable" ? "portable" : widest_tier() + ".flash_gemm",
                attention(q, kv, kv));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ops/binary/binary.h"
+#include "ops/binary/pow.h"
 #include "ops/binary/scalar.h"
 #include "ops/elementwise.h"
 #include "ops/isa.h"
@@ -59,6 +60,11 @@ void binary_rows(const BinaryArgs& args, Tensor& out) {
         else
           yo[i] = narrow<T>(r);
       };
+#if DEW_HAS_FLOAT_VEC
+      if constexpr (F == BinaryFn::pow)  // NOTE [pow through double]
+        if (v.stride[0] == 1 && (v.stride[1] == 1 || v.stride[1] == 0) && rows_on_float_vec<T>())
+          return pow_row(a, b, v.stride[1], yo, v.length);
+#endif
       if constexpr (is_floating_type<T> && !std::is_same_v<Out, bool>) {
         // Contiguous rows: map_elements, on FloatVec where the function has a form there.
         if (v.stride[0] == 1 && v.stride[1] == 1)

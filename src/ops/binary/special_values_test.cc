@@ -2,7 +2,7 @@
 // infinities and signed zeros, on every implementation this CPU runs and in every floating dtype, for
 // rows long enough for the vector loops and their tails. Each result against binary_apply's rule in
 // float, rounded once to the dtype (NaN propagates through maximum and minimum, a's first; comparisons
-// with NaN are false but ne).
+// with NaN are false but ne; pow is libm's powf).
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
@@ -72,6 +72,12 @@ TEST(BinarySpecialValues, ArithmeticOnInfinitiesAndNaN) {
   check_everywhere<ops::BinaryFn::sub>(sub);
   check_everywhere<ops::BinaryFn::mul>(mul);
   check_everywhere<ops::BinaryFn::div>(div);
+}
+
+// pow: the tiers compute exp(b ln a) for positive finite a and finite b and hand the rest to std::pow
+// (src/ops/binary/pow.h): negative bases (-2.5^3), zeros, infinities, NaN (1^NaN = NaN^0 = 1).
+TEST(BinarySpecialValues, PowAtZerosInfinitiesNaNAndNegativeBases) {
+  check_everywhere<ops::BinaryFn::pow>(pow);
 }
 
 TEST(BinarySpecialValues, ComparisonsWithNaNInfinitiesAndZeros) {

@@ -1,0 +1,122 @@
+// pow(a, b) on the CPU tiers: exp(b ln a) for a in (0, inf) and finite b, everything else (a <= 0,
+// infinities, NaN) through std::pow, lane by lane, so the special cases are libm's as on the portable
+// path. f32 results compute in double (NOTE [pow through double]); bf16 and f16 in float on FloatVec.
+// Not here: strided rows, which binary_rows runs through std::pow.
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "ops/float_vec.h"
+#include "ops/isa.h"
+#include "ops/kernel_types.h"
+#include "ops/map_elements.h"
+#include "ops/vector_math.h"
+
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS {
+
+// Whether exp(b ln a) is pow(a, b): a positive and finite (a NaN fails a > 0), b finite.
+// (& rather than &&: no branch, so the loop that asks it of a chunk vectorizes.)
+[[gnu::always_inline]] inline bool pow_by_exp_log(float a, float b) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  return (a > 0.0f) & (a < kInf) & (std::fabs(b) < kInf);
+}
+
+// NOTE [pow through double]
+// f32 pow = exp(b ln a) loses |b ln a| ulps in float (the error of ln a, amplified), where libm's powf,
+// the portable path, is within an ulp. In double it is exact to about 2^-45 relative before its one
+// rounding to float: ln a = e ln 2 + 2 atanh(s), s = (m - 1)/(m + 1) for a = 2^e m, m in [0.707, 1.414)
+// (|s| <= 0.172: eight terms of the series leave 2^-39), y = b ln a, exp(y) = 2^k exp(r) with r = y - k
+// ln 2 (|r| <= 0.347: degree 11 leaves 2^-47), 2^k from k's bits. y is clamped to +-200, past float's
+// range both ways, so p 2^k is a normal double and its conversion to float rounds overflow to inf and
+// underflow to subnormals or 0, once. Plain arithmetic on double, no table and no branch: the loop that
+// calls it vectorizes (8 lanes on AVX-512, 4 on AVX2). The same expression at every lane and thread
+// count, so the same bits.
+[[gnu::always_inline]] inline float pow_f32_through_double(float a, float b) {
+  // a = 2^e m with m in [sqrt(1/2), sqrt(2)): subnormal a scaled into the normal range first.
+  const bool subnormal = a < 0x1p-126f;
+  const float scaled = subnormal ? a * 0x1p23f : a;
+  const int32_t bits = std::bit_cast<int32_t>(scaled);
+  const int32_t e = ((bits - 0x3f3504f3) >> 23) - (subnormal ? 23 : 0);
+  const float m = std::bit_cast<float>(bits - (((bits - 0x3f3504f3) >> 23) << 23));
+  const double md = m, s = (md - 1.0) / (md + 1.0), s2 = s * s;
+  double series = 1.0 / 17;  // atanh(s) / s = 1 + s^2/3 + s^4/5 + ...
+  series = std::fma(series, s2, 1.0 / 15);
+  series = std::fma(series, s2, 1.0 / 13);
+  series = std::fma(series, s2, 1.0 / 11);
+  series = std::fma(series, s2, 1.0 / 9);
+  series = std::fma(series, s2, 1.0 / 7);
+  series = std::fma(series, s2, 1.0 / 5);
+  series = std::fma(series, s2, 1.0 / 3);
+  series = std::fma(series, s2, 1.0);
+  constexpr double kLn2 = 0.69314718055994530942, kLn2High = 6.93147180369123816490e-01,
+                   kLn2Low = 1.90821492927058770002e-10;  // kLn2High has 32 bits: k kLn2High is exact
+  const double ln_a = std::fma(double(e), kLn2, 2.0 * s * series);
+  double y = double(b) * ln_a;
+  y = y < -200.0 ? -200.0 : (y > 200.0 ? 200.0 : y);
+  // k = round(y / ln 2) from the low bits of y / ln 2 + 1.5 2^52.
+  constexpr double kShift = 0x1.8p52;
+  const double shifted = y * (1.0 / kLn2) + kShift, k = shifted - kShift;
+  const double r = std::fma(-k, kLn2Low, std::fma(-k, kLn2High, y));
+  double p = 1.0 / 39916800;  // 1/11!
+  p = std::fma(p, r, 1.0 / 3628800);
+  p = std::fma(p, r, 1.0 / 362880);
+  p = std::fma(p, r, 1.0 / 40320);
+  p = std::fma(p, r, 1.0 / 5040);
+  p = std::fma(p, r, 1.0 / 720);
+  p = std::fma(p, r, 1.0 / 120);
+  p = std::fma(p, r, 1.0 / 24);
+  p = std::fma(p, r, 1.0 / 6);
+  p = std::fma(p, r, 0.5);
+  p = std::fma(p, r, 1.0);
+  p = std::fma(p, r, 1.0);
+  const int64_t k_bits = std::bit_cast<int64_t>(shifted) - std::bit_cast<int64_t>(kShift);
+  const double two_to_k = std::bit_cast<double>((k_bits + 1023) << 52);
+  return float(p * two_to_k);
+}
+
+#if DEW_HAS_FLOAT_VEC
+// bf16 and f16 results: exp(b ln a) in float, whose error (|b ln a| float ulps, |b ln a| <= 89 before
+// the result leaves bf16's range) is far below their rounding (2^-9, 2^-12).
+template <class T>
+[[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b) {
+  return exp_rounding_to<T>(b * log_f32(a));
+}
+
+// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1: by chunks widened
+// to float, computed (above), the lanes outside exp(b ln a)'s domain redone by std::pow, narrowed. T's
+// rows must be on FloatVec here (rows_on_float_vec).
+template <class T>
+void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
+  alignas(64) float ca[kMapChunk], cb[kMapChunk], out[kMapChunk];
+  for (int64_t c = 0; c < n; c += kMapChunk) {
+    const int64_t len = std::min(kMapChunk, n - c);
+    if (b_stride == 1) prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, c, len);
+    convert_row_vec(a + c, ca, len);
+    if (b_stride == 1)
+      convert_row_vec(b + c, cb, len);
+    else
+      std::fill_n(cb, len, widen<float>(b[0]));
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t i = 0; i < len; ++i) out[i] = pow_f32_through_double(ca[i], cb[i]);
+    } else {
+      for (int64_t i = 0; i < len; i += kVecWidth) {
+        const int lanes = int(std::min<int64_t>(kVecWidth, len - i));
+        store_vec(out + i, pow_vec_rounding_to<T>(load_vec(ca + i, lanes), load_vec(cb + i, lanes)), lanes);
+      }
+    }
+    int outside = 0;
+    for (int64_t i = 0; i < len; ++i) outside |= !pow_by_exp_log(ca[i], cb[i]);
+    if (outside)
+      for (int64_t i = 0; i < len; ++i)
+        if (!pow_by_exp_log(ca[i], cb[i])) out[i] = std::pow(ca[i], cb[i]);
+    convert_row_vec(out, y + c, len);
+  }
+}
+#endif
+
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END
