@@ -102,12 +102,6 @@ const std::array<float, 2 * 65536>& float_pair_table() {
 
 constexpr int64_t kLine = 32;  // 16-bit values in a 64-byte cache line
 
-// Four entries of t for the four 16-bit values packed in v (little-endian, as x86 stores them).
-inline uint64_t lookup4(const uint16_t* t, uint64_t v) {
-  return uint64_t(t[v & 0xFFFF]) | uint64_t(t[(v >> 16) & 0xFFFF]) << 16 |
-         uint64_t(t[(v >> 32) & 0xFFFF]) << 32 | uint64_t(t[v >> 48]) << 48;
-}
-
 // y = t[x] over the rows; contiguous rows four values a 64-bit load and store (half the memory
 // instructions of one at a time: 2.2-2.7 ms against 2.5-3.4 on the bench's erf-GELU), asking a line
 // ahead each 32 values (NOTE [prefetching maps]).

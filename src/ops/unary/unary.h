@@ -40,6 +40,12 @@ bool unary_computed_on_avx512(UnaryFn f, DType dtype);
 // f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
 // with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
 const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
+// Four entries of a table of 16-bit results for the four 16-bit values packed in v (little-endian, as
+// x86 stores them): cpu.table's lookups, and cpu.avx512.table's beside its gathers.
+inline uint64_t lookup4(const uint16_t* t, uint64_t v) {
+  return uint64_t(t[v & 0xFFFF]) | uint64_t(t[(v >> 16) & 0xFFFF]) << 16 |
+         uint64_t(t[(v >> 32) & 0xFFFF]) << 32 | uint64_t(t[v >> 48]) << 48;
+}
 // f(x) rounded once to float at each of the 65,536 inputs x of dtype (bf16 or f16), indexed by x's bits
 // (NOTE [unary maps by table]): for kernels that multiply f(x) before they round to dtype, as the GLUs do.
 const float* function_values(UnaryFn f, DType dtype);
