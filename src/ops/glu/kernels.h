@@ -73,7 +73,16 @@ template <class T>
 void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out, int64_t n) {
 #if DEW_HAS_F32X16
   if (rows_on_float_vec<T>()) {  // AVX-512: one gather a vector instead of the chunk
+    // Two vectors a step, one gathered and one by scalar loads beside the gather (the other load
+    // ports: as cpu.avx512.table's gather_row): SwiGLU bf16 1.16 -> 0.98 ms on a Zen 5 host.
     int64_t i = 0;
+    for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {  // NOTE [prefetching maps]
+      prefetch_map(std::array<const T*, 2>{g, u}, std::array<T*, 1>{out}, i, 2 * kVecWidth);
+      alignas(64) float looked_up[kVecWidth];
+      for (int j = 0; j < kVecWidth; ++j) looked_up[j] = act_table[g[i + kVecWidth + j].bits];
+      store_vec(out + i, gather_vec(act_table, g + i) * load_vec(u + i));
+      store_vec(out + i + kVecWidth, load_vec(looked_up) * load_vec(u + i + kVecWidth));
+    }
     for (; i + kVecWidth <= n; i += kVecWidth) {  // NOTE [prefetching maps]
       prefetch_map(std::array<const T*, 2>{g, u}, std::array<T*, 1>{out}, i, kVecWidth);
       store_vec(out + i, gather_vec(act_table, g + i) * load_vec(u + i));
@@ -110,7 +119,23 @@ void glu_backward_by_table(const float* pairs, const T* g, const T* u, const T* 
                            int64_t n) {
 #if DEW_HAS_F32X16
   if (rows_on_float_vec<T>()) {
-    for (int64_t i = 0; i < n; i += kVecWidth) {
+    int64_t i = 0;
+    for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {  // as the forward: one vector gathered, one not
+      prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, i, 2 * kVecWidth);
+      alignas(64) float values[kVecWidth], derivatives[kVecWidth];
+      for (int j = 0; j < kVecWidth; ++j) {
+        const float* pair = pairs + 2 * int64_t(g[i + kVecWidth + j].bits);
+        values[j] = pair[0], derivatives[j] = pair[1];
+      }
+      const FloatVec di = load_vec(dy + i), ui = load_vec(u + i);
+      const auto [value, derivative] = gather_pair_vec(pairs, g + i);
+      store_vec(d_gate + i, di * ui * derivative);
+      store_vec(d_up + i, di * value);
+      const FloatVec dj = load_vec(dy + i + kVecWidth), uj = load_vec(u + i + kVecWidth);
+      store_vec(d_gate + i + kVecWidth, dj * uj * load_vec(derivatives));
+      store_vec(d_up + i + kVecWidth, dj * load_vec(values));
+    }
+    for (; i < n; i += kVecWidth) {
       const int lanes = int(std::min<int64_t>(kVecWidth, n - i));
       if (lanes == kVecWidth)  // NOTE [prefetching maps]
         prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, i, kVecWidth);
