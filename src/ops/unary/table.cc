@@ -143,11 +143,12 @@ bool unary_by_table(UnaryFn f, DType dtype) {
 // AMD's cores (Zen 4, Zen 5) that is less than a gather of sixteen table entries: on a Zen 5 host the
 // arithmetic (exps that round to bf16 or f16: exp_rounding_to) took bf16 exp 1.9-2.0 -> 0.9 ms on the
 // bench's gpt2_mlp, sqrt 1.9-2.0 -> 0.7-0.8, sigmoid and silu 1.9-2.0 -> 1.4, where 60% of triad asks
-// 1.9 (docs/perf.md, twenty-first session). On the Xeon the tables were first measured on, whose gathers
-// are twice as fast, the arithmetic of that day was 10-20% slower for exp and sqrt and 2x for sigmoid,
-// yet at 77-138% of its triad. So cpu.avx512 computes these on f16 and, where the CPU narrows bf16
-// natively (rows_on_float_vec), on bf16; the other functions (log, tanh, the GELUs: 30-45 operations)
-// stay by table, faster there on every host measured.
+// 1.9 (docs/perf.md, twenty-first session; since the table's loop loads beside its gathers, 1.35-1.45,
+// sigmoid and silu by arithmetic are still 3-5% ahead on bf16 and 20-25% on f16 there). On the Xeon the
+// tables were first measured on, whose gathers are twice as fast, the arithmetic of that day was 10-20%
+// slower for exp and sqrt and 2x for sigmoid, yet at 77-138% of its triad. So cpu.avx512 computes these on
+// f16 and, where the CPU narrows bf16 natively (rows_on_float_vec), on bf16; the other functions (log, tanh,
+// the GELUs: 30-45 operations) stay by table, faster there on every host measured.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype) {
   const bool cheap = f == UnaryFn::exp || f == UnaryFn::sqrt || f == UnaryFn::rsqrt ||
                      f == UnaryFn::sigmoid || f == UnaryFn::silu;
