@@ -79,41 +79,47 @@ namespace dew::ops::DEW_KERNEL_NS {
 }
 
 #if DEW_HAS_FLOAT_VEC
-// bf16 and f16 results: exp(b ln a) in float, whose error (|b ln a| float ulps, |b ln a| <= 89 before
-// the result leaves bf16's range) is far below their rounding (2^-9, 2^-12).
+// bf16 and f16 results: exp(b ln a) in float, whose error (a few float ulps of |b ln a|, which is at
+// most 89 before the result leaves bf16's range) is far below their rounding (2^-9, 2^-12).
 template <class T>
 [[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b) {
-  return exp_rounding_to<T>(b * log_f32(a));
+  return exp_rounding_to<T>(b * log_f32_within_few_ulps(a));
 }
 
-// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1: by chunks widened
-// to float, computed (above), the lanes outside exp(b ln a)'s domain redone by std::pow, narrowed. T's
-// rows must be on FloatVec here (rows_on_float_vec).
+// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, by chunks: the
+// inputs as floats (bf16 and f16 widened), computed (above) into y, the lanes outside exp(b ln a)'s
+// domain redone by std::pow. T's rows must be on FloatVec here (rows_on_float_vec).
 template <class T>
 void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
-  alignas(64) float ca[kMapChunk], cb[kMapChunk], out[kMapChunk];
+  alignas(64) float wide_a[kMapChunk], wide_b[kMapChunk];
   for (int64_t c = 0; c < n; c += kMapChunk) {
     const int64_t len = std::min(kMapChunk, n - c);
     if (b_stride == 1) prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, c, len);
-    convert_row_vec(a + c, ca, len);
-    if (b_stride == 1)
-      convert_row_vec(b + c, cb, len);
+    const float *ca = wide_a, *cb = wide_b;
+    if constexpr (std::is_same_v<T, float>)
+      ca = a + c;
     else
-      std::fill_n(cb, len, widen<float>(b[0]));
+      convert_row_vec(a + c, wide_a, len);
+    if (b_stride == 0)
+      std::fill_n(wide_b, len, widen<float>(b[0]));
+    else if constexpr (std::is_same_v<T, float>)
+      cb = b + c;
+    else
+      convert_row_vec(b + c, wide_b, len);
+    T* yc = y + c;
     if constexpr (std::is_same_v<T, float>) {
-      for (int64_t i = 0; i < len; ++i) out[i] = pow_f32_through_double(ca[i], cb[i]);
+      for (int64_t i = 0; i < len; ++i) yc[i] = pow_f32_through_double(ca[i], cb[i]);
     } else {
       for (int64_t i = 0; i < len; i += kVecWidth) {
         const int lanes = int(std::min<int64_t>(kVecWidth, len - i));
-        store_vec(out + i, pow_vec_rounding_to<T>(load_vec(ca + i, lanes), load_vec(cb + i, lanes)), lanes);
+        store_vec(yc + i, pow_vec_rounding_to<T>(load_vec(ca + i, lanes), load_vec(cb + i, lanes)), lanes);
       }
     }
     int outside = 0;
     for (int64_t i = 0; i < len; ++i) outside |= !pow_by_exp_log(ca[i], cb[i]);
     if (outside)
       for (int64_t i = 0; i < len; ++i)
-        if (!pow_by_exp_log(ca[i], cb[i])) out[i] = std::pow(ca[i], cb[i]);
-    convert_row_vec(out, y + c, len);
+        if (!pow_by_exp_log(ca[i], cb[i])) yc[i] = narrow<T>(std::pow(ca[i], cb[i]));
   }
 }
 #endif
