@@ -4,8 +4,9 @@
 //   g++ -std=c++20 -O2 -Iinclude dev/row_time/time.cc -o /tmp/row_time build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt
-// Run: /tmp/row_time logsumexp|softmax|sum|sum_columns|logsumexp_columns|rms_norm|layer_norm N V f32|bf16|f16
-// REPS (the bench's cases: 4096 768; 49152 1024).
+// Run: /tmp/row_time
+// logsumexp|softmax|sum|sum_columns|logsumexp_columns|rms_norm|layer_norm|layer_norm_backward N V
+// f32|bf16|f16 REPS (the bench's cases: 4096 768; 49152 1024).
 #include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/tensor.h>
@@ -19,7 +20,8 @@ using namespace dew;
 int main(int argc, char** argv) {
   if (argc != 6) {
     fprintf(stderr,
-            "usage: %s logsumexp|softmax|sum|sum_columns|logsumexp_columns|rms_norm|layer_norm N V "
+            "usage: %s "
+            "logsumexp|softmax|sum|sum_columns|logsumexp_columns|rms_norm|layer_norm|layer_norm_backward N V "
             "f32|bf16|f16 REPS\n",
             argv[0]);
     return 2;
@@ -33,16 +35,18 @@ int main(int argc, char** argv) {
   fill_normal(w, RandomKey{1, 1}, 1.0, 0.1);
   w = cast(w, parse_dtype(argv[4]));
   const int reps = atoi(argv[5]);
+  const LayerNormResult forward = layer_norm(x, w, w, 1e-5);  // for layer_norm_backward (dy = x)
   std::vector<double> ts;
   for (int r = 0; r < reps; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    Tensor y = op == "rms_norm"      ? rms_norm(x, w, 1e-5)
-               : op == "layer_norm"  ? layer_norm(x, w, w, 1e-5).y
-               : op == "softmax"     ? softmax(x, -1)
-               : op == "logsumexp"   ? logsumexp(x, {-1})
-               : op == "sum"         ? sum(x, {-1})
-               : op == "sum_columns" ? sum(x, {0})
-                                     : logsumexp(x, {0});
+    Tensor y = op == "rms_norm"              ? rms_norm(x, w, 1e-5)
+               : op == "layer_norm"          ? layer_norm(x, w, w, 1e-5).y
+               : op == "layer_norm_backward" ? layer_norm_backward(x, x, w, forward).dx
+               : op == "softmax"             ? softmax(x, -1)
+               : op == "logsumexp"           ? logsumexp(x, {-1})
+               : op == "sum"                 ? sum(x, {-1})
+               : op == "sum_columns"         ? sum(x, {0})
+                                             : logsumexp(x, {0});
     ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ts.begin(), ts.end());

@@ -209,12 +209,9 @@ void layer_norm_backward(const LayerNormArgs& a, std::vector<Tensor>& outs) {
   if (!has_w) return;
   T* dw = outs[1].data<T>();
   T* db = outs[2].data<T>();
-  for (int64_t i = 0; i < C; ++i) {
-    Acc sw = 0, sb = 0;
-    for (int64_t blk = 0; blk < blocks; ++blk) sw += dw_parts[blk * C + i], sb += db_parts[blk * C + i];
-    dw[i] = narrow<T>(sw);
-    db[i] = narrow<T>(sb);
-  }
+  Scratch<Acc> sums(C);
+  sum_block_partials(dw_parts, blocks, C, sums.data(), dw);
+  sum_block_partials(db_parts, blocks, C, sums.data(), db);
 }
 
 template <int L, class T>

@@ -153,11 +153,8 @@ void rms_norm_backward(const RmsNormBackwardArgs& a, std::vector<Tensor>& outs) 
   });
   if (!has_w) return;
   T* dw = outs[1].data<T>();
-  for (int64_t i = 0; i < C; ++i) {
-    Acc s = 0;
-    for (int64_t b = 0; b < blocks; ++b) s += dw_parts[b * C + i];
-    dw[i] = narrow<T>(s);
-  }
+  Scratch<Acc> sums(C);
+  sum_block_partials(dw_parts, blocks, C, sums.data(), dw);
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
