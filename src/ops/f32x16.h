@@ -101,6 +101,11 @@ inline constexpr __mmask16 kAllLanes = 0xffff;
 inline __mmask16 first_lanes(int lanes) {
   return __mmask16((1u << lanes) - 1);
 }
+// Whether c holds in each of lanes 0 .. lanes - 1.
+inline bool all_first_lanes(Mask16 c, int lanes) {
+  const __mmask16 k = first_lanes(lanes);
+  return (c.m & k) == k;
+}
 
 // x clamped to [lo, hi]; NaN stays NaN (vminps returns its second operand when either is NaN).
 inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {

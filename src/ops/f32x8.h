@@ -90,6 +90,12 @@ inline F32x8 with_sign_of(F32x8 m, F32x8 sign) {  // m's bits but sign's sign bi
   return _mm256_or_ps(_mm256_andnot_ps(sign_bit, m.v), _mm256_and_ps(sign_bit, sign.v));
 }
 
+// Whether c holds in each of lanes 0 .. lanes - 1, lanes in [0, 8].
+inline bool all_first_lanes(Mask8 c, int lanes) {
+  const int k = (1 << lanes) - 1;
+  return (_mm256_movemask_ps(c.m) & k) == k;
+}
+
 // The mask of lanes 0 .. lanes - 1 as 32-bit words, lanes in [0, 8].
 inline __m256i first_lanes8(int lanes) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));

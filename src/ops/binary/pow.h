@@ -86,40 +86,46 @@ template <class T>
   return exp_rounding_to<T>(b * log_f32_within_few_ulps(a));
 }
 
-// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, by chunks: the
-// inputs as floats (bf16 and f16 widened), computed (above) into y, the lanes outside exp(b ln a)'s
-// domain redone by std::pow. T's rows must be on FloatVec here (rows_on_float_vec).
+// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, the lanes outside
+// exp(b ln a)'s domain redone by std::pow. f32 by chunks (the loop the compiler vectorizes in double);
+// bf16 and f16 a vector at a time, straight from T, the domain checked on the vector. T's rows must be
+// on FloatVec here (rows_on_float_vec).
 template <class T>
 void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
-  alignas(64) float wide_a[kMapChunk], wide_b[kMapChunk];
-  for (int64_t c = 0; c < n; c += kMapChunk) {
-    const int64_t len = std::min(kMapChunk, n - c);
-    if (b_stride == 1) prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, c, len);
-    const float *ca = wide_a, *cb = wide_b;
-    if constexpr (std::is_same_v<T, float>)
-      ca = a + c;
-    else
-      convert_row_vec(a + c, wide_a, len);
-    if (b_stride == 0)
-      std::fill_n(wide_b, len, widen<float>(b[0]));
-    else if constexpr (std::is_same_v<T, float>)
-      cb = b + c;
-    else
-      convert_row_vec(b + c, wide_b, len);
-    T* yc = y + c;
-    if constexpr (std::is_same_v<T, float>) {
-      for (int64_t i = 0; i < len; ++i) yc[i] = pow_f32_through_double(ca[i], cb[i]);
-    } else {
-      for (int64_t i = 0; i < len; i += kVecWidth) {
-        const int lanes = int(std::min<int64_t>(kVecWidth, len - i));
-        store_vec(yc + i, pow_vec_rounding_to<T>(load_vec(ca + i, lanes), load_vec(cb + i, lanes)), lanes);
-      }
+  if constexpr (std::is_same_v<T, float>) {
+    alignas(64) float one_exponent[kMapChunk];
+    if (b_stride == 0) std::fill_n(one_exponent, kMapChunk, b[0]);
+    for (int64_t c = 0; c < n; c += kMapChunk) {
+      const int64_t len = std::min(kMapChunk, n - c);
+      const float *ca = a + c, *cb = b_stride == 0 ? one_exponent : b + c;
+      if (b_stride == 1) prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, c, len);
+      for (int64_t i = 0; i < len; ++i) y[c + i] = pow_f32_through_double(ca[i], cb[i]);
+      int outside = 0;
+      for (int64_t i = 0; i < len; ++i) outside |= !pow_by_exp_log(ca[i], cb[i]);
+      if (outside)
+        for (int64_t i = 0; i < len; ++i)
+          if (!pow_by_exp_log(ca[i], cb[i])) y[c + i] = std::pow(ca[i], cb[i]);
     }
-    int outside = 0;
-    for (int64_t i = 0; i < len; ++i) outside |= !pow_by_exp_log(ca[i], cb[i]);
-    if (outside)
-      for (int64_t i = 0; i < len; ++i)
-        if (!pow_by_exp_log(ca[i], cb[i])) yc[i] = narrow<T>(std::pow(ca[i], cb[i]));
+  } else {
+    const FloatVec infinity(std::numeric_limits<float>::infinity());
+    const FloatVec exponent = b_stride == 0 ? FloatVec(widen<float>(b[0])) : FloatVec(0.0f);
+    for (int64_t i = 0; i < n; i += kVecWidth) {
+      const int lanes = int(std::min<int64_t>(kVecWidth, n - i));
+      if (lanes == kVecWidth && b_stride == 1)  // NOTE [prefetching maps]
+        prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, i, kVecWidth);
+      const FloatVec va = load_vec(a + i, lanes), vb = b_stride == 0 ? exponent : load_vec(b + i, lanes);
+      FloatVec r = pow_vec_rounding_to<T>(va, vb);
+      if (!all_first_lanes((va > FloatVec(0.0f)) && (va < infinity) && (magnitude(vb) < infinity), lanes)) {
+        alignas(64) float fixed[kVecWidth];
+        store_vec(fixed, r);
+        for (int j = 0; j < lanes; ++j) {
+          const float x = widen<float>(a[i + j]), z = widen<float>(b[(i + j) * b_stride]);
+          if (!pow_by_exp_log(x, z)) fixed[j] = std::pow(x, z);
+        }
+        r = load_vec(fixed);
+      }
+      store_vec(y + i, r, lanes);
+    }
   }
 }
 #endif
