@@ -65,8 +65,8 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
 // 1.4-1.5, 2.0-2.1 and 2.2-2.3 ms on the bench, by gathers 1.0 for each; on AVX2 3.3, 3.6-3.9 and
 // 4.1-4.5, by the chunk 1.9. The backward takes act and act' from one table of pairs
 // (activation_value_derivative_pairs): tanh-GEGLU's 3.6-3.8 ms on AVX-512 became 2.0-2.3 by two tables,
-// on AVX2 6.1-6.3 became 3.7-4.2; on a Zen 5 host the pairs took SwiGLU's 2.9-3.9 ms by two tables to
-// 2.1-2.7, its memory's time near 1.9 (docs/perf.md).
+// on AVX2 6.1-6.3 became 3.7-4.2; on a Zen 5 host the pairs took SwiGLU's 2.6-3.2 ms (medians) by two tables
+// to 1.7-2.0, near its memory's time (docs/perf.md).
 // f16 gates the same, but SiLU's backward: its arithmetic narrows f16 in registers (vcvtps2ph), and
 // on a Zen 3 AVX2 host took 5.8-6.1 ms against the tables' 7.9-8.5 (bf16's: 8.8-15 against 7.4-8.5).
 template <class T>

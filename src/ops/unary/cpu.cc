@@ -18,9 +18,9 @@ void add_unary_cpu(select::Registry<UnaryArgs>& r) {
       },
       {select::requires_that<UnaryArgs>(
           kTakesTabledFunctions
-              ? "f32, or bf16 or f16 for a function cpu.table does not take, or fn in {exp, sqrt, "
-                "rsqrt, sigmoid, silu} on f16 or on bf16 with avx512_bf16"
-              : "f32, or bf16 or f16 for a function cpu.table does not take",
+              ? std::string("f32, or bf16 or f16 for a function cpu.table does not take, or ") +
+                    kUnaryComputedOnAvx512
+              : std::string("f32, or bf16 or f16 for a function cpu.table does not take"),
           [](const UnaryArgs& a) {
             return !unary_by_table(a.fn, a.dtype()) ||
                    (kTakesTabledFunctions && unary_computed_on_avx512(a.fn, a.dtype()));

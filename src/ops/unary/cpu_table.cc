@@ -15,34 +15,32 @@ namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
 #if DEW_HAS_F32X16
-// y[i] = t[x[i]] for n 16-bit values, 32 a step: sixteen by a gather, each entry the low half of a 32-bit
-// element (the table has an entry past its last for the upper half of the final one), narrowed by
-// truncation; sixteen by scalar loads, four to a 64-bit store (lookup4). A gather alone runs at about
-// one entry a cycle on Zen 5, its loads one at a time; the scalar loads go beside it on the other load
-// ports: bf16 tanh and GELU 1.95 -> 1.4 ms on gpt2_mlp (docs/perf.md, twenty-first session); on Zen 4
-// the two took the same time as the gathers alone.
+// t[x[i]] for the first lanes of sixteen 16-bit values x (k), stored to y: each entry the low half of a
+// 32-bit element (the table has an entry past its last for the upper half of the final one), narrowed by
+// truncation.
+[[gnu::always_inline]] inline void gather16(const uint16_t* t, const uint16_t* x, uint16_t* y, __mmask16 k) {
+  const __m512i index = _mm512_maskz_cvtepu16_epi32(k, _mm256_maskz_loadu_epi16(k, x));
+  _mm512_mask_cvtepi32_storeu_epi16(y, k,
+                                    _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, index, t, 2));
+}
+
+// y[i] = t[x[i]] for n 16-bit values, 32 a step: sixteen by a gather, sixteen by scalar loads, four to a
+// 64-bit store (lookup4). A gather alone runs at about one entry a cycle on Zen 5, its loads one at a
+// time; the scalar loads go beside it on the other load ports: bf16 tanh and GELU 1.95 -> 1.4 ms on
+// gpt2_mlp (docs/perf.md, twenty-first session); on Zen 4 the two took the same time as the gathers alone.
 [[gnu::always_inline]] inline void gather_row(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
-  constexpr __mmask16 kAll = 0xffff;  // masked forms: GCC 12 warns on the unmasked widenings
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     prefetch_ahead<0>(x + i, 32), prefetch_ahead<1>(y + i, 32);  // NOTE [prefetching maps]
-    const __m512i index = _mm512_maskz_cvtepu16_epi32(kAll, _mm256_maskz_loadu_epi16(kAll, x + i));
-    const __m512i entries = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kAll, index, t, 2);
+    gather16(t, x + i, y + i, kAllLanes);
     for (int j = 16; j < 32; j += 4) {
       uint64_t in;
       std::memcpy(&in, x + i + j, sizeof in);
       const uint64_t r = lookup4(t, in);
       std::memcpy(y + i + j, &r, sizeof r);
     }
-    _mm512_mask_cvtepi32_storeu_epi16(y + i, kAll, entries);
   }
-  for (; i < n; i += 16) {
-    const int lanes = int(std::min<int64_t>(16, n - i));
-    const __mmask16 k = first_lanes(lanes);
-    const __m512i index = _mm512_maskz_cvtepu16_epi32(k, _mm256_maskz_loadu_epi16(k, x + i));
-    const __m512i entries = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), k, index, t, 2);
-    _mm512_mask_cvtepi32_storeu_epi16(y + i, k, entries);
-  }
+  for (; i < n; i += 16) gather16(t, x + i, y + i, first_lanes(int(std::min<int64_t>(16, n - i))));
 }
 
 void unary_by_gathers(const UnaryArgs& a, Tensor& out) {
@@ -68,7 +66,7 @@ void add_unary_table_cpu([[maybe_unused]] select::Registry<UnaryArgs>& r) {
          {select::on_cpu<UnaryArgs>(), cpu_has_tier<UnaryArgs>(),
           select::dtype_in<UnaryArgs>({DType::bf16, DType::f16}), unary_table_requirement(),
           select::requires_that<UnaryArgs>(
-              "fn not in {exp, sqrt, rsqrt, sigmoid, silu} on f16, or on bf16 with avx512_bf16",
+              std::string("not: ") + kUnaryComputedOnAvx512,
               [](const UnaryArgs& a) { return !unary_computed_on_avx512(a.fn, a.dtype()); },
               [](const UnaryArgs& a) {
                 return fmt::format("{} on {} is cpu.avx512's", unary_name(a.fn), dtype_name(a.dtype()));

@@ -36,6 +36,9 @@ bool unary_by_table(UnaryFn f, DType dtype);
 // Whether cpu.avx512 computes f on dtype, one of cpu.table's, on this CPU (NOTE [cheap functions on
 // AVX-512 vectors]); cpu.avx512.table takes the rest.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype);
+// What unary_computed_on_avx512 asks, in words, for the two requirements that name it.
+inline constexpr const char* kUnaryComputedOnAvx512 =
+    "fn in {exp, sqrt, rsqrt, sigmoid, silu} on f16, or on bf16 with avx512_bf16";
 
 // f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
 // with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
