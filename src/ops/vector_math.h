@@ -334,19 +334,6 @@ requires is_f32_like<F>
   return select(x == F(std::numeric_limits<float>::infinity()), x, log_special_values(x, series));
 }
 
-// log(x) for positive finite x within a few float ulps, for results that round to bf16 or f16 after
-// use (pow's exp(b ln a)): log_f32's argument and series without its compensations, half its
-// operations. No special values: its callers pass x in (0, inf).
-template <class F>
-requires is_f32_like<F>
-[[gnu::always_inline]] inline F log_f32_within_few_ulps(F x) {
-  const auto [m, k] = log_argument(x);
-  const F f = m - F(1.0f);
-  const F s = f / (F(2.0f) + f), s2 = s * s;
-  return mul_add(k, F(0.693147180559945f),
-                 mul_add(s * s2, F(2.0f) * horner(s2, kAtanhSeriesF32), F(2.0f) * s));
-}
-
 // erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):
 // Q is smooth on t in [1/7, 1], a in [0, 12] (past 12, exp(-a^2) underflows), between 0.28 and 1;
 // tools/fit_erfcx.py fits it in powers of t, well conditioned there: within 2.8e-9 in 11 terms.

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "ops/binary/pow_tables.h"
+#include "ops/double_vec.h"
 #include "ops/float_vec.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
@@ -19,109 +21,125 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // Whether exp(b ln a) is pow(a, b): a positive and finite (a NaN fails a > 0), b finite.
-// (& rather than &&: no branch, so the loop that asks it of a chunk vectorizes.)
 [[gnu::always_inline]] inline bool pow_by_exp_log(float a, float b) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  return (a > 0.0f) & (a < kInf) & (std::fabs(b) < kInf);
+  return a > 0.0f && a < kInf && std::fabs(b) < kInf;
 }
 
 // NOTE [pow through double]
 // f32 pow = exp(b ln a) loses |b ln a| ulps in float (the error of ln a, amplified), where libm's powf,
-// the portable path, is within an ulp. In double it is exact to about 2^-45 relative before its one
-// rounding to float: ln a = e ln 2 + 2 atanh(s), s = (m - 1)/(m + 1) for a = 2^e m, m in [0.707, 1.414)
-// (|s| <= 0.172: eight terms of the series leave 2^-39), y = b ln a, exp(y) = 2^k exp(r) with r = y - k
-// ln 2 (|r| <= 0.347: degree 11 leaves 2^-47), 2^k from k's bits. y is clamped to +-200, past float's
-// range both ways, so p 2^k is a normal double and its conversion to float rounds overflow to inf and
-// underflow to subnormals or 0, once. Plain arithmetic on double, no table and no branch: the loop that
-// calls it vectorizes (8 lanes on AVX-512, 4 on AVX2). The same expression at every lane and thread
-// count, so the same bits.
-// The polynomials go by Estrin's scheme, which halves the polynomials' dependent steps for a
-// few more multiplications: 5-10% faster than Horner's rule here (in-process, gpt2_residual's 3.1 M
-// values: 3.0-3.2 -> 2.8-2.9 ms at the minimum). The loop still takes about four times what its FMAs
-// alone would on two FMA pipes; what bounds it is not found yet (docs/perf.md).
-[[gnu::always_inline]] inline float pow_f32_through_double(float a, float b) {
-  // a = 2^e m with m in [sqrt(1/2), sqrt(2)): subnormal a scaled into the normal range first.
-  const bool subnormal = a < 0x1p-126f;
-  const float scaled = subnormal ? a * 0x1p23f : a;
-  const int32_t bits = std::bit_cast<int32_t>(scaled);
-  const int32_t e = ((bits - 0x3f3504f3) >> 23) - (subnormal ? 23 : 0);
-  const float m = std::bit_cast<float>(bits - (((bits - 0x3f3504f3) >> 23) << 23));
-  const double md = m, s = (md - 1.0) / (md + 1.0), s2 = s * s;
-  // atanh(s) / s = 1 + z/3 + z^2/5 + ... + z^8/17, z = s^2, by Estrin's scheme: four dependent steps
-  // where Horner's took eight.
-  const double z = s2, z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
-  const double series_low = std::fma(std::fma(z, 1.0 / 7, 1.0 / 5), z2, std::fma(z, 1.0 / 3, 1.0));
-  const double series_high = std::fma(std::fma(z, 1.0 / 15, 1.0 / 13), z2, std::fma(z, 1.0 / 11, 1.0 / 9));
-  const double series = std::fma(1.0 / 17, z8, std::fma(series_high, z4, series_low));
-  constexpr double kLn2 = 0.69314718055994530942, kLn2High = 6.93147180369123816490e-01,
-                   kLn2Low = 1.90821492927058770002e-10;  // kLn2High has 32 bits: k kLn2High is exact
-  const double ln_a = std::fma(double(e), kLn2, 2.0 * s * series);
-  double y = double(b) * ln_a;
-  y = y < -200.0 ? -200.0 : (y > 200.0 ? 200.0 : y);
-  // k = round(y / ln 2) from the low bits of y / ln 2 + 1.5 2^52.
-  constexpr double kShift = 0x1.8p52;
-  const double shifted = y * (1.0 / kLn2) + kShift, k = shifted - kShift;
-  const double r = std::fma(-k, kLn2Low, std::fma(-k, kLn2High, y));
-  // exp(r) to r^11/11! by Estrin's scheme too.
-  const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
-  const double p_low = std::fma(std::fma(r, 1.0 / 6, 0.5), r2, std::fma(r, 1.0, 1.0));
-  const double p_middle = std::fma(std::fma(r, 1.0 / 5040, 1.0 / 720), r2, std::fma(r, 1.0 / 120, 1.0 / 24));
-  const double p_high =
-      std::fma(std::fma(r, 1.0 / 39916800, 1.0 / 3628800), r2, std::fma(r, 1.0 / 362880, 1.0 / 40320));
-  const double p = std::fma(p_high, r8, std::fma(p_middle, r4, p_low));
-  const int64_t k_bits = std::bit_cast<int64_t>(shifted) - std::bit_cast<int64_t>(kShift);
-  const double two_to_k = std::bit_cast<double>((k_bits + 1023) << 52);
-  return float(p * two_to_k);
+// the portable path, is within an ulp. In double it is exact to about 2^-42 relative before its one
+// rounding to float, by glibc powf's scheme on vectors of doubles (DoubleVec, double_vec.h):
+// - a = 2^k z from a's bits, z in [0.699, 1.398); c from a 16-entry table by z's sixteenth (exactly 1
+//   in the sixteenth holding 1, so log2 a stays exact relative near a = 1); r = z/c - 1 by one fma with
+//   1/c (|r| < 0.0296, no division); log2 a = k + log2 c + log2(1 + r), the last to r^8 (its first
+//   omitted term below 2^-48, and 2^-46 relative where c = 1);
+// - y = b log2 a, clamped to +-200, past float's range both ways; 2^y = 2^(q/16) 2^f for q = round(16 y)
+//   and |f| <= 1/32: 2^(q/16) from a 16-entry table plus q's bits in the exponent, 2^f to f^5 (2^-42).
+// The polynomials go by Estrin's scheme. p 2^(q/16) is a normal double and its conversion to float rounds
+// overflow to inf and underflow to subnormals or 0, once. The tables sit in registers (one vpermt2pd a
+// lookup on AVX-512; a gather from L1 on AVX2). The same expression at every lane and thread count, so
+// the same bits. The atanh series with a division and exp to degree 11 it replaced took twice the time
+// (docs/perf.md).
+inline constexpr double kInverseLn2 = 1.44269504088896340736;
+// log2(1 + r) / r = sum over n of (-1)^n r^n / ((n + 1) ln 2).
+constexpr double log2_series(int n) {
+  return (n % 2 ? -kInverseLn2 : kInverseLn2) / (n + 1);
+}
+// 2^f = sum over n of (f ln 2)^n / n!.
+constexpr double exp2_series(int n) {
+  double c = 1;
+  for (int i = 1; i <= n; ++i) c = c * 0.69314718055994530942 / i;
+  return c;
 }
 
 #if DEW_HAS_FLOAT_VEC
+// pow(a, b) lane by lane for a in (0, inf) and finite b, both widened exactly from float.
+[[gnu::always_inline]] inline DoubleVec pow_in_double(DoubleVec a, DoubleVec b, const PowTables& t) {
+  const auto c = broadcast_double;
+  // bits(a) + 1024 << 52 keeps the fields below positive for every float a (exponents -149 to 127): less
+  // bits(offset), its top twelve bits are k + 1024 and the rest z's place above the offset.
+  const DoubleVec u = bits_add(a, broadcast_bits(uint64_t(1024) << 52));
+  const DoubleVec d = bits_sub(u, broadcast_bits(kPowLogOffsetBits));
+  const DoubleVec z = bits_sub(u, bits_and(d, broadcast_bits(0xfff0000000000000)));
+  const DoubleVec k = bits_or(bits_shift_right<52>(d), c(0x1p52)) - c(0x1p52 + 1024);  // exact
+  const DoubleVec sixteenth = bits_shift_right<48>(d);  // lookup16 reads its low four bits
+  const DoubleVec r = mul_add(z, lookup16(t.inverse_centers, sixteenth), c(-1.0));
+  const DoubleVec r2 = r * r, r4 = r2 * r2;
+  const DoubleVec q01 = mul_add(r, c(log2_series(1)), c(log2_series(0)));
+  const DoubleVec q23 = mul_add(r, c(log2_series(3)), c(log2_series(2)));
+  const DoubleVec q45 = mul_add(r, c(log2_series(5)), c(log2_series(4)));
+  const DoubleVec q67 = mul_add(r, c(log2_series(7)), c(log2_series(6)));
+  const DoubleVec series = mul_add(mul_add(q67, r2, q45), r4, mul_add(q23, r2, q01));
+  const DoubleVec log2_a = mul_add(r, series, k + lookup16(t.log2_centers, sixteenth));
+  const DoubleVec y = clamp(b * log2_a, -200.0, 200.0);
+  // q = round(16 y) in the low bits of y + 1.5 2^48, a double whose ulp is 1/16; f = y - q/16 exactly.
+  constexpr double kShift = 0x1.8p48;
+  const DoubleVec shifted = y + c(kShift), f = y - (shifted - c(kShift)), f2 = f * f;
+  const DoubleVec p01 = mul_add(f, c(exp2_series(1)), c(1.0));
+  const DoubleVec p23 = mul_add(f, c(exp2_series(3)), c(exp2_series(2)));
+  const DoubleVec p45 = mul_add(f, c(exp2_series(5)), c(exp2_series(4)));
+  const DoubleVec p = mul_add(mul_add(p45, f2, p23), f2, p01);
+  // bits(shifted) << 48 is q << 48 (1.5 2^48's low sixteen bits are zero): 2^(q/16)'s bits with the table's.
+  return p * bits_add(lookup16(t.exp2_sixteenths, shifted), bits_shift_left<48>(shifted));
+}
+
+// f32 pow of a FloatVec: its two halves in double.
+[[gnu::always_inline]] inline FloatVec pow_f32_vec(FloatVec a, FloatVec b, const PowTables& t) {
+  const auto [a_low, a_high] = widen_halves(a);
+  const auto [b_low, b_high] = widen_halves(b);
+  return narrow_halves(pow_in_double(a_low, b_low, t), pow_in_double(a_high, b_high, t));
+}
+
+// ln a for a in (0, inf) in float, within a few float ulps: a = 2^k m with m in [sqrt(1/2), sqrt(2)),
+// c = j/16 the sixteenth nearest m (j in its low bits at 1.5 2^19, where a float's ulp is 1/16), r =
+// m/c - 1 by one fma with 1/c (|r| < 0.046; c = 1 near 1, so ln a stays exact relative there), ln(1 + r)
+// to r^5 (r^6 / 6 < 2^-24 of it). No division: a third the time of the atanh series it replaced.
+template <class F>
+[[gnu::always_inline]] inline F log_by_sixteenths(F a, const PowTables& t) {
+  const auto [m, k] = log_argument(a);
+  const F shifted = m + F(0x1.8p19f);
+  const F r = mul_add(m, lookup16(t.inverse_sixteenths, shifted), F(-1.0f)), r2 = r * r;
+  const F series =
+      mul_add(mul_add(mul_add(r, F(0.2f), F(-0.25f)), r, F(1.0f / 3)), r2, mul_add(r, F(-0.5f), F(1.0f)));
+  return mul_add(k, F(0.693147180559945f), mul_add(r, series, lookup16(t.log_sixteenths, shifted)));
+}
+
 // bf16 and f16 results: exp(b ln a) in float, whose error (a few float ulps of |b ln a|, which is at
 // most 89 before the result leaves bf16's range) is far below their rounding (2^-9, 2^-12).
 template <class T>
-[[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b) {
-  return exp_rounding_to<T>(b * log_f32_within_few_ulps(a));
+[[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b, const PowTables& t) {
+  return exp_rounding_to<T>(b * log_by_sixteenths(a, t));
 }
 
-// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, the lanes outside
-// exp(b ln a)'s domain redone by std::pow. f32 by chunks (the loop the compiler vectorizes in double);
-// bf16 and f16 a vector at a time, straight from T, the domain checked on the vector. T's rows must be
-// on FloatVec here (rows_on_float_vec).
+// y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, a vector at a
+// time straight from T, the lanes outside exp(b ln a)'s domain (checked on the vector) redone by
+// std::pow. T's rows must be on FloatVec here (rows_on_float_vec).
 template <class T>
 void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    alignas(64) float one_exponent[kMapChunk];
-    if (b_stride == 0) std::fill_n(one_exponent, kMapChunk, b[0]);
-    for (int64_t c = 0; c < n; c += kMapChunk) {
-      const int64_t len = std::min(kMapChunk, n - c);
-      const float *ca = a + c, *cb = b_stride == 0 ? one_exponent : b + c;
-      if (b_stride == 1) prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, c, len);
-      for (int64_t i = 0; i < len; ++i) y[c + i] = pow_f32_through_double(ca[i], cb[i]);
-      int outside = 0;
-      for (int64_t i = 0; i < len; ++i) outside |= !pow_by_exp_log(ca[i], cb[i]);
-      if (outside)
-        for (int64_t i = 0; i < len; ++i)
-          if (!pow_by_exp_log(ca[i], cb[i])) y[c + i] = std::pow(ca[i], cb[i]);
-    }
-  } else {
-    const FloatVec infinity(std::numeric_limits<float>::infinity());
-    const FloatVec exponent = b_stride == 0 ? FloatVec(widen<float>(b[0])) : FloatVec(0.0f);
-    for (int64_t i = 0; i < n; i += kVecWidth) {
-      const int lanes = int(std::min<int64_t>(kVecWidth, n - i));
-      if (lanes == kVecWidth && b_stride == 1)  // NOTE [prefetching maps]
-        prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, i, kVecWidth);
-      const FloatVec va = load_vec(a + i, lanes), vb = b_stride == 0 ? exponent : load_vec(b + i, lanes);
-      FloatVec r = pow_vec_rounding_to<T>(va, vb);
-      if (!all_first_lanes((va > FloatVec(0.0f)) && (va < infinity) && (magnitude(vb) < infinity), lanes)) {
-        alignas(64) float fixed[kVecWidth];
-        store_vec(fixed, r);
-        for (int j = 0; j < lanes; ++j) {
-          const float x = widen<float>(a[i + j]), z = widen<float>(b[(i + j) * b_stride]);
-          if (!pow_by_exp_log(x, z)) fixed[j] = std::pow(x, z);
-        }
-        r = load_vec(fixed);
+  const PowTables& tables = pow_tables();
+  const FloatVec infinity(std::numeric_limits<float>::infinity());
+  const FloatVec exponent = b_stride == 0 ? FloatVec(widen<float>(b[0])) : FloatVec(0.0f);
+  for (int64_t i = 0; i < n; i += kVecWidth) {
+    const int lanes = int(std::min<int64_t>(kVecWidth, n - i));
+    if (lanes == kVecWidth && b_stride == 1)  // NOTE [prefetching maps]
+      prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, i, kVecWidth);
+    const FloatVec va = load_vec(a + i, lanes), vb = b_stride == 0 ? exponent : load_vec(b + i, lanes);
+    FloatVec r;
+    if constexpr (std::is_same_v<T, float>)
+      r = pow_f32_vec(va, vb, tables);
+    else
+      r = pow_vec_rounding_to<T>(va, vb, tables);
+    if (!all_first_lanes((va > FloatVec(0.0f)) && (va < infinity) && (magnitude(vb) < infinity), lanes)) {
+      alignas(64) float fixed[kVecWidth];
+      store_vec(fixed, r);
+      for (int j = 0; j < lanes; ++j) {
+        const float x = widen<float>(a[i + j]), z = widen<float>(b[(i + j) * b_stride]);
+        if (!pow_by_exp_log(x, z)) fixed[j] = std::pow(x, z);
       }
-      store_vec(y + i, r, lanes);
+      r = load_vec(fixed);
     }
+    store_vec(y + i, r, lanes);
   }
 }
 #endif

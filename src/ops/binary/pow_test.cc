@@ -1,6 +1,7 @@
 // pow on the CPU tiers against powl: f32 through double (NOTE [pow through double]) within half an ulp
 // of the truth plus 2^-40 relative, as correctly rounded as libm's powf, over bases from subnormal to
-// huge and exponents of both signs, results from subnormal to near the largest float; bf16 and f16 in
+// huge (and a few steps from 1) and exponents of both signs, results from subnormal to near the largest
+// float; bf16 and f16 in
 // float within half a step plus 2^-17 relative of |b ln a| (float's error, amplified).
 #include <dew/ops.h>
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "routes.h"
+#include "rule_gate.h"
 #include "select/requirements.h"
 
 namespace dew {
@@ -37,35 +39,65 @@ Draws draws(int n, int low, int high, double reach) {
   return d;
 }
 
+// Bases 1 and a few steps of the format either side of it, where log a is 0 or tiny and exponents
+// reach 2^30 (the largest finite for 1): where a cancellation in log a would show, amplified.
+Draws near_one_draws(int mantissa_bits, double reach, double largest) {
+  Draws d;
+  for (int steps = -64; steps <= 64; ++steps) {
+    const double a = 1.0 + std::ldexp(double(steps), -mantissa_bits - (steps < 0 ? 1 : 0));
+    for (double fraction : {-1.0, -0.37, -0.01, 0.003, 0.5, 0.93})  // 1^b = 1 up to the largest b
+      d.a.push_back(a),
+          d.b.push_back(float(fraction * (steps == 0 ? largest : reach / std::fabs(std::log2(a)))));
+  }
+  return d;
+}
+
+// Each tier this CPU has (the avx512 tier's doubles look their tables up by permutes, the avx2 tier's
+// by gathers).
+std::vector<std::string> tiers() {
+  std::vector<std::string> t;
+  if (select::cpu_supports(select::Isa::avx2)) t.push_back("cpu.avx2");
+  if (select::cpu_supports(select::Isa::avx512)) t.push_back("cpu.avx512");
+  return t;
+}
+
 void check(DType dtype, int mantissa_bits, int min_exponent, double largest, long double slack_per_log) {
-  if (!select::cpu_supports(select::Isa::avx2)) GTEST_SKIP() << "pow runs on the tiers only";
+  if (tiers().empty()) GTEST_SKIP() << "pow runs on the tiers only";
   const int top = std::ilogb(largest);  // bases and results from the smallest subnormal to past the top
-  const Draws d =
-      draws(20000, min_exponent - mantissa_bits, top, 1.2 * (top - min_exponent + mantissa_bits) / 2);
+  Draws d = draws(20000, min_exponent - mantissa_bits, top, 1.2 * (top - min_exponent + mantissa_bits) / 2);
+  const Draws near_one = near_one_draws(mantissa_bits, top, largest);
+  d.a.insert(d.a.end(), near_one.a.begin(), near_one.a.end());
+  d.b.insert(d.b.end(), near_one.b.begin(), near_one.b.end());
   const int64_t n = int64_t(d.a.size());
   const Tensor a = Tensor::from_values(d.a, {n}, dtype), b = Tensor::from_values(d.b, {n}, dtype);
-  const std::string tier = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512" : "cpu.avx2";
-  Tensor y;
-  EXPECT_ROUTE("pow", tier, y = pow(a, b));
-  const std::vector<double> as = a.to_f64_vector(), bs = b.to_f64_vector(), ys = y.to_f64_vector();
-  int failures = 0;
-  for (int64_t i = 0; i < n && failures < 5; ++i) {
-    const long double truth = std::pow((long double)as[size_t(i)], (long double)bs[size_t(i)]);
-    const double got = ys[size_t(i)];
-    const std::string what = "pow(" + std::to_string(as[size_t(i)]) + ", " + std::to_string(bs[size_t(i)]) +
-                             ") = " + std::to_string(got);
-    bool ok;
-    if (truth == 0)
-      ok = got == 0;
-    else if (truth >= largest * (1 + std::ldexp(1.0, -mantissa_bits - 1)))
-      ok = std::isinf(got);
-    else {
-      const int e = std::max(int(std::ilogb(truth)), min_exponent);
-      const long double half_step = std::ldexp(1.0L, e - mantissa_bits - 1);
-      const long double amplified = std::fabs(bs[size_t(i)] * std::log((long double)as[size_t(i)]));
-      ok = std::fabs(got - truth) <= half_step + truth * slack_per_log * (1 + amplified);
+  const std::vector<double> as = a.to_f64_vector(), bs = b.to_f64_vector();
+  for (const std::string& tier : tiers()) {
+    Tensor y;
+    {
+      gate::ScopedImplOverrides pinned("pow:" + tier);
+      EXPECT_ROUTE("pow", tier, y = pow(a, b));
     }
-    if (!ok) ++failures, ADD_FAILURE() << what << ", truth " << double(truth) << " in " << dtype_name(dtype);
+    const std::vector<double> ys = y.to_f64_vector();
+    int failures = 0;
+    for (int64_t i = 0; i < n && failures < 5; ++i) {
+      const long double truth = std::pow((long double)as[size_t(i)], (long double)bs[size_t(i)]);
+      const double got = ys[size_t(i)];
+      bool ok;
+      if (truth == 0)
+        ok = got == 0;
+      else if (truth >= largest * (1 + std::ldexp(1.0, -mantissa_bits - 1)))
+        ok = std::isinf(got);
+      else {
+        const int e = std::max(int(std::ilogb(truth)), min_exponent);
+        const long double half_step = std::ldexp(1.0L, e - mantissa_bits - 1);
+        const long double amplified = std::fabs(bs[size_t(i)] * std::log((long double)as[size_t(i)]));
+        ok = std::fabs(got - truth) <= half_step + truth * slack_per_log * (1 + amplified);
+      }
+      if (!ok)
+        ++failures, ADD_FAILURE() << "pow(" << as[size_t(i)] << ", " << bs[size_t(i)] << ") = " << got
+                                  << ", truth " << double(truth) << " in " << dtype_name(dtype) << " on "
+                                  << tier;
+    }
   }
 }
 
