@@ -111,13 +111,19 @@ inline constexpr float kExp2SixteenthsLow[16] = {
 // exp's reduction by sixteenths (NOTE [exp by sixteenths]): x (with Clamp, clamped to exp's range, NaN
 // kept; without, known to lie in it) = q ln 2 + r with q = round(16 x / ln 2) / 16 and |r| <= ln 2 / 32.
 // At 1.5 2^19 a float's ulp is 1/16, so `shifted` holds q's sixteenths j in its low bits (lookup16's
-// index) and floor(q) + 0x04940000 in the bits above them; x - q ln2_hi is exact.
+// index) and floor(q) + 0x04940000 in the bits above them; x - q ln2_hi is exact. With Base2, x is
+// 2's exponent (2^x): q = round(16 x) / 16 and r = (x - q) ln 2, x - q exact.
 template <class F>
 struct ExpSixteenths {
   F shifted, q, r;
 };
-template <bool Clamp, class F>
+template <bool Clamp, bool Base2, class F>
 [[gnu::always_inline]] inline ExpSixteenths<F> exp_sixteenths(F x) {
+  if constexpr (Base2) {
+    if constexpr (Clamp) x = clamp_keep_nan(x, -151.0f, 129.0f);  // 2^x rounds to 0 and to inf beyond
+    const F shifted = x + F(0x1.8p19f), q = shifted - F(0x1.8p19f);
+    return {shifted, q, (x - q) * F(0x1.62e43p-1f)};
+  }
   if constexpr (Clamp) x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp rounds to 0 and to inf beyond
   const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
   const F q = shifted - F(0x1.8p19f);
@@ -136,24 +142,26 @@ concept scales_by_exponent_bits = requires(F v) {
   { times_pow2_floor_bits(v, v) } -> std::same_as<F>;  // not float through F32x8's converting constructor
 };
 inline constexpr float kExpNormalLow = -86.0f, kExpNormalHigh = 87.0f;
+inline constexpr float kExp2NormalLow = -124.0f, kExp2NormalHigh = 125.0f;  // the same range, base 2
 
 // exp_f32's and exp_f32_within_2ulp's shared frame: reduce x, y = body(t index `shifted`, r) (so that
 // y = 2^(j/16) exp(r), in [0.97, 2.05)), then y 2^floor(q); Clamp as exp_sixteenths (false: the
 // exponent-bits path, which exp_by_sixteenths takes only for vectors within the normal range).
-template <bool Clamp, class F, class Body>
+template <bool Clamp, bool Base2, class F, class Body>
 [[gnu::always_inline]] inline F exp_sixteenths_path(F x, Body body) {
-  const auto [shifted, q, r] = exp_sixteenths<Clamp>(x);
+  const auto [shifted, q, r] = exp_sixteenths<Clamp, Base2>(x);
   const F y = body(shifted, r);
   if constexpr (Clamp)
     return times_pow2_floor(y, q);
   else
     return times_pow2_floor_bits(y, shifted);
 }
-template <class F, class Body>
+template <bool Base2 = false, class F, class Body>
 [[gnu::always_inline]] inline F exp_by_sixteenths(F x, Body body) {
   if constexpr (scales_by_exponent_bits<F>)  // NOTE [exp's normal range on F32x8]
-    if (all_lanes_within(x, kExpNormalLow, kExpNormalHigh)) return exp_sixteenths_path<false>(x, body);
-  return exp_sixteenths_path<true>(x, body);
+    if (all_lanes_within(x, Base2 ? kExp2NormalLow : kExpNormalLow, Base2 ? kExp2NormalHigh : kExpNormalHigh))
+      return exp_sixteenths_path<false, Base2>(x, body);
+  return exp_sixteenths_path<true, Base2>(x, body);
 }
 
 // NOTE [compensated exp]
@@ -184,15 +192,22 @@ requires is_f32_like<F>
 // by. For kernels whose own rounding dwarfs it (attention: a score carries gamma_D sum |q k|; bf16
 // gradients); exp_f32 is the one the gate holds to libm. Always inlined: an outlined copy, called per
 // score, kept the softmax loops scalar (docs/perf.md).
-template <class F>
+template <bool Base2 = false, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
-  return exp_by_sixteenths(
+  return exp_by_sixteenths<Base2>(
       x, [](F shifted, F r) __attribute__((always_inline)) {
         const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
         const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1 to r^3
         return mul_add(t, s, t);
       });
+}
+// 2^x within 2 ulp: exp_f32_within_2ulp's reduction in base 2 (exp_sixteenths), for kernels that hold
+// an exponent of 2 (pow's b log2 a), one multiplication and two fmas fewer.
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp2_f32_within_2ulp(F x) {
+  return exp_f32_within_2ulp<true>(x);
 }
 
 // The exp of a kernel whose results round to T: exp_f32 for f32 (and wider); for bf16 and f16, whose
