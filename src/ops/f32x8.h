@@ -105,6 +105,9 @@ inline __m256i first_lanes8(int lanes) {
 inline F32x8 clamp_keep_nan(F32x8 x, float lo, float hi) {
   return _mm256_max_ps(_mm256_set1_ps(lo), _mm256_min_ps(_mm256_set1_ps(hi), x.v));
 }
+inline F32x8 at_least_keep_nan(F32x8 x, float lo) {  // max(x, lo), NaN kept as clamp_keep_nan keeps it
+  return _mm256_max_ps(_mm256_set1_ps(lo), x.v);
+}
 // table[i & 15] for the integer i in each lane's low bits (its float's bits): a vpermps from each half
 // of the table, chosen by bit 3 (moved to the sign bit, which vblendvps reads).
 inline F32x8 lookup16(const float* table, F32x8 i) {

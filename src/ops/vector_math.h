@@ -55,6 +55,9 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
+[[gnu::always_inline]] inline float at_least_keep_nan(float x, float lo) {  // max(x, lo); NaN stays NaN
+  return x < lo ? lo : x;
+}
 // table[i & 15] for the integer i in the low bits of a float's bits (F32x16 and F32x8 permute a register).
 [[gnu::always_inline]] inline float lookup16(const float* table, float i) {
   return table[std::bit_cast<uint32_t>(i) & 15];
@@ -111,18 +114,29 @@ inline constexpr float kExp2SixteenthsLow[16] = {
 // exp's reduction by sixteenths (NOTE [exp by sixteenths]): x (with Clamp, clamped to exp's range, NaN
 // kept; without, known to lie in it) = q ln 2 + r with q = round(16 x / ln 2) / 16 and |r| <= ln 2 / 32.
 // At 1.5 2^19 a float's ulp is 1/16, so `shifted` holds q's sixteenths j in its low bits (lookup16's
-// index) and floor(q) + 0x04940000 in the bits above them; x - q ln2_hi is exact. With Base2, x is
-// 2's exponent (2^x): q = round(16 x) / 16 and r = (x - q) ln 2, x - q exact.
+// index) and floor(q) + 0x04940000 in the bits above them; x - q ln2_hi is exact.
+// What x is to the reduction: e's exponent; 2's (2^x: q = round(16 x) / 16 and r = (x - q) ln 2, x - q
+// exact); or e's exponent known to be <= 0 or NaN (x - max in softmax, logsumexp, cross_entropy) in
+// results that round to bf16 or f16: clamped below only, and r = x - q ln2_hi without ln 2's low part,
+// which moves exp(x) by |q| 2^-29 relative (2^-21.6 at x = -104, where e^x is 2^-150 of the largest
+// term), far below their rounding (2^-9, 2^-12). Two instructions fewer of about twelve.
+enum class ExpOf { e, two, e_nonpositive };
 template <class F>
 struct ExpSixteenths {
   F shifted, q, r;
 };
-template <bool Clamp, bool Base2, class F>
+template <bool Clamp, ExpOf Of, class F>
 [[gnu::always_inline]] inline ExpSixteenths<F> exp_sixteenths(F x) {
-  if constexpr (Base2) {
+  if constexpr (Of == ExpOf::two) {
     if constexpr (Clamp) x = clamp_keep_nan(x, -151.0f, 129.0f);  // 2^x rounds to 0 and to inf beyond
     const F shifted = x + F(0x1.8p19f), q = shifted - F(0x1.8p19f);
     return {shifted, q, (x - q) * F(0x1.62e43p-1f)};
+  }
+  if constexpr (Of == ExpOf::e_nonpositive) {
+    if constexpr (Clamp) x = at_least_keep_nan(x, -104.0f);  // exp rounds to 0 beyond
+    const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
+    const F q = shifted - F(0x1.8p19f);
+    return {shifted, q, mul_add(q, F(-0x1.62e43p-1f), x)};
   }
   if constexpr (Clamp) x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp rounds to 0 and to inf beyond
   const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
@@ -147,21 +161,22 @@ inline constexpr float kExp2NormalLow = -124.0f, kExp2NormalHigh = 125.0f;  // t
 // exp_f32's and exp_f32_within_2ulp's shared frame: reduce x, y = body(t index `shifted`, r) (so that
 // y = 2^(j/16) exp(r), in [0.97, 2.05)), then y 2^floor(q); Clamp as exp_sixteenths (false: the
 // exponent-bits path, which exp_by_sixteenths takes only for vectors within the normal range).
-template <bool Clamp, bool Base2, class F, class Body>
+template <bool Clamp, ExpOf Of, class F, class Body>
 [[gnu::always_inline]] inline F exp_sixteenths_path(F x, Body body) {
-  const auto [shifted, q, r] = exp_sixteenths<Clamp, Base2>(x);
+  const auto [shifted, q, r] = exp_sixteenths<Clamp, Of>(x);
   const F y = body(shifted, r);
   if constexpr (Clamp)
     return times_pow2_floor(y, q);
   else
     return times_pow2_floor_bits(y, shifted);
 }
-template <bool Base2 = false, class F, class Body>
+template <ExpOf Of = ExpOf::e, class F, class Body>
 [[gnu::always_inline]] inline F exp_by_sixteenths(F x, Body body) {
+  constexpr bool two = Of == ExpOf::two;
   if constexpr (scales_by_exponent_bits<F>)  // NOTE [exp's normal range on F32x8]
-    if (all_lanes_within(x, Base2 ? kExp2NormalLow : kExpNormalLow, Base2 ? kExp2NormalHigh : kExpNormalHigh))
-      return exp_sixteenths_path<false, Base2>(x, body);
-  return exp_sixteenths_path<true, Base2>(x, body);
+    if (all_lanes_within(x, two ? kExp2NormalLow : kExpNormalLow, two ? kExp2NormalHigh : kExpNormalHigh))
+      return exp_sixteenths_path<false, Of>(x, body);
+  return exp_sixteenths_path<true, Of>(x, body);
 }
 
 // NOTE [compensated exp]
@@ -192,10 +207,10 @@ requires is_f32_like<F>
 // by. For kernels whose own rounding dwarfs it (attention: a score carries gamma_D sum |q k|; bf16
 // gradients); exp_f32 is the one the gate holds to libm. Always inlined: an outlined copy, called per
 // score, kept the softmax loops scalar (docs/perf.md).
-template <bool Base2 = false, class F>
+template <ExpOf Of = ExpOf::e, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_f32_within_2ulp(F x) {
-  return exp_by_sixteenths<Base2>(
+  return exp_by_sixteenths<Of>(
       x, [](F shifted, F r) __attribute__((always_inline)) {
         const F t = lookup16(kExp2Sixteenths, shifted);                         // 2^(j/16)
         const F s = mul_add(r * r, mul_add(r, F(0x1.555556p-3f), F(0.5f)), r);  // exp(r) - 1 to r^3
@@ -207,7 +222,7 @@ requires is_f32_like<F>
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp2_f32_within_2ulp(F x) {
-  return exp_f32_within_2ulp<true>(x);
+  return exp_f32_within_2ulp<ExpOf::two>(x);
 }
 
 // The exp of a kernel whose results round to T: exp_f32 for f32 (and wider); for bf16 and f16, whose
@@ -217,6 +232,16 @@ requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_rounding_to(F x) {
   if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
     return exp_f32_within_2ulp(x);
+  else
+    return exp_f32(x);
+}
+// exp_rounding_to for x <= 0 (or NaN): x - max in softmax, logsumexp and cross_entropy. For bf16 and
+// f16 the reduction of ExpOf::e_nonpositive (exp_sixteenths): 15% off logsumexp's bf16 rows.
+template <class T, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp_nonpositive_rounding_to(F x) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+    return exp_f32_within_2ulp<ExpOf::e_nonpositive>(x);
   else
     return exp_f32(x);
 }

@@ -52,13 +52,13 @@ inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int
     // The next block's lines, one step's worth at a time (NOTE [prefetching maps]): past the row's end
     // they are the next row's first block.
     prefetch_ahead<0>(x + i, kVecWidth, kLogitBlock * sizeof(T));
-    const FloatVec v = exp_rounding_to<T>(load_vec(x + i) - mb);
+    const FloatVec v = exp_nonpositive_rounding_to<T>(load_vec(x + i) - mb);
     store_vec(e + i, v);
     add(v);
   }
   if (i < n) {
     const int tail = int(n - i);
-    const FloatVec v = keep_first_lanes(exp_rounding_to<T>(load_vec(x + i, tail) - mb), tail);
+    const FloatVec v = keep_first_lanes(exp_nonpositive_rounding_to<T>(load_vec(x + i, tail) - mb), tail);
     store_vec(e + i, v, tail);
     add(v);
   }

@@ -3,7 +3,8 @@
 // bias's gradient, a batch mean, a max over a middle axis — without the portable path's transposed
 // copy; threads split the columns; f32, bf16 and f16 on FloatVec. sum, mean, max and min take each
 // column's rows in the portable order (row 0, 1, ...), so their results are the portable path's bit for
-// bit; logsumexp's maximum too, then its exps by exp_rounding_to<T>. (argmax stays portable here.)
+// bit; logsumexp's maximum too, then its exps by exp_nonpositive_rounding_to<T>. (argmax stays portable
+// here.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -57,7 +58,7 @@ template <int V, class T>
       for (int64_t r = 0; r < rows; ++r)
         for (int v = 0; v < V; ++v) a[v] = max_skipping_nan(a[v], load(r, v));
       for (int64_t r = 0; r < rows; ++r)
-        for (int v = 0; v < V; ++v) s[v] += exp_rounding_to<T>(load(r, v) - a[v]);
+        for (int v = 0; v < V; ++v) s[v] += exp_nonpositive_rounding_to<T>(load(r, v) - a[v]);
       for (int v = 0; v < V; ++v) {
         alignas(64) float m[kVecWidth], sum[kVecWidth];
         store_vec(m, a[v]), store_vec(sum, s[v]);

@@ -48,8 +48,9 @@ float row_exp_sum_vec(const T* x, int64_t n, float m) {
   const FloatVec mv = m;
   FloatVec s = 0.0f;
   int64_t i = 0;
-  for (; i + kVecWidth <= n; i += kVecWidth) s += exp_rounding_to<T>(load_vec(x + i) - mv);
-  if (i < n) s += keep_first_lanes(exp_rounding_to<T>(load_vec(x + i, int(n - i)) - mv), int(n - i));
+  for (; i + kVecWidth <= n; i += kVecWidth) s += exp_nonpositive_rounding_to<T>(load_vec(x + i) - mv);
+  if (i < n)
+    s += keep_first_lanes(exp_nonpositive_rounding_to<T>(load_vec(x + i, int(n - i)) - mv), int(n - i));
   return lanes_sum(s);
 }
 
@@ -110,6 +111,7 @@ void reduce_rows(const ReduceArgs& a, const ReducedRun& run, Tensor& out) {
     }
     case ReduceFn::logsumexp: {
       // The row's maximum first (NaN passed over), then the exps' sum against it, as the portable path.
+      // (Both in one task for rows of one piece, while the row is in L1, measured 5% slower.)
       for_each_piece(x, rows, n, pieces, part.data(),
                      [](int64_t, const T* p, int64_t k) { return row_max_vec(p, k); });
       Scratch<float> m(rows, -std::numeric_limits<float>::infinity());

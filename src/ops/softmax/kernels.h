@@ -45,8 +45,8 @@ void along_row(AlongAxisFn f, const T* x_row, T* y, int64_t n, Acc* e) {
 }
 
 #if DEW_HAS_FLOAT_VEC
-// softmax or log_softmax of one row on FloatVec: the max, the exps (exp_rounding_to<T>; kept in e for
-// softmax) summed in kVecWidth float lanes, then the row written, streamed where `stream` (NOTE
+// softmax or log_softmax of one row on FloatVec: the max, the exps (exp_nonpositive_rounding_to<T>; kept in e
+// for softmax) summed in kVecWidth float lanes, then the row written, streamed where `stream` (NOTE
 // [streaming large outputs]).
 template <class T>
 void softmax_row_vec(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool stream) {
@@ -61,9 +61,11 @@ void softmax_row_vec(AlongAxisFn f, const T* x, T* y, int64_t n, float* e, bool 
     // The next row's lines, a step's worth at a time (NOTE [prefetching maps]): the thread's next row
     // follows this one, and the hardware prefetchers stop at page ends (a row of 1024 f32 is a page).
     prefetch_ahead<0>(x + i, kVecWidth, uintptr_t(n) * sizeof(T));
-    add_exps(i, exp_rounding_to<T>(load_vec(x + i) - m));
+    add_exps(i, exp_nonpositive_rounding_to<T>(load_vec(x + i) - m));
   }
-  if (i < n) add_exps(i, keep_first_lanes(exp_rounding_to<T>(load_vec(x + i, int(n - i)) - m), int(n - i)));
+  if (i < n)
+    add_exps(i,
+             keep_first_lanes(exp_nonpositive_rounding_to<T>(load_vec(x + i, int(n - i)) - m), int(n - i)));
   const float s = lanes_sum(sum);
   if (f == AlongAxisFn::softmax) {
     const FloatVec inv = 1.0f / s;
