@@ -31,7 +31,7 @@ double expected(double a, double b, DType dtype) {
 
 template <ops::BinaryFn F>
 void check_everywhere(Tensor (*fn)(const Tensor&, const Tensor&)) {
-  const std::vector<double> values = {kNan, -kInf, -2.5, -0.0, 0.0, 1.0, 3.0, kInf};
+  const std::vector<double> values = {kNan, -kInf, -2.5, -1e-40, -0.0, 0.0, 1e-40, 1.0, 3.0, kInf};
   std::vector<double> a, b;  // every pair, then again shifted so pairs fall in vector bodies and tails
   for (int repeat = 0; repeat < 2; ++repeat)
     for (double x : values)
@@ -41,15 +41,16 @@ void check_everywhere(Tensor (*fn)(const Tensor&, const Tensor&)) {
   const std::string op(ops::binary_name(F));
   for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     const Tensor ta = Tensor::from_values(a, {n}, dtype), tb = Tensor::from_values(b, {n}, dtype);
+    const std::vector<double> as = ta.to_f64_vector(), bs = tb.to_f64_vector();  // 1e-40 is 0 in f16
     for (const select::Verdict& v : ops::Binary::registry().explain(ops::BinaryArgs{ta, tb, F})) {
       if (!v.eligible) continue;
       set_impl_overrides(op + ":" + v.implementation);
       const std::vector<double> got = fn(ta, tb).to_f64_vector();
       set_impl_overrides("");
       for (int64_t i = 0; i < n; ++i) {
-        const double want = expected<F>(a[size_t(i)], b[size_t(i)], dtype);
-        const std::string what = op + "(" + std::to_string(a[size_t(i)]) + ", " +
-                                 std::to_string(b[size_t(i)]) + ") on " + v.implementation + " " +
+        const double want = expected<F>(as[size_t(i)], bs[size_t(i)], dtype);
+        const std::string what = op + "(" + std::to_string(as[size_t(i)]) + ", " +
+                                 std::to_string(bs[size_t(i)]) + ") on " + v.implementation + " " +
                                  std::string(dtype_name(dtype));
         if (std::isnan(want)) {
           EXPECT_TRUE(std::isnan(got[size_t(i)])) << what << ": got " << got[size_t(i)];
@@ -75,7 +76,8 @@ TEST(BinarySpecialValues, ArithmeticOnInfinitiesAndNaN) {
 }
 
 // pow: the tiers compute exp(b ln a) for positive finite a and finite b and hand the rest to std::pow
-// (src/ops/binary/pow.h): negative bases (-2.5^3), zeros, infinities, NaN (1^NaN = NaN^0 = 1).
+// (src/ops/binary/pow.h): negative bases (-2.5^3, subnormal ones too), zeros, infinities, NaN (1^NaN =
+// NaN^0 = 1).
 TEST(BinarySpecialValues, PowAtZerosInfinitiesNaNAndNegativeBases) {
   check_everywhere<ops::BinaryFn::pow>(pow);
 }
