@@ -72,10 +72,13 @@ void binary_rows(const BinaryArgs& args, Tensor& out) {
               std::array<const T*, 2>{a, b}, std::array<T*, 1>{yo}, v.length,
               []<class V>(V x, V z) __attribute__((always_inline)) requires(
                   std::is_same_v<V, Acc> || binary_fn_has_float_vec_form<Fn::value>) {
-                if constexpr (std::is_same_v<V, Acc>)
+                if constexpr (std::is_same_v<V, Acc>) {
                   return binary_apply<Fn::value>(x, z);
-                else
+                } else {
+#if DEW_HAS_FLOAT_VEC  // (no binary_vec on the portable tier, whose V is only Acc: clang looks the name up)
                   return binary_vec<Fn::value>(x, z);
+#endif
+                }
               });
       }
 #if DEW_HAS_FLOAT_VEC

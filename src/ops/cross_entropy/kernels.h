@@ -172,7 +172,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   const Acc z = Acc(a.z_loss);
   std::vector<double> row_loss(size_t(N), 0.0);  // summed in row order below: thread-independent
   const bool stream = streams_output<T>(N * V);
-  const auto fence = [stream] {
+  const auto fence = [&] {
 #if DEW_HAS_FLOAT_VEC
     if (stream) _mm_sfence();  // a row's non-temporal stores before anything after it
 #endif

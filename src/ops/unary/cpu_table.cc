@@ -10,11 +10,13 @@
 #include "ops/map_elements.h"
 #include "ops/unary/unary.h"
 
+// The kernels exist on the avx512 tier only: an instruction-set region with no function in it (the
+// avx2 build) is an error to clang.
+#if DEW_HAS_F32X16
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
-#if DEW_HAS_F32X16
 // t[x[i]] for the first lanes of sixteen 16-bit values x (k), stored to y: each entry the low half of a
 // 32-bit element (the table has an entry past its last for the upper half of the final one), narrowed by
 // truncation.
@@ -52,11 +54,11 @@ void unary_by_gathers(const UnaryArgs& a, Tensor& out) {
     for (int64_t i = 0; i < v.length; ++i) y[o + i] = t[x[i * v.stride[0]]];
   });
 }
-#endif
 
 }  // namespace
 }  // namespace dew::ops::DEW_KERNEL_NS
 DEW_ISA_END
+#endif
 
 namespace dew::ops::DEW_KERNEL_NS {
 
