@@ -127,21 +127,22 @@ struct ExpSixteenths {
 };
 template <bool Clamp, ExpOf Of, class F>
 [[gnu::always_inline]] inline ExpSixteenths<F> exp_sixteenths(F x) {
+  if constexpr (Clamp) {  // the results round to 0 below and to inf above these
+    if constexpr (Of == ExpOf::two)
+      x = clamp_keep_nan(x, -151.0f, 129.0f);
+    else if constexpr (Of == ExpOf::e_nonpositive)
+      x = at_least_keep_nan(x, -104.0f);
+    else
+      x = clamp_keep_nan(x, -104.0f, 89.0f);
+  }
   if constexpr (Of == ExpOf::two) {
-    if constexpr (Clamp) x = clamp_keep_nan(x, -151.0f, 129.0f);  // 2^x rounds to 0 and to inf beyond
     const F shifted = x + F(0x1.8p19f), q = shifted - F(0x1.8p19f);
     return {shifted, q, (x - q) * F(0x1.62e43p-1f)};
   }
-  if constexpr (Of == ExpOf::e_nonpositive) {
-    if constexpr (Clamp) x = at_least_keep_nan(x, -104.0f);  // exp rounds to 0 beyond
-    const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
-    const F q = shifted - F(0x1.8p19f);
-    return {shifted, q, mul_add(q, F(-0x1.62e43p-1f), x)};
-  }
-  if constexpr (Clamp) x = clamp_keep_nan(x, -104.0f, 89.0f);  // exp rounds to 0 and to inf beyond
   const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p19f));
-  const F q = shifted - F(0x1.8p19f);
-  return {shifted, q, mul_add(q, F(0x1.05c61p-29f), mul_add(q, F(-0x1.62e43p-1f), x))};
+  const F q = shifted - F(0x1.8p19f), r_high = mul_add(q, F(-0x1.62e43p-1f), x);  // exact
+  if constexpr (Of == ExpOf::e_nonpositive) return {shifted, q, r_high};
+  return {shifted, q, mul_add(q, F(0x1.05c61p-29f), r_high)};
 }
 
 // NOTE [exp's normal range on F32x8]
