@@ -112,6 +112,15 @@ void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out
   }
 }
 
+// act(g[i]) and act'(g[i]) for i in [0, n) by scalar loads from the table of pairs.
+template <class T>
+inline void split_pairs(const float* pairs, const T* g, float* act, float* derivative, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float* pair = pairs + 2 * int64_t(g[i].bits);
+    act[i] = pair[0], derivative[i] = pair[1];
+  }
+}
+
 // The backward the same way: d_gate = bf16(dy up act'(gate)), d_up = bf16(dy act(gate)), the products
 // in the order act_and_derivative's loop takes them, act and act' from their table of pairs.
 template <class T>
@@ -123,10 +132,7 @@ void glu_backward_by_table(const float* pairs, const T* g, const T* u, const T* 
     for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {  // as the forward: one vector gathered, one not
       prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, i, 2 * kVecWidth);
       alignas(64) float values[kVecWidth], derivatives[kVecWidth];
-      for (int j = 0; j < kVecWidth; ++j) {
-        const float* pair = pairs + 2 * int64_t(g[i + kVecWidth + j].bits);
-        values[j] = pair[0], derivatives[j] = pair[1];
-      }
+      split_pairs(pairs, g + i + kVecWidth, values, derivatives, kVecWidth);
       const FloatVec di = load_vec(dy + i), ui = load_vec(u + i);
       const auto [value, derivative] = gather_pair_vec(pairs, g + i);
       store_vec(d_gate + i, di * ui * derivative);
@@ -151,10 +157,7 @@ void glu_backward_by_table(const float* pairs, const T* g, const T* u, const T* 
   for (int64_t c = 0; c < n; c += kMapChunk) {
     const int64_t len = std::min(kMapChunk, n - c);
     prefetch_map(std::array<const T*, 3>{g, u, dy}, std::array<T*, 2>{d_gate, d_up}, c, len);
-    for (int64_t i = 0; i < len; ++i) {
-      const float* pair = pairs + 2 * int64_t(g[c + i].bits);
-      act[i] = pair[0], derivative[i] = pair[1];
-    }
+    split_pairs(pairs, g + c, act, derivative, len);
 #if DEW_HAS_FLOAT_VEC
     if (rows_on_float_vec<T>()) {
       for (int64_t i = 0; i < len; i += kVecWidth) {
