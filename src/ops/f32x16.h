@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/across_lanes.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 
@@ -247,6 +248,14 @@ inline F32x16 min_skipping_nan(F32x16 part, F32x16 v) {  // as max_skipping_nan,
 }
 inline F32x16 min_skipping_nan(F32x16 part, F32x16 v, int lanes) {
   return _mm512_mask_min_ps(part.v, first_lanes(lanes), v.v, part.v);
+}
+
+// v's lanes folded into one by halves (NOTE [across lanes by halves], across_lanes.h). (Both halves by the
+// masked extract: GCC bug 105593.)
+template <AcrossLanes Op>
+[[gnu::always_inline]] inline float across_lanes(F32x16 v) {
+  return across_lanes<Op>(fold_halves<Op>(_mm512_maskz_extractf32x8_ps(0xff, v.v, 0),
+                                          _mm512_maskz_extractf32x8_ps(0xff, v.v, 1)));
 }
 
 // The running sums of v's lanes (lane i: v[0] + ... + v[i]) by four shifted adds, and v's last lane in

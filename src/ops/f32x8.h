@@ -15,6 +15,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/across_lanes.h"
 #include "ops/isa.h"
 #include "ops/kernel_types.h"
 
@@ -229,6 +230,11 @@ inline void stream_vec(float* p, F32x8 v) {
 // v with lanes `lanes` .. 7 set to 0.
 inline F32x8 keep_first_lanes(F32x8 v, int lanes) {
   return _mm256_and_ps(v.v, _mm256_castsi256_ps(first_lanes8(lanes)));
+}
+// v's lanes folded into one by halves (NOTE [across lanes by halves], across_lanes.h).
+template <AcrossLanes Op>
+[[gnu::always_inline]] inline float across_lanes(F32x8 v) {
+  return across_lanes<Op>(v.v);
 }
 // The larger of part and v lane by lane, part where v is NaN (so NaN elements are passed over); only the
 // first `lanes` lanes of v count.

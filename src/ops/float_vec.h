@@ -41,13 +41,16 @@ inline bool rows_on_float_vec() {
   }
 }
 
-// The sum of v's lanes, in lane order (the order the row kernels' results are defined by).
+// The sum of v's lanes, and the largest and smallest of lanes that hold no NaN (NOTE [across lanes by
+// halves]).
 inline float lanes_sum(FloatVec v) {
-  alignas(64) float lanes[kVecWidth];
-  store_vec(lanes, v);
-  float s = 0;
-  for (float l : lanes) s += l;
-  return s;
+  return across_lanes<AcrossLanes::sum>(v);
+}
+inline float lanes_max(FloatVec v) {
+  return across_lanes<AcrossLanes::max>(v);
+}
+inline float lanes_min(FloatVec v) {
+  return across_lanes<AcrossLanes::min>(v);
 }
 
 // The largest (Max) or smallest of x[0..n), NaN skipped, and with NoteNan whether x holds a NaN; -inf
@@ -91,11 +94,7 @@ inline RowExtreme row_extreme_vec(const T* x, int64_t n) {
     else
       part = min_skipping_nan(part, v, int(n - i));
   }
-  // Across lanes through memory: GCC 12's reduction intrinsics trip -Wmaybe-uninitialized (f32x16.h).
-  alignas(64) float lanes[kVecWidth];
-  store_vec(lanes, part);
-  float m = lanes[0];
-  for (int l = 1; l < kVecWidth; ++l) m = (Max ? lanes[l] > m : lanes[l] < m) ? lanes[l] : m;
+  const float m = Max ? lanes_max(part) : lanes_min(part);   // NOTE [across lanes by halves]
   const bool nan = NoteNan && lanes_sum(nan_probe) != 0.0f;  // NaN != 0; the probe's other lanes are 0
   return {m, nan};
 }
