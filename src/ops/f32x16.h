@@ -113,6 +113,10 @@ inline F32x16 clamp_keep_nan(F32x16 x, float lo, float hi) {
   const __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
   return _mm512_mask_max_ps(l, kAllLanes, l, _mm512_mask_min_ps(h, kAllLanes, h, x.v));
 }
+inline F32x16 at_most_keep_nan(F32x16 x, float hi) {  // min(x, hi), NaN kept as clamp_keep_nan keeps it
+  const __m512 h = _mm512_set1_ps(hi);
+  return _mm512_mask_min_ps(h, kAllLanes, h, x.v);
+}
 inline F32x16 at_least_keep_nan(F32x16 x, float lo) {  // max(x, lo), NaN kept as clamp_keep_nan keeps it
   const __m512 l = _mm512_set1_ps(lo);
   return _mm512_mask_max_ps(l, kAllLanes, l, x.v);

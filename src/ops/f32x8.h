@@ -106,6 +106,9 @@ inline __m256i first_lanes8(int lanes) {
 inline F32x8 clamp_keep_nan(F32x8 x, float lo, float hi) {
   return _mm256_max_ps(_mm256_set1_ps(lo), _mm256_min_ps(_mm256_set1_ps(hi), x.v));
 }
+inline F32x8 at_most_keep_nan(F32x8 x, float hi) {  // min(x, hi), NaN kept as clamp_keep_nan keeps it
+  return _mm256_min_ps(_mm256_set1_ps(hi), x.v);
+}
 inline F32x8 at_least_keep_nan(F32x8 x, float lo) {  // max(x, lo), NaN kept as clamp_keep_nan keeps it
   return _mm256_max_ps(_mm256_set1_ps(lo), x.v);
 }

@@ -55,6 +55,9 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float clamp_keep_nan(float x, float lo, float hi) {
   return x < lo ? lo : (x > hi ? hi : x);
 }
+[[gnu::always_inline]] inline float at_most_keep_nan(float x, float hi) {  // min(x, hi); NaN stays NaN
+  return x > hi ? hi : x;
+}
 [[gnu::always_inline]] inline float at_least_keep_nan(float x, float lo) {  // max(x, lo); NaN stays NaN
   return x < lo ? lo : x;
 }
@@ -110,6 +113,13 @@ inline constexpr float kExp2SixteenthsLow[16] = {
     0x0p+0f,          0x1.9f3122p-25f,  -0x1.c15742p-27f, 0x1.ceac48p-25f, 0x1.4636e2p-25f, 0x1.824684p-25f,
     -0x1.593abcp-25f, -0x1.5bd5ecp-27f, 0x1.9fcef4p-26f,  -0x1.829fdp-25f, 0x1.15506ep-27f, 0x1.51f848p-27f,
     -0x1.a94b14p-26f, -0x1.3d56b2p-27f, -0x1.822dbcp-27f, 0x1.52486cp-27f};
+
+// kExp2SixteenthsLow halved (exactly): tanh_rounding_to's correction of P - 1.
+inline constexpr auto kExp2SixteenthsHalfLow = [] {
+  std::array<float, 16> h{};
+  for (size_t j = 0; j < 16; ++j) h[j] = kExp2SixteenthsLow[j] / 2;
+  return h;
+}();
 
 // exp's reduction by sixteenths (NOTE [exp by sixteenths]): x (with Clamp, clamped to exp's range, NaN
 // kept; without, known to lie in it) = q ln 2 + r with q = round(16 x / ln 2) / 16 and |r| <= ln 2 / 32.
@@ -314,6 +324,34 @@ requires is_f32_like<F>
   return with_sign_of(q + q_lo, x);
 }
 
+// NOTE [tanh of results that round to bf16 or f16]
+// tanh(a) = E / (E + 2), E = expm1(2a), a = |x| clamped at 9.1, as tanh_f32 but without its compensated
+// steps, whose few hundredths of an ulp bf16 and f16 (2^-9, 2^-12) cannot see: exp's reduction by
+// sixteenths (NOTE [exp by sixteenths]) of 2a = q ln 2 + 2h, written in h = a - q ln2_hi / 2 (exact;
+// ln 2's low part moves the result by |q| 2^-29 <= 2^-24 relative), exp(2a) = P (1 + s) with P =
+// 2^(j/16) 2^floor(q) and s/2 = h + h^2 (1 + 2h/3) (expm1 to r^3, r = 2h), then E/2 = (P - 1)/2 + P s/2
+// and tanh = (E/2) / (E/2 + 1). P - 1 is exact where E is small (P in [1, 2]: Sterbenz), so nothing
+// cancels near 0 and tanh keeps its relative accuracy down to the subnormals; but P - 1 carries the
+// table's rounding of 2^(j/16) (2^-24 of P) at 1/(P - 1) times (23 at j = 1: 2^-19.5 relative, which
+// rounded f16 results near a midpoint the wrong way), so 2^(j/16)'s low part joins s/2, halved. 17
+// vector operations with one division, against a 16-entry gather's 13 cycles on Zen 5 (docs/perf.md).
+template <class T, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F tanh_rounding_to(F x) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+    const F a = at_most_keep_nan(magnitude(x), 9.1f);                          // tanh rounds to 1 past 9.01
+    const F shifted = mul_add(a, F(2 * 0x1.715476p+0f), F(0x1.8p19f));         // 2a / ln 2 to sixteenths
+    const F q = shifted - F(0x1.8p19f), h = mul_add(q, F(-0x1.62e43p-2f), a);  // exact
+    const F p = times_pow2_floor(lookup16(kExp2Sixteenths, shifted), q);
+    const F h_and_low = h + lookup16(kExp2SixteenthsHalfLow.data(), shifted);  // 2^(j/16)'s low part / 2
+    const F half_s = mul_add(h * h, mul_add(h, F(0x1.555556p-1f), F(1.0f)), h_and_low);
+    const F half_e = mul_add(p, half_s, mul_add(p, F(0.5f), F(-0.5f)));
+    return with_sign_of(half_e / (half_e + F(1.0f)), x);
+  } else {
+    return tanh_f32(x);
+  }
+}
+
 // x = 2^k m with m in [1, 2), for finite x > 0 (subnormals scaled into the normals first); m and k as
 // floats. F32x16 has the same (vgetmantps, vgetexpps), F32x8 the same operations on its lanes.
 struct ExponentSplit {
@@ -349,6 +387,66 @@ template <class F>
   return {select(high, F(0.5f) * m0, m0), select(high, k0 + F(1.0f), k0)};
 }
 
+// NOTE [logs by sixteenths]
+// log a for a in (0, inf) within a few float ulps, for results that round to bf16 or f16 (the logs of
+// bf16 and f16 pow, and the unary log): a = 2^k m with m in [3/4, 3/2) (log_argument_by_sixteenths),
+// c = j/16 the sixteenth nearest m (j in m + 1.5 2^19's low bits, where a float's ulp is 1/16), r =
+// m (1/c) - 1 by one fma (|r| < 0.046), log(1 + r) to r^5 (r^6 / 6 < 2^-24 of it), log c from a table.
+// 1/c is exactly 1 at j = 16, so the log of a near 1 is log(1 + r) with r exact: accurate relative to
+// itself. No division, where the atanh series had one (docs/perf.md). The tables hold j = 12..24 at
+// j mod 16: 16/j rounded to float, and -log2 and -ln of that float, each rounded once from long double
+// (checked by a test).
+inline constexpr float kInverseSixteenths[16] = {
+    0x1p+0f,        0x1.e1e1e2p-1f, 0x1.c71c72p-1f, 0x1.af286cp-1f, 0x1.99999ap-1f, 0x1.861862p-1f,
+    0x1.745d18p-1f, 0x1.642c86p-1f, 0x1.555556p-1f, 0.0f,           0.0f,           0.0f,
+    0x1.555556p+0f, 0x1.3b13b2p+0f, 0x1.24924ap+0f, 0x1.111112p+0f};
+inline constexpr float kLog2Sixteenths[16] = {
+    0.0f,           0x1.663f6ep-4f, 0x1.5c01a2p-3f,  0x1.fbc16ap-3f,  0x1.49a784p-2f,
+    0x1.91bba6p-2f, 0x1.d6753cp-2f, 0x1.0c105p-1f,   0x1.2b8034p-1f,  0.0f,
+    0.0f,           0.0f,           -0x1.a8ff9ap-2f, -0x1.32bff2p-2f, -0x1.8a898ap-3f,
+    -0x1.7d605ep-4f};
+inline constexpr float kLnSixteenths[16] = {
+    0.0f,           0x1.f0a30ap-5f, 0x1.e27074p-4f,  0x1.5ff306p-3f,  0x1.c8ff7ap-3f,
+    0x1.1675cap-2f, 0x1.4618bap-2f, 0x1.739d7ep-2f,  0x1.9f323cp-2f,  0.0f,
+    0.0f,           0.0f,           -0x1.269624p-2f, -0x1.a93ed8p-3f, -0x1.1178eep-3f,
+    -0x1.08599ap-4f};
+
+// a = 2^k m with m in [3/4, 3/2) for a in (0, inf): on AVX-512 vgetmantps and vgetexpps (four
+// instructions; a < 0 or NaN gives m NaN, inf gives k inf, 0 gives k -inf), elsewhere the same m and k
+// from split_exponent's (so that a strided row's scalar body and a vector give the same values).
+template <class F>
+[[gnu::always_inline]] inline LogArgument<F> log_argument_by_sixteenths(F a) {
+#if DEW_HAS_F32X16
+  if constexpr (std::is_same_v<F, F32x16>) {
+    const __m512 m = _mm512_maskz_getmant_ps(kAllLanes, a.v, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_nan);
+    const __m512 k = _mm512_maskz_getexp_ps(kAllLanes, a.v);
+    const __mmask16 below_one = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.0f), _CMP_LT_OQ);
+    return {m, _mm512_mask_add_ps(k, below_one, k, _mm512_set1_ps(1.0f))};
+  }
+#endif
+  const auto [m0, k0] = split_exponent(a);   // a = 2^k m, m in [1, 2)
+  const auto high = m0 > F(0x1.7ffffep+0f);  // m0 >= 1.5
+  return {select(high, F(0.5f) * m0, m0), select(high, k0 + F(1.0f), k0)};
+}
+
+// log a (LogBase::e) or log2 a, for a in (0, inf) (NOTE [logs by sixteenths]).
+enum class LogBase { e, two };
+template <LogBase Base, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F log_by_sixteenths(F a) {
+  const auto [m, k] = log_argument_by_sixteenths(a);
+  const F shifted = m + F(0x1.8p19f);
+  const F r = mul_add(m, lookup16(kInverseSixteenths, shifted), F(-1.0f)), r2 = r * r;
+  constexpr double s = Base == LogBase::e ? 1.0 : 1.44269504088896340736;  // log(1 + r) times s
+  constexpr float c1 = float(s), c2 = float(-s / 2), c3 = float(s / 3), c4 = float(-s / 4), c5 = float(s / 5);
+  const F series = mul_add(mul_add(mul_add(r, F(c5), F(c4)), r, F(c3)), r2, mul_add(r, F(c2), F(c1)));
+  const F log_m = mul_add(r, series, lookup16(Base == LogBase::e ? kLnSixteenths : kLog2Sixteenths, shifted));
+  if constexpr (Base == LogBase::e)
+    return mul_add(k, F(0x1.62e43p-1f), log_m);
+  else
+    return k + log_m;
+}
+
 // NOTE [f32 log in float]
 // log(x) = k ln 2 + 2 atanh(s), s = f / (2 + f), f = m - 1 (exact), in float with the roundings that
 // matter compensated, so it rounds nearly always correctly like the double form it replaces (which
@@ -373,6 +471,18 @@ requires is_f32_like<F>
       mul_add(k, F(-kLn2Low), mul_add(s * s2, F(2.0f) * horner(s2, kAtanhSeriesF32), F(2.0f) * s_lo));
   const F series = sum + (err + small);
   return select(x == F(std::numeric_limits<float>::infinity()), x, log_special_values(x, series));
+}
+
+// log for results that round to bf16 or f16: log_by_sixteenths, its special values as log_f32's (log 0 =
+// -inf, log x = NaN below 0, log inf = inf); f32 results take log_f32.
+template <class T, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F log_rounding_to(F x) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+    return select(x == F(std::numeric_limits<float>::infinity()), x,
+                  log_special_values(x, log_by_sixteenths<LogBase::e>(x)));
+  else
+    return log_f32(x);
 }
 
 // erfcx(a) = exp(a^2) erfc(a) = t Q(t), t = 1 / (1 + a / 2) (the variable of Numerical Recipes' erfcc):
@@ -434,6 +544,24 @@ template <class F>
 template <class F>
 [[gnu::always_inline]] inline F gelu_tanh_argument_derivative(F x) {
   return F(kGeluTanhScale) * (F(1) + F(3 * kGeluTanhCubic) * x * x);
+}
+
+// tanh-GELU for results that round to bf16 or f16: x sigmoid(2u) = x d for x >= 0 and x e d below,
+// e = exp(-2|u|), d = 1 / (1 + e), -2|u| = |x| (-2s - 2sc x^2) (s, c: gelu_tanh_argument's): one exp of
+// a non-positive argument (exp_nonpositive_rounding_to) and one division; the tail needs no branch (e
+// falls into the subnormals and to 0 with tanh-GELU itself) and nothing cancels. f32 results take
+// times_sigmoid_f32's form.
+template <class T, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F gelu_tanh_rounding_to(F x) {
+  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+    const F minus_two_u = magnitude(x) * mul_add(x * x, F(float(-2 * kGeluTanhScale * kGeluTanhCubic)),
+                                                 F(float(-2 * kGeluTanhScale)));
+    const F e = exp_nonpositive_rounding_to<T>(minus_two_u);
+    return select(x < F(0.0f), x * e, x) / (e + F(1.0f));
+  } else {
+    return times_sigmoid_f32(x, F(2.0f) * gelu_tanh_argument(x));
+  }
 }
 
 // The kernels' exp: exp_f32 where FastExp, libm's otherwise (the portable builds).

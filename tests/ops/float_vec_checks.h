@@ -66,6 +66,9 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
                             DEW_BOTH_PATHS("gelu_erf", gelu_erf_f32(v)),
                             DEW_BOTH_PATHS("gelu_erf'", gelu_erf_derivative_f32(v)),
                             DEW_BOTH_PATHS("gelu_tanh_argument", gelu_tanh_argument(v)),
+                            DEW_BOTH_PATHS("tanh_rounding_to<bf16>", tanh_rounding_to<bf16>(v)),
+                            DEW_BOTH_PATHS("gelu_tanh_rounding_to<f16>", gelu_tanh_rounding_to<f16>(v)),
+                            DEW_BOTH_PATHS("log_rounding_to<bf16>", log_rounding_to<bf16>(v)),
                             DEW_BOTH_PATHS("negated magnitude", -magnitude(v)),
                             DEW_BOTH_PATHS("with_sign_of", with_sign_of(V(2.5f), v)),
                             DEW_BOTH_PATHS("relu as a select", select(v > V(0.0f), v, V(0.0f)))})
@@ -238,6 +241,17 @@ DEW_FLOAT_VEC_TEST(TailsReadAndWriteOnlyTheirLanes) {
     const std::vector<float> y = checks::widened(x, lanes);
     for (int i = 0; i < lanes; ++i) EXPECT_EQ(y[size_t(i)], float(i + 1)) << "lane " << i << " of " << lanes;
     EXPECT_EQ(y[size_t(lanes)], 7.0f) << "a store of " << lanes << " lanes wrote past them";
+  }
+}
+
+// NOTE [logs by sixteenths]: for the sixteenths j = 12..24 of [3/4, 3/2], 16/j rounded to float, and
+// -log2 and -ln of that float rounded once from long double (64-bit mantissas).
+DEW_FLOAT_VEC_TEST(LogTablesHoldTheirValuesRoundedOnce) {
+  for (int j = 12; j <= 24; ++j) {
+    const float inverse = float(16.0L / j);
+    EXPECT_EQ(ops::DEW_KERNEL_NS::kInverseSixteenths[j % 16], inverse) << "j = " << j;
+    EXPECT_EQ(ops::DEW_KERNEL_NS::kLog2Sixteenths[j % 16], float(-log2l(inverse))) << "j = " << j;
+    EXPECT_EQ(ops::DEW_KERNEL_NS::kLnSixteenths[j % 16], float(-logl(inverse))) << "j = " << j;
   }
 }
 

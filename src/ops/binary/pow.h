@@ -105,41 +105,11 @@ constexpr double exp2_series(int n) {
   return narrow_halves(pow_in_double(a_low, b_low, t), pow_in_double(a_high, b_high, t));
 }
 
-// a = 2^k m with m in [0.7, 1.5) for a in (0, inf): on AVX-512 vgetmantps's [3/4, 3/2) and k from
-// vgetexpps (four instructions); elsewhere log_argument's [sqrt(1/2), sqrt(2)).
-template <class F>
-[[gnu::always_inline]] inline LogArgument<F> pow_log_argument(F a) {
-#if DEW_HAS_F32X16
-  if constexpr (std::is_same_v<F, F32x16>) {
-    const __m512 m = _mm512_maskz_getmant_ps(kAllLanes, a.v, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_zero);
-    const __m512 k = _mm512_maskz_getexp_ps(kAllLanes, a.v);
-    const __mmask16 below_one = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.0f), _CMP_LT_OQ);
-    return {m, _mm512_mask_add_ps(k, below_one, k, _mm512_set1_ps(1.0f))};
-  }
-#endif
-  return log_argument(a);
-}
-
-// log2 a for a in (0, inf) in float, within a few float ulps: a = 2^k m (pow_log_argument), c = j/16
-// the sixteenth nearest m (j in its low bits at 1.5 2^19, where a float's ulp is 1/16), r = m/c - 1 by
-// one fma with 1/c (|r| < 0.046; c = 1 near 1, so log2 a stays exact relative there), log2(1 + r) to
-// r^5 (r^6 / 6 < 2^-24 of it). No division, where the atanh series it replaced had one (docs/perf.md).
-template <class F>
-[[gnu::always_inline]] inline F log2_by_sixteenths(F a, const PowTables& t) {
-  const auto [m, k] = pow_log_argument(a);
-  const F shifted = m + F(0x1.8p19f);
-  const F r = mul_add(m, lookup16(t.inverse_sixteenths, shifted), F(-1.0f)), r2 = r * r;
-  constexpr float c1 = float(kInverseLn2), c2 = float(-kInverseLn2 / 2), c3 = float(kInverseLn2 / 3),
-                  c4 = float(-kInverseLn2 / 4), c5 = float(kInverseLn2 / 5);
-  const F series = mul_add(mul_add(mul_add(r, F(c5), F(c4)), r, F(c3)), r2, mul_add(r, F(c2), F(c1)));
-  return k + mul_add(r, series, lookup16(t.log2_sixteenths, shifted));
-}
-
 // bf16 and f16 results: 2^(b log2 a) in float, whose error (a few float ulps of |b log2 a|, which is
 // at most 130 before the result leaves bf16's range) is far below their rounding (2^-9, 2^-12).
 template <class T>
-[[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b, const PowTables& t) {
-  return exp2_f32_within_2ulp(b * log2_by_sixteenths(a, t));
+[[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b) {
+  return exp2_f32_within_2ulp(b * log_by_sixteenths<LogBase::two>(a));
 }
 
 // y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, a vector at a
@@ -158,7 +128,7 @@ void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
     if constexpr (std::is_same_v<T, float>)
       r = pow_f32_vec(va, vb, tables);
     else
-      r = pow_vec_rounding_to<T>(va, vb, tables);
+      r = pow_vec_rounding_to<T>(va, vb);
     if (!pow_by_exp_log(va, vb, lanes)) {
       alignas(64) float fixed[kVecWidth];
       store_vec(fixed, r);

@@ -20,10 +20,6 @@ PowTables make_tables() {
     const uint64_t power = std::bit_cast<uint64_t>(double(std::exp2l(i / 16.0L)));
     t.exp2_sixteenths[i] = std::bit_cast<double>(power - (uint64_t(i) << 48));
   }
-  for (int j = 11; j <= 24; ++j) {
-    t.inverse_sixteenths[j % 16] = float(16.0L / j);
-    t.log2_sixteenths[j % 16] = float(-std::log2l(t.inverse_sixteenths[j % 16]));
-  }
   return t;
 }
 

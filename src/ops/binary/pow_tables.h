@@ -1,5 +1,6 @@
-// The tables of pow on the CPU tiers (pow.h): f32's double arithmetic (NOTE [pow through double]) and
-// the float log of bf16 and f16, computed once in long double and rounded. Not the arithmetic itself.
+// The tables of f32 pow on the CPU tiers (pow.h: NOTE [pow through double]), computed once in long
+// double and rounded. Not the arithmetic itself; bf16 and f16 pow's float log has its own (NOTE [logs by
+// sixteenths], vector_math.h).
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,6 @@ struct PowTables {
   alignas(64) double log2_centers[16];
   // 2^(i/16)'s bits less i << 48: adding q << 48 for q = 16 n + i gives 2^(q/16) = 2^n 2^(i/16).
   alignas(64) double exp2_sixteenths[16];
-  // For m in [0.7, 1.5) nearest j/16 (j = 11..24, at index j mod 16): 16/j rounded to float (1 for
-  // j = 16), and log2 c for c = 1 / (16/j) (bf16 and f16 pow's log2, pow.h).
-  alignas(64) float inverse_sixteenths[16];
-  alignas(64) float log2_sixteenths[16];
 };
 
 const PowTables& pow_tables();

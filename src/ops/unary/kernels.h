@@ -1,7 +1,9 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
-// With Fast, exp, sigmoid, silu and tanh-GELU go through exp_f32, and tanh, log and erf-GELU through the
-// float functions of vector_math.h, so every loop vectorizes; contiguous rows run through map_elements.
-// (On bf16 the tiers take only the functions cpu.table does not: NOTE [unary maps by table].)
+// With Fast, exp, sigmoid, silu and tanh-GELU go through the exps, and tanh, log and erf-GELU through the
+// float functions of vector_math.h, in the forms for the dtype results round to (exp_rounding_to,
+// tanh_rounding_to, ...), so every loop vectorizes; contiguous rows run through map_elements. (On bf16
+// the tiers take only the functions cpu.table does not, and cpu.avx512 the cheap ones it does: NOTE
+// [unary maps by table], NOTE [cheap functions on AVX-512 vectors].)
 #pragma once
 
 #include "ops/elementwise.h"
@@ -25,13 +27,13 @@ template <UnaryFn F, bool Fast, class T, class Acc>
   else if constexpr (Fast && F == UnaryFn::silu)
     return times_sigmoid_f32<T>(x, x);
   else if constexpr (Fast && F == UnaryFn::tanh)
-    return tanh_f32(x);
+    return tanh_rounding_to<T>(x);
   else if constexpr (Fast && F == UnaryFn::log)
-    return log_f32(x);
+    return log_rounding_to<T>(x);
   else if constexpr (Fast && F == UnaryFn::gelu)  // NOTE [erf-GELU in float]
     return gelu_erf_f32(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
-    return times_sigmoid_f32(x, Acc(2) * gelu_tanh_argument(x));
+    return gelu_tanh_rounding_to<T>(x);
   else if constexpr (F == UnaryFn::abs && !std::is_floating_point_v<Acc>)  // FloatVec
     return magnitude(x);
   else if constexpr (F == UnaryFn::relu && !std::is_floating_point_v<Acc>)  // NaN kept, -0 to +0

@@ -120,7 +120,8 @@ TEST(UnarySpecialValues, Bf16Results) {
   check_bf16(
       "silu", silu, [](double x) { return std::isinf(x) && x < 0 ? NAN : x / (1.0 + std::exp(-x)); },
       sigmoid_inputs);
-  // 0.5 x (1 + tanh u) = x sigmoid(2u), whose tail cpu.table keeps (portable's 1 + tanh u cancels there).
+  // 0.5 x (1 + tanh u) = x sigmoid(2u), whose tail the tiers and cpu.table keep (portable's 1 + tanh u
+  // cancels there).
   check_bf16(
       "gelu_tanh", gelu_tanh,
       [](double x) { return x / (1.0 + std::exp(-1.5957691216057307118 * (x + 0.044715 * x * x * x))); },

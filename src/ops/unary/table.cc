@@ -146,12 +146,16 @@ bool unary_by_table(UnaryFn f, DType dtype) {
 // 1.9 (docs/perf.md, twenty-first session; since the table's loop loads beside its gathers, 1.35-1.45,
 // sigmoid and silu by arithmetic are still 3-5% ahead on bf16 and 20-25% on f16 there). On the Xeon the
 // tables were first measured on, whose gathers are twice as fast, the arithmetic of that day was 10-20%
-// slower for exp and sqrt and 2x for sigmoid, yet at 77-138% of its triad. So cpu.avx512 computes these on
-// f16 and, where the CPU narrows bf16 natively (rows_on_float_vec), on bf16; the other functions (log, tanh,
-// the GELUs: 30-45 operations) stay by table, faster there on every host measured.
+// slower for exp and sqrt and 2x for sigmoid, yet at 77-138% of its triad. tanh, tanh-GELU and log took
+// 30-45 operations in their f32 forms, more than a gather; in forms for results that round to bf16 or
+// f16 (tanh_rounding_to, gelu_tanh_rounding_to, log_rounding_to: 17-20 operations) they are ahead of it
+// on Zen 5 too: 1.45-1.5 -> 1.0-1.35 ms (docs/perf.md, twenty-third session). So cpu.avx512 computes
+// these eight on f16 and, where the CPU narrows bf16 natively (rows_on_float_vec), on bf16; erf-GELU
+// (an exp, a division and an 11-term polynomial) stays by table.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype) {
-  const bool cheap = f == UnaryFn::exp || f == UnaryFn::sqrt || f == UnaryFn::rsqrt ||
-                     f == UnaryFn::sigmoid || f == UnaryFn::silu;
+  const bool cheap = f == UnaryFn::exp || f == UnaryFn::sqrt || f == UnaryFn::rsqrt || f == UnaryFn::tanh ||
+                     f == UnaryFn::gelu_tanh || f == UnaryFn::log || f == UnaryFn::sigmoid ||
+                     f == UnaryFn::silu;
   return cheap && (dtype == DType::f16 || (dtype == DType::bf16 && cpu_features().avx512bf16));
 }
 
