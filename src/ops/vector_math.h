@@ -241,7 +241,7 @@ requires is_f32_like<F>
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_rounding_to(F x) {
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+  if constexpr (is_half_type<T>)
     return exp_f32_within_2ulp(x);
   else
     return exp_f32(x);
@@ -251,7 +251,7 @@ requires is_f32_like<F>
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_nonpositive_rounding_to(F x) {
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+  if constexpr (is_half_type<T>)
     return exp_f32_within_2ulp<ExpOf::e_nonpositive>(x);
   else
     return exp_f32(x);
@@ -262,7 +262,7 @@ requires is_f32_like<F>
 // and e' = e below 0, 1 above: two operations fewer of about 18 (docs/perf.md, twenty-third session).
 template <class T = float, class F>
 [[gnu::always_inline]] inline F times_sigmoid_f32(F num, F z) {
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+  if constexpr (is_half_type<T>) {
     const F e = exp_nonpositive_rounding_to<T>(-magnitude(z));
     return num * select(z < F(0.0f), e, F(1.0f)) / (F(1.0f) + e);
   } else {
@@ -345,7 +345,7 @@ requires is_f32_like<F>
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F tanh_rounding_to(F x) {
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+  if constexpr (is_half_type<T>) {
     const F a = at_most_keep_nan(magnitude(x), 9.1f);                          // tanh rounds to 1 past 9.01
     const F shifted = mul_add(a, F(2 * 0x1.715476p+0f), F(0x1.8p19f));         // 2a / ln 2 to sixteenths
     const F q = shifted - F(0x1.8p19f), h = mul_add(q, F(-0x1.62e43p-2f), a);  // exact
@@ -485,7 +485,7 @@ requires is_f32_like<F>
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F log_rounding_to(F x) {
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>)
+  if constexpr (is_half_type<T>)
     return select(x == F(std::numeric_limits<float>::infinity()), x,
                   log_special_values(x, log_by_sixteenths<LogBase::e>(x)));
   else
@@ -561,7 +561,7 @@ template <class F>
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F gelu_tanh_rounding_to(F x) {
-  if constexpr (std::is_same_v<T, bf16> || std::is_same_v<T, f16>) {
+  if constexpr (is_half_type<T>) {
     const F minus_two_u = magnitude(x) * mul_add(x * x, F(float(-2 * kGeluTanhScale * kGeluTanhCubic)),
                                                  F(float(-2 * kGeluTanhScale)));
     const F e = exp_nonpositive_rounding_to<T>(minus_two_u);
