@@ -135,6 +135,12 @@ inline F32x16 lookup16(const float* table, F32x16 i) {
   return _mm512_maskz_permutexvar_ps(kAllLanes, _mm512_castps_si512(i.v), _mm512_loadu_ps(table));
 }
 
+// table[i & 31] for the integer i in each lane's low bits: one vpermt2ps over two registers of table.
+inline F32x16 lookup32(const float* table, F32x16 i) {
+  return _mm512_permutex2var_ps(_mm512_loadu_ps(table), _mm512_castps_si512(i.v),
+                                _mm512_loadu_ps(table + 16));
+}
+
 // x = 2^k m with m in [1, 2) for finite x > 0, subnormals included: vgetmantps and vgetexpps. For the
 // others, as those instructions define them: m NaN for x < 0 or NaN, m = 1 and k = inf for inf, and
 // k = -inf for zero.

@@ -65,6 +65,10 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float lookup16(const float* table, float i) {
   return table[std::bit_cast<uint32_t>(i) & 15];
 }
+// table[i & 31] likewise (F32x16 permutes two registers).
+[[gnu::always_inline]] inline float lookup32(const float* table, float i) {
+  return table[std::bit_cast<uint32_t>(i) & 31];
+}
 // y 2^n for integral n in [-151, 128], rounded once: two factors, so a subnormal result rounds only in
 // the second product.
 [[gnu::always_inline]] inline float times_pow2(float y, float n) {
@@ -246,15 +250,40 @@ requires is_f32_like<F>
   else
     return exp_f32(x);
 }
-// exp_rounding_to for x <= 0 (or NaN): x - max in softmax, logsumexp and cross_entropy. For bf16 and
-// f16 the reduction of ExpOf::e_nonpositive (exp_sixteenths): 15% off logsumexp's bf16 rows.
+// NOTE [exps of x <= 0 by thirty-seconds]
+// On the avx512 tier, whose vpermt2ps reads a 32-entry table from two registers in one instruction,
+// exp_nonpositive_rounding_to's bf16 and f16 form reduces by thirty-seconds: x = q ln 2 + r with q =
+// round(32 x / ln 2) / 32 (at 1.5 2^18 a float's ulp is 1/32), |r| <= ln 2 / 64, so that exp(r) - 1 =
+// r (c1 + r/2) with c1 = 1 + h^2/8 (h = ln 2 / 64: the r^3/6 term balanced by r's coefficient, within
+// h^3/24 = 2^-24.2 relative, Chebyshev's best for the cubic) takes one operation fewer than the Taylor
+// form to r^3 that sixteenths need: nine vector operations. Within about 2 float ulps; its results round
+// to bf16 or f16. The other tiers keep sixteenths (a 32-entry lookup there takes four vpermps).
+inline constexpr float kExp2ThirtySeconds[32] = {
+    0x1p+0f,        0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
+    0x1.2387a6p+0f, 0x1.29e9ep+0f,  0x1.306fep+0f,  0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f,
+    0x1.4bfdaep+0f, 0x1.5342b6p+0f, 0x1.5ab07ep+0f, 0x1.6247ecp+0f, 0x1.6a09e6p+0f, 0x1.71f75ep+0f,
+    0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
+    0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f,
+    0x1.ea4afap+0f, 0x1.f50766p+0f};
+
+// exp_rounding_to for x <= 0 (or NaN): x - max in softmax, logsumexp and cross_entropy, -|z| in the
+// sigmoids. For bf16 and f16 the reduction of ExpOf::e_nonpositive (exp_sixteenths: 15% off logsumexp's
+// bf16 rows), by thirty-seconds on the avx512 tier (NOTE [exps of x <= 0 by thirty-seconds]).
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_nonpositive_rounding_to(F x) {
-  if constexpr (is_half_type<T>)
+  if constexpr (is_half_type<T> && kLanes == 16) {
+    x = at_least_keep_nan(x, -104.0f);  // exp rounds to 0 below
+    const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p18f));
+    const F q = shifted - F(0x1.8p18f),
+            r = mul_add(q, F(-0x1.62e43p-1f), x);  // r exact but for ln 2's low part
+    const F t = lookup32(kExp2ThirtySeconds, shifted), s = r * mul_add(r, F(0.5f), F(0x1.0000f6p+0f));
+    return times_pow2_floor(mul_add(t, s, t), q);
+  } else if constexpr (is_half_type<T>) {
     return exp_f32_within_2ulp<ExpOf::e_nonpositive>(x);
-  else
+  } else {
     return exp_f32(x);
+  }
 }
 
 // num sigmoid(z): activation.h's times_sigmoid for f32 results; for results that round to bf16 or f16,

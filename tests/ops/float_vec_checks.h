@@ -66,6 +66,8 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
                             DEW_BOTH_PATHS("gelu_erf", gelu_erf_f32(v)),
                             DEW_BOTH_PATHS("gelu_erf'", gelu_erf_derivative_f32(v)),
                             DEW_BOTH_PATHS("gelu_tanh_argument", gelu_tanh_argument(v)),
+                            DEW_BOTH_PATHS("exp_nonpositive_rounding_to<bf16>",
+                                           exp_nonpositive_rounding_to<bf16>(-magnitude(v))),
                             DEW_BOTH_PATHS("tanh_rounding_to<bf16>", tanh_rounding_to<bf16>(v)),
                             DEW_BOTH_PATHS("gelu_tanh_rounding_to<f16>", gelu_tanh_rounding_to<f16>(v)),
                             DEW_BOTH_PATHS("log_rounding_to<bf16>", log_rounding_to<bf16>(v)),
@@ -245,14 +247,17 @@ DEW_FLOAT_VEC_TEST(TailsReadAndWriteOnlyTheirLanes) {
 }
 
 // NOTE [logs by sixteenths]: for the sixteenths j = 12..24 of [3/4, 3/2], 16/j rounded to float, and
-// -log2 and -ln of that float rounded once from long double (64-bit mantissas).
-DEW_FLOAT_VEC_TEST(LogTablesHoldTheirValuesRoundedOnce) {
+// -log2 and -ln of that float rounded once from long double (64-bit mantissas); and the exps' tables.
+DEW_FLOAT_VEC_TEST(TablesHoldTheirValuesRoundedOnce) {
   for (int j = 12; j <= 24; ++j) {
     const float inverse = float(16.0L / j);
     EXPECT_EQ(ops::DEW_KERNEL_NS::kInverseSixteenths[j % 16], inverse) << "j = " << j;
     EXPECT_EQ(ops::DEW_KERNEL_NS::kLog2Sixteenths[j % 16], float(-log2l(inverse))) << "j = " << j;
     EXPECT_EQ(ops::DEW_KERNEL_NS::kLnSixteenths[j % 16], float(-logl(inverse))) << "j = " << j;
   }
+  // NOTE [exps of x <= 0 by thirty-seconds]: 2^(j/32) rounded once.
+  for (int j = 0; j < 32; ++j)
+    EXPECT_EQ(ops::DEW_KERNEL_NS::kExp2ThirtySeconds[j], float(exp2l(j / 32.0L))) << j;
 }
 
 DEW_FLOAT_VEC_TEST(RowMaxSkipsNanAndCountsOnlyTheRow) {
