@@ -465,6 +465,8 @@ template <class F>
   return {select(high, F(0.5f) * m0, m0), select(high, k0 + F(1.0f), k0)};
 }
 
+inline constexpr double kInverseLn2 = 1.44269504088896340736;
+
 // log a (LogBase::e) or log2 a, for a in (0, inf) (NOTE [logs by sixteenths]).
 enum class LogBase { e, two };
 template <LogBase Base, class F>
@@ -473,7 +475,7 @@ requires is_f32_like<F>
   const auto [m, k] = log_argument_by_sixteenths(a);
   const F shifted = m + F(0x1.8p19f);
   const F r = mul_add(m, lookup16(kInverseSixteenths, shifted), F(-1.0f)), r2 = r * r;
-  constexpr double s = Base == LogBase::e ? 1.0 : 1.44269504088896340736;  // log(1 + r) times s
+  constexpr double s = Base == LogBase::e ? 1.0 : kInverseLn2;  // log(1 + r) times s
   constexpr float c1 = float(s), c2 = float(-s / 2), c3 = float(s / 3), c4 = float(-s / 4), c5 = float(s / 5);
   const F series = mul_add(mul_add(mul_add(r, F(c5), F(c4)), r, F(c3)), r2, mul_add(r, F(c2), F(c1)));
   const F log_m = mul_add(r, series, lookup16(Base == LogBase::e ? kLnSixteenths : kLog2Sixteenths, shifted));

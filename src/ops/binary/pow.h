@@ -41,7 +41,6 @@ namespace dew::ops::DEW_KERNEL_NS {
 // lookup on AVX-512; four vpermps and three blends on AVX2). The same expression at every lane and thread
 // count, so the same bits. The atanh series with a division and exp to degree 11 it replaced took twice the
 // time (docs/perf.md).
-inline constexpr double kInverseLn2 = 1.44269504088896340736;
 // log2(1 + r) / r = sum over n of (-1)^n r^n / ((n + 1) ln 2).
 constexpr double log2_series(int n) {
   return (n % 2 ? -kInverseLn2 : kInverseLn2) / (n + 1);
