@@ -256,8 +256,9 @@ requires is_f32_like<F>
 // round(32 x / ln 2) / 32 (at 1.5 2^18 a float's ulp is 1/32), |r| <= ln 2 / 64, so that exp(r) - 1 =
 // r (c1 + r/2) with c1 = 1 + h^2/8 (h = ln 2 / 64: the r^3/6 term balanced by r's coefficient, within
 // h^3/24 = 2^-24.2 relative, Chebyshev's best for the cubic) takes one operation fewer than the Taylor
-// form to r^3 that sixteenths need: nine vector operations. Within about 2 float ulps; its results round
-// to bf16 or f16. The other tiers keep sixteenths (a 32-entry lookup there takes four vpermps).
+// form to r^3 that sixteenths need: nine vector operations. Within 2 float ulps plus the |q| 2^-29
+// relative of ln 2's dropped low part (checked over the floats: tests/ops/float_vec_checks.h); its
+// results round to bf16 or f16. The other tiers keep sixteenths (a 32-entry lookup there takes four vpermps).
 inline constexpr float kExp2ThirtySeconds[32] = {
     0x1p+0f,        0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
     0x1.2387a6p+0f, 0x1.29e9ep+0f,  0x1.306fep+0f,  0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f,
