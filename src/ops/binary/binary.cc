@@ -85,7 +85,10 @@ std::vector<Case<BinaryArgs>> Binary::cases(std::string_view op) {
   auto make = [fn](Shape sa, Shape sb) {
     return [=](DType t, RandomKey k) {
       Tensor a = random_input(sa, t, k), b = random_input(sb, t, {k.seed, k.stream + 1});
-      if (fn == BinaryFn::pow) a = abs(a);
+      // Bases in [1/2, inf): near 0 with b < 0, a^b spans twenty decades, and one element's rounding
+      // then holds most of a rule row's squared error (the d_b of broadcast_row failed 1 seed in 300 on
+      // the portable pow itself). pow_test.cc sweeps bases from the smallest subnormal up.
+      if (fn == BinaryFn::pow) a = add(abs(a), Tensor::full(sa, 0.5, t));
       if (is_comparison(fn) && sa == sb)  // ties on about half the elements
         b = where(lt(random_input(sb, t, {k.seed, k.stream + 2}), Tensor::zeros(sb, t)), a, b);
       return BinaryArgs{a, b, fn};
