@@ -1,7 +1,7 @@
 // An elementwise op timed in one process (the inputs drawn once, unlike `dew bench ops`): relu, neg,
 // exp, add, mul, maximum or lt of N values drawn N(0, 2) (two inputs for the binary ops), or a GLU
 // (swiglu, geglu and their _backward, gate, up and dy drawn the same), REPS calls; prints the min and
-// median ms. POSITIVE=1 draws |x| (for log, sqrt and rsqrt). Build (after the project's build):
+// median ms. POSITIVE=1 draws |x| (for log, sqrt, rsqrt and pow's bases). Build (after the project's build):
 //   g++ -std=c++20 -O2 -Iinclude dev/map_time/time.cc -o /tmp/map_time build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     fprintf(
         stderr,
         "usage: %s "
-        "relu|neg|exp|log|sqrt|rsqrt|tanh|sigmoid|silu|gelu|gelu_tanh|add|mul|maximum|lt|swiglu|geglu|swiglu_"
+        "relu|neg|exp|log|sqrt|rsqrt|tanh|sigmoid|silu|gelu|gelu_tanh|add|mul|maximum|pow|lt|swiglu|geglu|swiglu_"
         "backward|geglu_backward N "
         "f32|bf16|f16 REPS\n",
         argv[0]);
@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
                      : op == "add"             ? add(a, b)
                      : op == "mul"             ? mul(a, b)
                      : op == "maximum"         ? maximum(a, b)
+                     : op == "pow"             ? pow(a, b)
                      : op == "swiglu"          ? swiglu(a, b)
                      : op == "geglu"           ? geglu(a, b)
                      : op == "swiglu_backward" ? swiglu_backward(c, a, b).d_gate

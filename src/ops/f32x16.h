@@ -141,6 +141,17 @@ inline F32x16 lookup32(const float* table, F32x16 i) {
                                 _mm512_loadu_ps(table + 16));
 }
 
+// y - floor(32 y) / 32 in [0, 1/32), rounded down: one vreduceps (0 where |y| >= 2^18 and at the
+// infinities, NaN kept).
+inline F32x16 below_thirty_seconds(F32x16 y) {
+  return _mm512_maskz_reduce_ps(kAllLanes, y.v, (5 << 4) | _MM_FROUND_NO_EXC | _MM_FROUND_TO_NEG_INF);
+}
+// y + 1.5 2^18 rounded down, whose low five bits hold floor(32 y) mod 32 where |y| < 2^17 (lookup32's index).
+inline F32x16 thirty_seconds_index(F32x16 y) {
+  return _mm512_maskz_add_round_ps(kAllLanes, y.v, _mm512_set1_ps(0x1.8p18f),
+                                   _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+
 // x = 2^k m with m in [1, 2) for finite x > 0, subnormals included: vgetmantps and vgetexpps. For the
 // others, as those instructions define them: m NaN for x < 0 or NaN, m = 1 and k = inf for inf, and
 // k = -inf for zero.

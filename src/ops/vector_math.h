@@ -69,6 +69,17 @@ requires std::is_floating_point_v<F>
 [[gnu::always_inline]] inline float lookup32(const float* table, float i) {
   return table[std::bit_cast<uint32_t>(i) & 31];
 }
+// y - floor(32 y) / 32 rounded down, as vreduceps rounds it (exact but for y in (-1/32, 0)), and a float
+// whose low five bits hold floor(32 y) mod 32 for lookup32 (F32x16: y + 1.5 2^18 rounded down); y in
+// [-151, 0] or NaN.
+[[gnu::always_inline]] inline float below_thirty_seconds(float y) {
+  const double exact = double(y) - std::floor(32.0 * double(y)) / 32;  // exact in double
+  const float nearest = float(exact);
+  return double(nearest) > exact ? std::nextafter(nearest, -1.0f) : nearest;
+}
+[[gnu::always_inline]] inline float thirty_seconds_index(float y) {
+  return y == y ? std::bit_cast<float>(int32_t(std::floor(32.0f * y))) : 0.0f;
+}
 // y 2^n for integral n in [-151, 128], rounded once: two factors, so a subnormal result rounds only in
 // the second product.
 [[gnu::always_inline]] inline float times_pow2(float y, float n) {
@@ -232,13 +243,6 @@ requires is_f32_like<F>
         return mul_add(t, s, t);
       });
 }
-// 2^x within 2 ulp: exp_f32_within_2ulp's reduction in base 2 (exp_sixteenths), for kernels that hold
-// an exponent of 2 (pow's b log2 a), one multiplication and two fmas fewer.
-template <class F>
-requires is_f32_like<F>
-[[gnu::always_inline]] inline F exp2_f32_within_2ulp(F x) {
-  return exp_f32_within_2ulp<ExpOf::two>(x);
-}
 
 // The exp of a kernel whose results round to T: exp_f32 for f32 (and wider); for bf16 and f16, whose
 // rounding (2^-9, 2^-11) dwarfs one or two float ulps, exp_f32_within_2ulp, a third fewer operations.
@@ -252,13 +256,20 @@ requires is_f32_like<F>
 }
 // NOTE [exps of x <= 0 by thirty-seconds]
 // On the avx512 tier, whose vpermt2ps reads a 32-entry table from two registers in one instruction,
-// exp_nonpositive_rounding_to's bf16 and f16 form reduces by thirty-seconds: x = q ln 2 + r with q =
-// round(32 x / ln 2) / 32 (at 1.5 2^18 a float's ulp is 1/32), |r| <= ln 2 / 64, so that exp(r) - 1 =
-// r (c1 + r/2) with c1 = 1 + h^2/8 (h = ln 2 / 64: the r^3/6 term balanced by r's coefficient, within
-// h^3/24 = 2^-24.2 relative, Chebyshev's best for the cubic) takes one operation fewer than the Taylor
-// form to r^3 that sixteenths need: nine vector operations. Within 2 float ulps plus the |q| 2^-29
-// relative of ln 2's dropped low part (checked over the floats: tests/ops/float_vec_checks.h); its
-// results round to bf16 or f16. The other tiers keep sixteenths (a 32-entry lookup there takes four vpermps).
+// exp_nonpositive_rounding_to's bf16 and f16 form goes by thirty-seconds of log2: exp(x) = 2^y, y = x / ln 2
+// rounded once (for exp(a - m), y = a / ln 2 - m / ln 2 by one fma, the subtraction folded in), y =
+// floor(32 y) / 32 + f with f in [0, 1/32) by one vreduceps (exact), 2^(j/32) for j = floor(32 y) mod 32
+// from the table (indexed by y + 1.5 2^18 rounded down, where a float's ulp is 1/32), 2^f = 1 + s with s
+// the degree-2 minimax on [0, 1/32] (tools/fit_exp2_thirty_seconds.py: 2^-24.2 relative), and 2^floor(y)
+// by vscalefps, which floors y itself: eight vector operations, seven with the subtraction, where the
+// reduction in ln 2 it replaced took nine and ten. No clamp: below y = -2^17 (and at -inf) f is 0 and
+// 2^floor(y) flushes the result to 0; NaN stays NaN. Within 2 float ulps plus (1.25 |x| + |m|) 2^-24
+// relative from y's roundings (checked over the floats: tests/ops/float_vec_checks.h): at x = -17, where
+// f16's results end, 2^-19.6, under 1/300 of f16's unit roundoff. |m| 2^-24 is common to a row's exps:
+// logsumexp's m + log s, rounded to bf16 or f16, does not see it, but a result that holds log s alone
+// (log_softmax, cross_entropy's f32 loss) would (the gate's large_logits rows: RMS ratio 1.8 at |m| near
+// 90), so those subtract first. The other tiers keep sixteenths (a 32-entry lookup there takes four
+// vpermps).
 inline constexpr float kExp2ThirtySeconds[32] = {
     0x1p+0f,        0x1.059b0ep+0f, 0x1.0b5586p+0f, 0x1.11301ep+0f, 0x1.172b84p+0f, 0x1.1d4874p+0f,
     0x1.2387a6p+0f, 0x1.29e9ep+0f,  0x1.306fep+0f,  0x1.371a74p+0f, 0x1.3dea64p+0f, 0x1.44e086p+0f,
@@ -266,25 +277,54 @@ inline constexpr float kExp2ThirtySeconds[32] = {
     0x1.7a1148p+0f, 0x1.82589ap+0f, 0x1.8ace54p+0f, 0x1.93737cp+0f, 0x1.9c4918p+0f, 0x1.a5503cp+0f,
     0x1.ae89fap+0f, 0x1.b7f77p+0f,  0x1.c199bep+0f, 0x1.cb720ep+0f, 0x1.d5818ep+0f, 0x1.dfc974p+0f,
     0x1.ea4afap+0f, 0x1.f50766p+0f};
+inline constexpr double kInverseLn2 = 1.44269504088896340736;
 
-// exp_rounding_to for x <= 0 (or NaN): x - max in softmax, logsumexp and cross_entropy, -|z| in the
-// sigmoids. For bf16 and f16 the reduction of ExpOf::e_nonpositive (exp_sixteenths: 15% off logsumexp's
-// bf16 rows), by thirty-seconds on the avx512 tier (NOTE [exps of x <= 0 by thirty-seconds]).
+// 2^y by thirty-seconds (NOTE [exps of x <= 0 by thirty-seconds]), on the avx512 tier for results that
+// round to bf16 or f16: within 2 float ulps (y exact), 0 below -150 and inf from 128, NaN kept.
+template <class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp2_by_thirty_seconds(F y) {
+  if constexpr (std::is_same_v<F, float>) y = clamp_keep_nan(y, -151.0f, 129.0f);  // times_pow2_floor's range
+  const F f = below_thirty_seconds(y), t = lookup32(kExp2ThirtySeconds, thirty_seconds_index(y));
+  const F s = mul_add(f, mul_add(f, F(0x1.f1566cp-3f), F(0x1.62e02cp-1f)), F(0x1.c6afeap-25f));
+  return times_pow2_floor(mul_add(t, s, t), y);
+}
+
+// exp_rounding_to for x <= 0 (or NaN): x - max in softmax and cross_entropy, -|z| in the sigmoids. For bf16
+// and f16 the reduction of ExpOf::e_nonpositive (exp_sixteenths: 15% off logsumexp's bf16 rows), by
+// thirty-seconds on the avx512 tier (NOTE [exps of x <= 0 by thirty-seconds]).
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F exp_nonpositive_rounding_to(F x) {
-  if constexpr (is_half_type<T> && kLanes == 16) {
-    x = at_least_keep_nan(x, -104.0f);  // exp rounds to 0 below
-    const F shifted = mul_add(x, F(0x1.715476p+0f), F(0x1.8p18f));
-    const F q = shifted - F(0x1.8p18f),
-            r = mul_add(q, F(-0x1.62e43p-1f), x);  // r exact but for ln 2's low part
-    const F t = lookup32(kExp2ThirtySeconds, shifted), s = r * mul_add(r, F(0.5f), F(0x1.0000f6p+0f));
-    return times_pow2_floor(mul_add(t, s, t), q);
-  } else if constexpr (is_half_type<T>) {
+  if constexpr (is_half_type<T> && kLanes == 16)
+    return exp2_by_thirty_seconds(x * F(float(kInverseLn2)));
+  else if constexpr (is_half_type<T>)
     return exp_f32_within_2ulp<ExpOf::e_nonpositive>(x);
-  } else {
+  else
     return exp_f32(x);
-  }
+}
+// exp(a - m) for a <= m (or NaN), m finite, where the result rounds to T with m (logsumexp's exps): on
+// the avx512 tier the subtraction folds into the scaling by 1 / ln 2 (m's product hoists out of a row's
+// loop; NOTE [exps of x <= 0 by thirty-seconds]).
+template <class T, class F>
+requires is_f32_like<F>
+[[gnu::always_inline]] inline F exp_nonpositive_rounding_to(F a, F m) {
+  if constexpr (is_half_type<T> && kLanes == 16)
+    return exp2_by_thirty_seconds(mul_add(a, F(float(kInverseLn2)), -(m * F(float(kInverseLn2)))));
+  else
+    return exp_nonpositive_rounding_to<T>(a - m);
+}
+
+// 2^x for results that round to bf16 or f16, for kernels that hold an exponent of 2 (pow's b log2 a):
+// by thirty-seconds on the avx512 tier, elsewhere exp_f32_within_2ulp's reduction in base 2
+// (exp_sixteenths, one multiplication and two fmas fewer than its exp).
+template <class T, class F>
+requires is_f32_like<F> && is_half_type<T>
+[[gnu::always_inline]] inline F exp2_rounding_to(F x) {
+  if constexpr (kLanes == 16)
+    return exp2_by_thirty_seconds(x);
+  else
+    return exp_f32_within_2ulp<ExpOf::two>(x);
 }
 
 // num sigmoid(z): activation.h's times_sigmoid for f32 results; for results that round to bf16 or f16,
@@ -465,8 +505,6 @@ template <class F>
   const auto high = m0 > F(0x1.7ffffep+0f);  // m0 >= 1.5
   return {select(high, F(0.5f) * m0, m0), select(high, k0 + F(1.0f), k0)};
 }
-
-inline constexpr double kInverseLn2 = 1.44269504088896340736;
 
 // log a (LogBase::e) or log2 a, for a in (0, inf) (NOTE [logs by sixteenths]).
 enum class LogBase { e, two };

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,9 @@ inline std::vector<Results> exps(const std::vector<float>& x) {
   return {DEW_BOTH_PATHS("exp_f32", exp_f32(v)),
           DEW_BOTH_PATHS("exp_f32_within_2ulp", exp_f32_within_2ulp(v)),
           DEW_BOTH_PATHS("exp_nonpositive_rounding_to<bf16> of -|x|",
-                         exp_nonpositive_rounding_to<bf16>(-magnitude(v)))};
+                         exp_nonpositive_rounding_to<bf16>(-magnitude(v))),
+          DEW_BOTH_PATHS("exp_nonpositive_rounding_to<f16> of -|x| less 3.5",
+                         exp_nonpositive_rounding_to<f16>(-magnitude(v), V(3.5f)))};
 }
 inline std::vector<Results> all_functions(const std::vector<float>& x) {
   std::vector<Results> all = exps(x);
@@ -159,9 +162,10 @@ DEW_FLOAT_VEC_TEST(FunctionsEqualTheirScalarBodies) {
 // `ulps` of the truth; subnormal results, rounded twice (in float, then by 2^floor(q) into the
 // subnormals), within 1 of their ulp (2^-149). 0 and inf where exp rounds to them, NaN kept.
 // NOTE [exp by sixteenths] and NOTE [compensated exp]: 1.06 and 0.54 ulp at worst, measured. With
-// `of_minus_magnitude`, the function takes -|x| (an exp of x <= 0 only) and drops ln 2's low part from
-// its reduction, which moves it by |q| 2^-29 relative (q = x / ln 2; NOTE [exp by sixteenths]).
-void expect_exp_within(const std::string& name, double ulps, bool of_minus_magnitude = false) {
+// `less` (an exp of x <= 0 only), the function takes -|x| and m = *less, computes exp(-|x| - m) and
+// rounds y = (-|x| - m) / ln 2 or drops ln 2's low part, which moves it by (1.25 |x - m| + |m|) 2^-24
+// relative at most (NOTE [exps of x <= 0 by thirty-seconds]; sixteenths' |q| 2^-29 is below that).
+void expect_exp_within(const std::string& name, double ulps, std::optional<double> less = std::nullopt) {
   std::vector<float> x = probe_inputs();
   for (uint32_t bits = 0; bits < 0x42b20000u; bits += 997) x.push_back(std::bit_cast<float>(bits));
   for (uint32_t bits = 0x80000000u; bits < 0xc2d00000u; bits += 997) x.push_back(std::bit_cast<float>(bits));
@@ -170,11 +174,12 @@ void expect_exp_within(const std::string& name, double ulps, bool of_minus_magni
   ASSERT_NE(exp, all.end()) << name;
   int failures = 0;
   for (size_t i = 0; i < x.size() && failures < 5; ++i) {
-    const double truth = std::exp(of_minus_magnitude ? -std::fabs(double(x[i])) : double(x[i]));
+    const double argument = less ? -std::fabs(double(x[i])) - *less : double(x[i]);
+    const double truth = std::exp(argument);
     const double ulp = std::ldexp(1.0, std::max(std::ilogb(truth), -126) - 23);
-    const double dropped =
-        of_minus_magnitude && truth > 0 ? truth * std::fabs(double(x[i])) * 1.4426950408889634 * 0x1p-29 : 0;
-    const double bound = (truth < 0x1p-126 ? std::max(ulps, 1.0) : ulps) * ulp + dropped;
+    const double rounded_y =
+        less && truth > 0 ? truth * (1.25 * std::fabs(argument) + std::fabs(*less)) * 0x1p-24 : 0;
+    const double bound = (truth < 0x1p-126 ? std::max(ulps, 1.0) : ulps) * ulp + rounded_y;
     for (float got : {exp->vector[i], exp->scalar[i]}) {
       const bool ok = std::isnan(x[i])  ? std::isnan(got)
                       : std::isinf(got) ? got > 0 && truth > 0x1.fffffep127 - ulps * 0x1p104
@@ -189,10 +194,12 @@ DEW_FLOAT_VEC_TEST(ExpWithin2UlpIsWithinTwoUlp) {
   expect_exp_within("exp_f32_within_2ulp", 2.0);
 }
 
-// NOTE [exps of x <= 0 by thirty-seconds] on the avx512 tier, sixteenths on the others.
+// NOTE [exps of x <= 0 by thirty-seconds] on the avx512 tier, sixteenths on the others; exp(a - m) with
+// the subtraction folded in as well.
 DEW_FLOAT_VEC_TEST(ExpOfNonpositiveForHalfResultsIsWithinTwoUlp) {
   DEW_NEED_TIER();
-  expect_exp_within("exp_nonpositive_rounding_to<bf16> of -|x|", 2.0, true);
+  expect_exp_within("exp_nonpositive_rounding_to<bf16> of -|x|", 2.0, 0.0);
+  expect_exp_within("exp_nonpositive_rounding_to<f16> of -|x| less 3.5", 2.0, 3.5);
 }
 
 DEW_FLOAT_VEC_TEST(ExpF32IsWithin0_6Ulp) {

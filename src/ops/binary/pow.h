@@ -108,7 +108,7 @@ constexpr double exp2_series(int n) {
 // at most 130 before the result leaves bf16's range) is far below their rounding (2^-9, 2^-12).
 template <class T>
 [[gnu::always_inline]] inline FloatVec pow_vec_rounding_to(FloatVec a, FloatVec b) {
-  return exp2_f32_within_2ulp(b * log_by_sixteenths<LogBase::two>(a));
+  return exp2_rounding_to<T>(b * log_by_sixteenths<LogBase::two>(a));
 }
 
 // y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, a vector at a

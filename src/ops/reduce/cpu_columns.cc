@@ -58,7 +58,7 @@ template <int V, class T>
       for (int64_t r = 0; r < rows; ++r)
         for (int v = 0; v < V; ++v) a[v] = max_skipping_nan(a[v], load(r, v));
       for (int64_t r = 0; r < rows; ++r)
-        for (int v = 0; v < V; ++v) s[v] += exp_nonpositive_rounding_to<T>(load(r, v) - a[v]);
+        for (int v = 0; v < V; ++v) s[v] += exp_nonpositive_rounding_to<T>(load(r, v), a[v]);
       for (int v = 0; v < V; ++v) {
         alignas(64) float m[kVecWidth], sum[kVecWidth];
         store_vec(m, a[v]), store_vec(sum, s[v]);

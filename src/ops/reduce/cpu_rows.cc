@@ -48,9 +48,9 @@ float row_exp_sum_vec(const T* x, int64_t n, float m) {
   const FloatVec mv = m;
   FloatVec s = 0.0f;
   int64_t i = 0;
-  for (; i + kVecWidth <= n; i += kVecWidth) s += exp_nonpositive_rounding_to<T>(load_vec(x + i) - mv);
+  for (; i + kVecWidth <= n; i += kVecWidth) s += exp_nonpositive_rounding_to<T>(load_vec(x + i), mv);
   if (i < n)
-    s += keep_first_lanes(exp_nonpositive_rounding_to<T>(load_vec(x + i, int(n - i)) - mv), int(n - i));
+    s += keep_first_lanes(exp_nonpositive_rounding_to<T>(load_vec(x + i, int(n - i)), mv), int(n - i));
   return lanes_sum(s);
 }
 
