@@ -92,32 +92,8 @@ requires std::is_floating_point_v<F>
   return times_pow2(y, std::floor(q));
 }
 
-// tanh_f32's argument reduction for expm1(2a): x (clamped to exp's range, NaN kept; exp(-104)
-// rounds to 0, exp(89) to inf) = n ln 2 + rh + n kLn2Low, with ln 2 = c1 + kLn2Low and c1 of 9 bits,
-// so rh = x - n c1 is exact and |rh + n kLn2Low| <= 0.347.
+// ln 2 = 0.693359375 + kLn2Low, the first of 9 bits, so that k times it is exact (log_f32's k ln 2).
 inline constexpr float kLn2Low = 2.12194440e-4f;
-template <class F>
-struct ExpArgument {
-  F n, rh;
-};
-template <class F>
-[[gnu::always_inline]] inline ExpArgument<F> exp_argument(F x) {
-  x = clamp_keep_nan(x, -104.0f, 89.0f);
-  const F shifted = mul_add(x, F(1.44269504088896341f), F(0x1.8p23f));  // n in the low mantissa bits
-  const F n = shifted - F(0x1.8p23f);
-  return {n, mul_add(n, F(-0.693359375f), x)};
-}
-
-// (exp(r) - 1 - r) / r^2 for |r| <= 0.347: Cephes' coefficients (tanh_f32).
-template <class F>
-[[gnu::always_inline]] inline F exp_tail_cephes(F r) {
-  F p = 1.9875691500e-4f;
-  p = mul_add(p, r, F(1.3981999507e-3f));
-  p = mul_add(p, r, F(8.3334519073e-3f));
-  p = mul_add(p, r, F(4.1665795894e-2f));
-  p = mul_add(p, r, F(1.6666665459e-1f));
-  return mul_add(p, r, F(5.0000001201e-1f));
-}
 
 // 2^(j/16) for j = 0..15 rounded once, and what that rounding left (NOTE [exp by sixteenths]).
 inline constexpr float kExp2Sixteenths[16] = {0x1p+0f,        0x1.0b5586p+0f, 0x1.172b84p+0f, 0x1.2387a6p+0f,
@@ -377,28 +353,25 @@ inline constexpr auto kAtanhSeriesF32 = [] {
 }();
 
 // NOTE [f32 tanh in float]
-// tanh(a) = E / (E + 2), E = expm1(2a), a = |x| clamped at 9.1 (past 9.01 tanh rounds to 1), in float
-// with compensated steps, nearly always correctly rounded like the double form it replaces (eight
-// double lanes: docs/perf.md): exp's reduction 2a = n ln 2 + r keeps r's rounding error, expm1(r) =
-// r + (e + r^2 p(r)) with Cephes' p, E = (2^n - 1) + 2^n expm1(r) by Fast2Sum (2^n - 1 is exact, and
-// larger unless n = 0) renormalized to E_hi + E_lo, E + 2 by TwoSum, and the quotient's remainder
-// (exact by fma) with E_lo and (E + 2)'s low part gives the correction before the one last rounding.
-// Over the floats in (0, 11]: 0.14% not correctly rounded, at most 0.78 ulp (libm's tanhf: 5.4%, 2.1).
+// tanh(x) for f32 results, in float: below |x| = 0.625 Cephes' odd polynomial x + x^3 P(x^2) (P of degree
+// 4), from there 1 - 2 / (exp(2a) + 1) with a = |x| clamped at 9.1 (past 9.01 tanh rounds to 1) and
+// exp_f32_within_2ulp (tanh >= 0.55 there, so the subtraction loses at most a bit), both on every lane and
+// one selected: about 28 vector operations with one division. Over the floats in (0, 9.2]: at most 1.36
+// ulp; over N(0, 2) draws its RMS error is 0.80 of libm's tanhf (the portable path, at most 2.17 ulp).
+// The compensated form it replaced (E / (E + 2), E = expm1(2a), expm1's and the quotient's roundings
+// carried: 0.76 ulp, 0.71 of libm's RMS) took about 45 operations and two divisions, which held the f32
+// tanh row to 52-76% of triad (docs/perf.md, twenty-fourth session).
 template <class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F tanh_f32(F x) {
-  const F a = clamp_keep_nan(magnitude(x), 0.0f, 9.1f);
-  const auto [n, rh] = exp_argument(F(2.0f) * a);
-  const F rl = n * F(kLn2Low), r = rh + rl, e = (rh - r) + rl;  // expm1(r) = r + (e + r^2 p)
-  const F em1_lo = mul_add(exp_tail_cephes(r), r * r, e);
-  const F two_n = times_pow2(F(1.0f), n), A = two_n - F(1.0f), B = two_n * r;
-  const F s = A + B, s_lo = ((A - s) + B) + two_n * em1_lo;  // Fast2Sum: |A| >= |B|, or A = 0
-  const F e_hi = s + s_lo, e_lo = (s - e_hi) + s_lo;         // E renormalized
-  const F d_hi = e_hi + F(2.0f), bb = d_hi - e_hi;
-  const F d_lo = ((e_hi - (d_hi - bb)) + (F(2.0f) - bb)) + e_lo;  // E + 2 = d_hi + d_lo (TwoSum)
-  const F q = e_hi / d_hi;
-  const F q_lo = (mul_add(-q, d_hi, e_hi) + e_lo - q * d_lo) / d_hi;  // the remainder, exact by fma
-  return with_sign_of(q + q_lo, x);
+  const F a = at_most_keep_nan(magnitude(x), 9.1f), z = x * x;
+  F p = mul_add(F(-5.70498872745e-3f), z, F(2.06390887954e-2f));
+  p = mul_add(p, z, F(-5.37397155531e-2f));
+  p = mul_add(p, z, F(1.33314422036e-1f));
+  p = mul_add(p, z, F(-3.33332819422e-1f));
+  const F near_zero = mul_add(p * z, a, a);  // of |x|: x's sign set last, -0 kept
+  const F away = F(1.0f) - F(2.0f) / (exp_f32_within_2ulp(a + a) + F(1.0f));
+  return with_sign_of(select(a < F(0.625f), near_zero, away), x);
 }
 
 // NOTE [tanh of results that round to bf16 or f16]

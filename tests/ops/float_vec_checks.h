@@ -80,6 +80,9 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
     all.push_back(std::move(r));
   return all;
 }
+inline Results tanh_f32_results(const std::vector<float>& x) {
+  return DEW_BOTH_PATHS("tanh_f32", tanh_f32(v));
+}
 #undef DEW_BOTH_PATHS
 
 // T (bf16 or f16) values of x through store_vec (full vectors and a tail of `tail` lanes), with a
@@ -205,6 +208,24 @@ DEW_FLOAT_VEC_TEST(ExpOfNonpositiveForHalfResultsIsWithinTwoUlp) {
 DEW_FLOAT_VEC_TEST(ExpF32IsWithin0_6Ulp) {
   DEW_NEED_TIER();
   expect_exp_within("exp_f32", 0.6);
+}
+
+// NOTE [f32 tanh in float]: at most 1.36 ulp over the floats of (0, 9.2], here every 61st of them, both
+// signs, and the probes (NaN kept, +-1 past 9.01).
+DEW_FLOAT_VEC_TEST(TanhF32IsWithin1_4Ulp) {
+  DEW_NEED_TIER();
+  std::vector<float> x = probe_inputs();
+  for (uint32_t bits = 0; bits < 0x41133333u; bits += 61)
+    x.push_back(std::bit_cast<float>(bits)), x.push_back(-std::bit_cast<float>(bits));
+  const checks::Results r = checks::tanh_f32_results(x);
+  int failures = 0;
+  for (size_t i = 0; i < x.size() && failures < 5; ++i) {
+    const double truth = std::tanh(double(x[i]));
+    const double ulp = std::ldexp(1.0, std::max(std::ilogb(float(truth)), -126) - 23);
+    for (float got : {r.vector[i], r.scalar[i]})
+      if (std::isnan(x[i]) ? !std::isnan(got) : !(std::fabs(double(got) - truth) <= 1.4 * ulp))
+        ++failures, ADD_FAILURE() << "tanh_f32(" << x[i] << ") = " << got << ", truth " << truth;
+  }
 }
 
 // Every float's upper half with the low halves that decide rounding: zero, just under, at and just over
