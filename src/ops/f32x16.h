@@ -197,6 +197,31 @@ template <class T>
     return _mm512_maskz_loadu_ps(k, p);
 }
 
+// NOTE [bf16 maps by even and odd]
+// Thirty-two bf16 values as two float vectors, the even-indexed and the odd-indexed: a bf16 is a float's
+// upper half, so a shift and a mask widen them with no shuffle, and one vcvtne2ps2bf16 and one vpermw
+// narrow them back in order, where load_vec and store_vec spend a vpermw and a vcvtneps2bf16 on each
+// sixteen. The shuffles share their port with the tables' vpermps and vpermt2ps, which the exps and logs
+// need: bf16 pow took 25 us a 65,536-value row in L2 sixteen at a time, 20 by even and odd (docs/perf.md).
+// For elementwise maps only (the lanes hold elements out of order). store_even_odd refuses (stores nothing)
+// where a value is subnormal, which vcvtne2ps2bf16 flushes: the caller takes store_vec's path there.
+struct EvenOdd16 {
+  F32x16 even, odd;
+};
+inline EvenOdd16 load_even_odd(const bf16* p) {
+  const __m512i v = _mm512_loadu_si512(p);
+  return {F32x16{_mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAllLanes, v, 16))},
+          F32x16{_mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))))}};
+}
+inline bool store_even_odd(bf16* p, F32x16 even, F32x16 odd) {
+  if ((_mm512_fpclass_ps_mask(even.v, 0x20) | _mm512_fpclass_ps_mask(odd.v, 0x20)) != 0) return false;
+  const __m512i in_order = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23,
+                                            7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i packed = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd.v, even.v));  // even, then odd
+  _mm512_storeu_si512(p, _mm512_permutexvar_epi16(in_order, packed));
+  return true;
+}
+
 // table[x] for sixteen 16-bit values x (a bf16's or an f16's bits) by one gather from a 65,536-entry
 // float table (NOTE [unary maps by table]); `lanes` (< 16) for a tail, whose other lanes read as 0.
 template <class T>

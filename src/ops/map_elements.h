@@ -157,6 +157,14 @@ inline void map_elements_vec(const std::array<const T*, NIn>& x, const std::arra
       for (size_t k = 0; k < NOut; ++k) store_vec(out[k] + i, r[k], lanes);
   };
   int64_t i = 0;
+#if DEW_HAS_F32X16
+  if constexpr (std::is_same_v<T, bf16> && NOut == 1)  // NOTE [bf16 maps by even and odd]
+    for (; i + 2 * W <= n; i += 2 * W) {
+      prefetch_map(in, out, i, 2 * W);
+      const std::array<EvenOdd16, NIn> v{load_even_odd(in[K] + i)...};
+      if (!store_even_odd(out[0] + i, f(v[K].even...), f(v[K].odd...))) apply(i, W), apply(i + W, W);
+    }
+#endif
   if constexpr (W == 16)  // two vectors a step on F32x16 only (NOTE [maps on F32x8])
     for (; i + 2 * W <= n; i += 2 * W) prefetch_map(in, out, i, 2 * W), apply(i, W), apply(i + W, W);
   for (; i + W <= n; i += W) prefetch_map(in, out, i, W), apply(i, W);  // NOTE [prefetching maps]

@@ -113,16 +113,17 @@ template <class T>
 
 // y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, a vector at a
 // time straight from T, the lanes outside exp(b ln a)'s domain (checked on the vector) redone by
-// std::pow. T's rows must be on FloatVec here (rows_on_float_vec).
+// std::pow. T's rows must be on FloatVec here (rows_on_float_vec). Whole vectors load and store
+// unmasked, the tail alone masked: masked stores are slow on Zen 4 and 5, and a loop that masked every
+// vector took bf16 pow 34 us where whole vectors take 25 (65,536 values in L2, one thread; docs/perf.md).
 template <class T>
 void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
   const PowTables& tables = pow_tables();
   const FloatVec exponent = b_stride == 0 ? FloatVec(widen<float>(b[0])) : FloatVec(0.0f);
-  for (int64_t i = 0; i < n; i += kVecWidth) {
-    const int lanes = int(std::min<int64_t>(kVecWidth, n - i));
-    if (lanes == kVecWidth && b_stride == 1)  // NOTE [prefetching maps]
-      prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, i, kVecWidth);
-    const FloatVec va = load_vec(a + i, lanes), vb = b_stride == 0 ? exponent : load_vec(b + i, lanes);
+  const auto one_vector = [&](int64_t i, int lanes) __attribute__((always_inline)) {
+    const bool whole = lanes == kVecWidth;
+    const FloatVec va = whole ? load_vec(a + i) : load_vec(a + i, lanes);
+    const FloatVec vb = b_stride == 0 ? exponent : whole ? load_vec(b + i) : load_vec(b + i, lanes);
     FloatVec r;
     if constexpr (std::is_same_v<T, float>)
       r = pow_f32_vec(va, vb, tables);
@@ -137,8 +138,32 @@ void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
       }
       r = load_vec(fixed);
     }
-    store_vec(y + i, r, lanes);
+    if (whole)
+      store_vec(y + i, r);
+    else
+      store_vec(y + i, r, lanes);
+  };
+  int64_t i = 0;
+#if DEW_HAS_F32X16
+  if constexpr (std::is_same_v<T, bf16>)  // NOTE [bf16 maps by even and odd]
+    if (b_stride == 1)
+      for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {
+        prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, i, 2 * kVecWidth);
+        const auto [a_even, a_odd] = load_even_odd(a + i);
+        const auto [b_even, b_odd] = load_even_odd(b + i);
+        if (pow_by_exp_log(a_even, b_even, kVecWidth) && pow_by_exp_log(a_odd, b_odd, kVecWidth) &&
+            store_even_odd(y + i, pow_vec_rounding_to<T>(a_even, b_even),
+                           pow_vec_rounding_to<T>(a_odd, b_odd)))
+          continue;
+        one_vector(i, kVecWidth), one_vector(i + kVecWidth, kVecWidth);
+      }
+#endif
+  for (; i + kVecWidth <= n; i += kVecWidth) {
+    if (b_stride == 1)  // NOTE [prefetching maps]
+      prefetch_map(std::array<const T*, 2>{a, b}, std::array<T*, 1>{y}, i, kVecWidth);
+    one_vector(i, kVecWidth);
   }
+  if (i < n) one_vector(i, int(n - i));
 }
 #endif
 
