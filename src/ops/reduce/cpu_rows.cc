@@ -48,6 +48,13 @@ float row_exp_sum_vec(const T* x, int64_t n, float m) {
   const FloatVec mv = m;
   FloatVec s = 0.0f;
   int64_t i = 0;
+#if DEW_HAS_F32X16
+  if constexpr (std::is_same_v<T, bf16>)  // NOTE [bf16 maps by even and odd]: a sum takes them in any order
+    for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {
+      const auto [even, odd] = load_even_odd(x + i);
+      s += exp_nonpositive_rounding_to<T>(even, mv) + exp_nonpositive_rounding_to<T>(odd, mv);
+    }
+#endif
   for (; i + kVecWidth <= n; i += kVecWidth) s += exp_nonpositive_rounding_to<T>(load_vec(x + i), mv);
   if (i < n)
     s += keep_first_lanes(exp_nonpositive_rounding_to<T>(load_vec(x + i, int(n - i)), mv), int(n - i));
