@@ -71,7 +71,7 @@ requires std::is_floating_point_v<F>
 }
 // y - floor(32 y) / 32 rounded down, as vreduceps rounds it (exact but for y in (-1/32, 0)), and a float
 // whose low five bits hold floor(32 y) mod 32 for lookup32 (F32x16: y + 1.5 2^18 rounded down); y in
-// [-151, 0] or NaN.
+// [-151, 129] or NaN.
 [[gnu::always_inline]] inline float below_thirty_seconds(float y) {
   const double exact = double(y) - std::floor(32.0 * double(y)) / 32;  // exact in double
   const float nearest = float(exact);

@@ -74,6 +74,7 @@ inline std::vector<Results> all_functions(const std::vector<float>& x) {
                             DEW_BOTH_PATHS("tanh_rounding_to<bf16>", tanh_rounding_to<bf16>(v)),
                             DEW_BOTH_PATHS("gelu_tanh_rounding_to<f16>", gelu_tanh_rounding_to<f16>(v)),
                             DEW_BOTH_PATHS("log_rounding_to<bf16>", log_rounding_to<bf16>(v)),
+                            DEW_BOTH_PATHS("exp2_rounding_to<bf16>", exp2_rounding_to<bf16>(v)),
                             DEW_BOTH_PATHS("negated magnitude", -magnitude(v)),
                             DEW_BOTH_PATHS("with_sign_of", with_sign_of(V(2.5f), v)),
                             DEW_BOTH_PATHS("relu as a select", select(v > V(0.0f), v, V(0.0f)))})
