@@ -1,9 +1,9 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
 // With Fast, exp, sigmoid, silu and tanh-GELU go through the exps, and tanh, log and erf-GELU through the
 // float functions of vector_math.h, in the forms for the dtype results round to (exp_rounding_to,
-// tanh_rounding_to, ...), so every loop vectorizes; contiguous rows run through map_elements. (On bf16
-// the tiers take only the functions cpu.table does not, and cpu.avx512 the cheap ones it does: NOTE
-// [unary maps by table], NOTE [cheap functions on AVX-512 vectors].)
+// tanh_rounding_to, gelu_erf_rounding_to, ...), so every loop vectorizes; contiguous rows run through
+// map_elements. (On bf16 the tiers take only the functions cpu.table does not, and cpu.avx512 the cheap ones
+// it does: NOTE [unary maps by table], NOTE [cheap functions on AVX-512 vectors].)
 #pragma once
 
 #include "ops/elementwise.h"
@@ -30,8 +30,8 @@ template <UnaryFn F, bool Fast, class T, class Acc>
     return tanh_rounding_to<T>(x);
   else if constexpr (Fast && F == UnaryFn::log)
     return log_rounding_to<T>(x);
-  else if constexpr (Fast && F == UnaryFn::gelu)  // NOTE [erf-GELU in float]
-    return gelu_erf_f32(x);
+  else if constexpr (Fast && F == UnaryFn::gelu)
+    return gelu_erf_rounding_to<T>(x);
   else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return gelu_tanh_rounding_to<T>(x);
   else if constexpr (F == UnaryFn::abs && !std::is_floating_point_v<Acc>)  // FloatVec

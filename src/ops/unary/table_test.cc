@@ -3,6 +3,7 @@
 // the GLUs' bf16 and f16 forwards and backwards, whose act(gate) comes from a float table (NOTE [bf16
 // gates by table]), at every gate with up = 1: rounded to float, then to bf16 or f16.
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,7 +123,7 @@ TEST(UnaryTable, EveryF16InputCorrectlyRounded) {
 }
 
 // The functions cpu.avx512 computes in its place: at every input, the float arithmetic's result (within
-// a few float ulps: exp_f32_within_2ulp, one division; tanh, log and tanh-GELU in their forms for bf16
+// a few float ulps: exp_f32_within_2ulp, one division; tanh, log and both GELUs in their forms for bf16
 // and f16) rounded once, so within half a step plus 2^-22 relative of the truth. And the selector routes
 // them there.
 TEST(UnaryTable, CheapFunctionsOnAvx512VectorsAtEveryInput) {
@@ -134,12 +135,44 @@ TEST(UnaryTable, CheapFunctionsOnAvx512VectorsAtEveryInput) {
         check_every_value(f, fmt, "cpu.avx512", false, 0x1p-22L);
         ++computed;
       }
-  EXPECT_GE(computed, 8) << "exp, log, sqrt, rsqrt, tanh, sigmoid, silu and tanh-GELU on f16 at least";
+  EXPECT_GE(computed, 9) << "exp, log, sqrt, rsqrt, tanh, sigmoid, silu and both GELUs on f16 at least";
 }
 
-TEST(UnaryTable, TheSelectorPrefersGathersWhereTheCpuHasAvx512) {
+// bf16 erf-GELU on AVX-512 vectors (NOTE [erf-GELU for bf16 results]) gives the table's correctly
+// rounded bits at every input: contiguous (the vector loop, thirty-two a step by even and odd, with
+// its subnormal fallback and tail) and down the columns (the scalar body).
+TEST(UnaryTable, Bf16ErfGeluOnVectorsIsTheTablesAtEveryInput) {
+  if (!ops::unary_computed_on_avx512(ops::UnaryFn::gelu, DType::bf16)) GTEST_SKIP() << "no AVX-512 BF16 here";
+  const Tensor x = every_value(DType::bf16);
+  for (const Tensor& in : {x, x.reshape({256, 256}).transpose(0, 1)}) {
+    const auto run = [&](const std::string& impl) {
+      set_impl_overrides("gelu:" + impl);
+      Tensor y;
+      EXPECT_ROUTE("gelu", impl, y = gelu(in, false));
+      set_impl_overrides("");
+      return y.contiguous();
+    };
+    const Tensor computed = run("cpu.avx512"), table = run("cpu.table");
+    const uint16_t* c = static_cast<const uint16_t*>(computed.raw_data());
+    const uint16_t* t = static_cast<const uint16_t*>(table.raw_data());
+    const std::vector<double> xs = in.contiguous().to_f64_vector();
+    int differ = 0;
+    for (size_t i = 0; i < xs.size(); ++i)
+      if (!std::isnan(xs[i]) && c[i] != t[i] && ++differ <= 5)
+        ADD_FAILURE() << "gelu(" << xs[i] << ") in bf16: computed bits " << c[i] << ", the table's " << t[i];
+    EXPECT_EQ(differ, 0) << (in.is_contiguous() ? "contiguous" : "strided");
+  }
+}
+
+// bf16 erf-GELU: on AVX-512 vectors where the CPU narrows bf16 natively (NOTE [erf-GELU for bf16 and f16
+// results]), by gathers on other AVX-512 CPUs, by scalar loads elsewhere.
+TEST(UnaryTable, TheSelectorRoutesBf16ErfGeluByTheCpu) {
   const Tensor x = Tensor::full({4, 64}, 0.5, DType::bf16);
-  EXPECT_ROUTE("gelu", table_implementations().back(), gelu(x, false));
+  const bool avx512 = select::cpu_supports(select::Isa::avx512);
+  const std::string want = avx512 && cpu_features().avx512bf16 ? "cpu.avx512"
+                           : avx512                            ? "cpu.avx512.table"
+                                                               : "cpu.table";
+  EXPECT_ROUTE("gelu", want, gelu(x, false));
 }
 
 }  // namespace
