@@ -3,7 +3,6 @@
 // the GLUs' bf16 and f16 forwards and backwards, whose act(gate) comes from a float table (NOTE [bf16
 // gates by table]), at every gate with up = 1: rounded to float, then to bf16 or f16.
 #include <dew/ops.h>
-#include <dew/runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -166,17 +165,6 @@ TEST(UnaryTable, Bf16ErfGeluOnVectorsIsTheTablesAtEveryInput) {
         ADD_FAILURE() << "gelu(" << xs[i] << ") in bf16: computed bits " << c[i] << ", the table's " << t[i];
     EXPECT_EQ(differ, 0) << layout;
   }
-}
-
-// bf16 erf-GELU: on AVX-512 vectors where the CPU narrows bf16 natively (NOTE [erf-GELU for bf16 and f16
-// results]), by gathers on other AVX-512 CPUs, by scalar loads elsewhere.
-TEST(UnaryTable, TheSelectorRoutesBf16ErfGeluByTheCpu) {
-  const Tensor x = Tensor::full({4, 64}, 0.5, DType::bf16);
-  const bool avx512 = select::cpu_supports(select::Isa::avx512);
-  const std::string want = avx512 && cpu_features().avx512bf16 ? "cpu.avx512"
-                           : avx512                            ? "cpu.avx512.table"
-                                                               : "cpu.table";
-  EXPECT_ROUTE("gelu", want, gelu(x, false));
 }
 
 }  // namespace
