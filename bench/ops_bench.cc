@@ -18,6 +18,7 @@ namespace dew::bench {
 int run_ops_bench(const OpsBenchOptions& o) {
   if (!o.op.empty() && !gate::find_op(o.op)) fail("--op {} is not an operation (see `dew ops`)", o.op);
   DEW_REQUIRE(o.reps >= 1, "--reps {}: expected at least 1", o.reps);
+  DEW_REQUIRE(o.min_ms >= 0, "--min-ms {}: expected 0 or more", o.min_ms);
   const double triad = triad_gb_per_s();
   const double peak = sgemm_gflop_per_s();
   fmt::print(
@@ -46,7 +47,7 @@ int run_ops_bench(const OpsBenchOptions& o) {
         if (!o.dtype.empty() && dtype_name(t) != o.dtype) continue;
         for (const auto& impl : e.implementations) {
           if (!o.implementation.empty() && impl.name != o.implementation) continue;
-          gate::BenchTiming b = e.bench(impl.name, c.name, t, o.reps);
+          gate::BenchTiming b = e.bench(impl.name, c.name, t, o.reps, o.min_ms * 1e-3);
           if (!b.ran) continue;
           std::sort(b.seconds.begin(), b.seconds.end());
           const double med = b.seconds[b.seconds.size() / 2];
@@ -77,8 +78,9 @@ int run_ops_bench(const OpsBenchOptions& o) {
                      b.seconds.back() * 1e3, rate, unit, 100 * fraction, ceiling);
           json += fmt::format(
               "{}{{\"op\":\"{}\",\"impl\":\"{}\",\"dtype\":\"{}\",\"case\":\"{}\",\"median_ms\":{:.4f},"
-              "\"rate\":{:.2f},\"unit\":\"{}\",\"fraction_of_ceiling\":{:.3f}}}",
-              first ? "" : ",", e.name, impl.name, dtype_name(t), c.name, med * 1e3, rate, unit, fraction);
+              "\"calls\":{},\"rate\":{:.2f},\"unit\":\"{}\",\"fraction_of_ceiling\":{:.3f}}}",
+              first ? "" : ",", e.name, impl.name, dtype_name(t), c.name, med * 1e3, b.seconds.size(), rate,
+              unit, fraction);
           first = false;
         }
       }

@@ -9,6 +9,7 @@ namespace dew::bench {
 struct OpsBenchOptions {
   std::string op, implementation, dtype;
   int reps = 5;
+  double min_ms = 20;  // each row timed over this many ms of calls at least (NOTE [timing short calls])
 };
 int run_ops_bench(const OpsBenchOptions& options);
 

@@ -109,7 +109,9 @@ int main(int argc, char** argv) {
   bench_ops_cmd->add_option("--op", bench_ops.op, "only this op");
   bench_ops_cmd->add_option("--impl", bench_ops.implementation, "only this implementation");
   bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype");
-  bench_ops_cmd->add_option("--reps", bench_ops.reps, "timed repetitions")->default_val(5);
+  bench_ops_cmd->add_option("--reps", bench_ops.reps, "timed repetitions, at least")->default_val(5);
+  bench_ops_cmd->add_option("--min-ms", bench_ops.min_ms, "and at least this many ms of timed calls a row")
+      ->default_val(20);
   dew::bench::CudaBenchOptions bench_cuda;
   auto* bench_cuda_cmd = bench_cmd->add_subcommand(
       "cuda",

@@ -44,6 +44,24 @@ TEST(Cli, OpsPrintsTheSupportMatrix) {
   EXPECT_NE(r.out.find("dtype in {f32, bf16, f16}"), std::string::npos) << r.out;
 }
 
+// `dew bench ops` times each row over --reps calls and --min-ms of calls at least (NOTE [timing short
+// calls]): a 12,582,912-value f32 neg takes a few ms, so 3 calls with no minimum and many more with 200 ms.
+TEST(Cli, BenchOpsTimesEachRowOverRepsAndAMinimumTime) {
+  const auto calls = [](const std::string& args) {
+    Result r = run("bench ops --op neg --impl portable --dtype f32 " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    const size_t at = r.out.rfind("{\"bench\"");
+    if (at == std::string::npos) return int64_t(-1);
+    const nlohmann::json j = nlohmann::json::parse(r.out.substr(at));
+    return j["rows"].empty() ? int64_t(0) : j["rows"][0]["calls"].get<int64_t>();
+  };
+  EXPECT_EQ(calls("--reps 3 --min-ms 0"), 3);
+  EXPECT_GT(calls("--reps 3 --min-ms 200"), 10);
+  Result bad = run("bench ops --op neg --min-ms -1");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("--min-ms -1: expected 0 or more"), std::string::npos) << bad.out;
+}
+
 // docs/ops.md is printed from the registry: a stale page fails here (regenerate with
 // `build/dew ops --markdown > docs/ops.md`).
 TEST(Cli, DocsOpsMdMatchesTheRegistry) {

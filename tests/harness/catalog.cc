@@ -23,9 +23,16 @@
 namespace dew::gate {
 namespace {
 
+// NOTE [timing short calls]
+// Five calls of a 0.02 ms op take 0.1 ms, and one stall of the host (a vCPU descheduled, a neighbour's
+// burst) spans them all: min columns f16 read 0.170-0.232 ms in one table against 0.021-0.038 in three
+// others (docs/perf.md, twenty-fifth session). So a row is timed over at least min_seconds of calls as
+// well as `reps` calls (as Google Benchmark's min time), up to kMaxCalls, and its median is of them all.
+constexpr int kMaxCalls = 10000;
+
 template <class Op>
 BenchTiming time_case(const std::string& impl_name, const ops::Case<typename Op::Args>& c, DType dtype,
-                      int reps) {
+                      int reps, double min_seconds) {
   BenchTiming t;
   auto args = c.make(dtype, RandomKey{1, 0x6a7e, 0});
   const auto* impl = Op::registry().find(impl_name);
@@ -42,10 +49,12 @@ BenchTiming time_case(const std::string& impl_name, const ops::Case<typename Op:
   auto w0 = std::chrono::steady_clock::now();
   impl->run(args, outs);  // warm-up; a call slower than a second is timed once more only
   if (std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count() > 1.0) reps = 1;
-  for (int r = 0; r < reps; ++r) {
+  double timed = 0;
+  for (int r = 0; r < reps || (timed < min_seconds && r < kMaxCalls); ++r) {
     auto t0 = std::chrono::steady_clock::now();
     impl->run(args, outs);
     t.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    timed += t.seconds.back();
   }
   t.ran = true;
   return t;
@@ -73,8 +82,9 @@ OpEntry make_entry(const std::string& name, const std::string& folder) {
   e.check = [name](const std::string& impl, const std::string& case_name, DType dtype, uint64_t seed) {
     return run_gate<Op>(name, impl, find_case<Op>(name, case_name), dtype, seed);
   };
-  e.bench = [name](const std::string& impl, const std::string& case_name, DType dtype, int reps) {
-    return time_case<Op>(impl, find_case<Op>(name, case_name), dtype, reps);
+  e.bench = [name](const std::string& impl, const std::string& case_name, DType dtype, int reps,
+                   double min_seconds) {
+    return time_case<Op>(impl, find_case<Op>(name, case_name), dtype, reps, min_seconds);
   };
   e.derivatives = [name](const std::string& case_name, uint64_t seed) {
     return check_op_derivatives<Op>(name, find_case<Op>(name, case_name), seed);

@@ -25,8 +25,9 @@ struct CaseInfo {
   bool has_tag(std::string_view tag) const;
 };
 
-// One benchmark measurement of an implementation on a case: seconds per call over the repetitions,
-// and the work of one call (bytes of inputs and outputs; FLOPs where the op counts them).
+// One benchmark measurement of an implementation on a case: seconds per call over the repetitions (at
+// least `reps`, and more until `min_seconds` of calls are timed: NOTE [timing short calls]), and the work
+// of one call (bytes of inputs and outputs; FLOPs where the op counts them).
 struct BenchTiming {
   bool ran = false;
   std::string refusal;
@@ -41,7 +42,9 @@ struct OpEntry {
   std::vector<ImplInfo> implementations;
   std::vector<CaseInfo> cases;
   std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> check;
-  std::function<BenchTiming(const std::string& impl, const std::string& case_name, DType, int reps)> bench;
+  std::function<BenchTiming(const std::string& impl, const std::string& case_name, DType, int reps,
+                            double min_seconds)>
+      bench;
   std::function<DerivativeReport(const std::string& case_name, uint64_t seed)> derivatives;
   // The rule rows: vjp and jvp at the dtype with the forward on `impl` (rule_gate.h).
   std::function<Report(const std::string& impl, const std::string& case_name, DType, uint64_t seed)> rules;
