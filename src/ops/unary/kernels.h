@@ -64,7 +64,9 @@ inline constexpr bool unary_fn_has_float_vec_form = Fast &&
 // values a step, sixty-four computed by even and odd and sixteen looked up: a 65,536-value row in L1
 // on one core took 12.6-12.9 us computed alone, 14.3-14.9 by the gathers, 10.3 so (32 + 8 the same,
 // 32 + 16 11.3-11.8, 32 + 32 13.4-14.3: docs/perf.md, twenty-fifth session).
-inline void gelu_bf16_row(const uint16_t* table, const bf16* x, bf16* y, int64_t n) {
+template <class T>  // bf16 (a template so that other dtypes' discarded calls are never instantiated)
+void gelu_bf16_row(const uint16_t* table, const T* x, T* y, int64_t n) {
+  static_assert(std::is_same_v<T, bf16>);
   constexpr int64_t kComputed = 64, kStep = kComputed + 16;
   const auto* xb = reinterpret_cast<const uint16_t*>(x);
   auto* yb = reinterpret_cast<uint16_t*>(y);

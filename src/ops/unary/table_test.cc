@@ -147,7 +147,8 @@ TEST(UnaryTable, Bf16ErfGeluOnVectorsIsTheTablesAtEveryInput) {
   const std::pair<const char*, Tensor> inputs[] = {{"rows of 32", x.reshape({2048, 32})},
                                                    {"one row", x},
                                                    {"columns", x.reshape({256, 256}).transpose(0, 1)}};
-  for (const auto& [layout, in] : inputs) {
+  for (const auto& [layout, input] : inputs) {
+    const Tensor& in = input;  // a lambda may not capture a structured binding (C++20, clang 14)
     const auto run = [&](const std::string& impl) {
       set_impl_overrides("gelu:" + impl);
       Tensor y;
