@@ -57,26 +57,30 @@ inline constexpr bool unary_fn_has_float_vec_form = Fast &&
                                                      F == UnaryFn::tanh || unary_fn_of_few_instructions<F>);
 
 #if DEW_HAS_F32X16
-// NOTE [bf16 erf-GELU by vectors and lookups at once]
-// bf16 erf-GELU computed (gelu_erf_rounding_to) keeps the vector pipes busy and leaves the integer
-// pipes and most load ports idle; cpu.table's lookups (lookup4: scalar loads, shifts and ors) use only
-// those, and give the same bits (NOTE [erf-GELU for bf16 results]). So a contiguous row goes eighty
-// values a step, sixty-four computed by even and odd and sixteen looked up: a 65,536-value row in L1
-// on one core took 12.6-12.9 us computed alone, 14.3-14.9 by the gathers, 10.3 so (32 + 8 the same,
-// 32 + 16 11.3-11.8, 32 + 32 13.4-14.3: docs/perf.md, twenty-fifth session).
-template <class T>  // bf16 (a template so that other dtypes' discarded calls are never instantiated)
-void gelu_bf16_row(const uint16_t* table, const T* x, T* y, int64_t n) {
+// NOTE [bf16 maps by vectors and lookups at once]
+// A bf16 function computed on vectors (erf-GELU by gelu_erf_rounding_to, say) keeps the vector pipes busy
+// and leaves the integer pipes and most load ports idle; cpu.table's lookups (lookup4: scalar loads,
+// shifts and ors) use only those, and where the computed results are the table's bits at every input
+// (unary_bf16_by_vectors_and_lookups) a row may take either for any value. So a contiguous row goes
+// eighty values a step, sixty-four computed by even and odd and sixteen looked up. erf-GELU, a
+// 65,536-value row in L1 on one core: computed alone 12.6-12.9 us, by the gathers 14.3-14.9, so 10.3
+// (32 + 8 the same, 32 + 16 11.3-11.8, 32 + 32 13.4-14.3); on the bench's 12,582,912 values, two threads,
+// 1.33 -> 1.04-1.10 ms, tanh 0.95 -> 0.88-0.93, tanh-GELU 1.00 -> 0.89-0.92 (minimums), SiLU, near its
+// memory's time, unchanged and left out (docs/perf.md, twenty-fifth session).
+template <UnaryFn F,
+          class T>  // bf16 (a template so that other dtypes' discarded calls are never instantiated)
+void bf16_row_by_vectors_and_lookups(const uint16_t* table, const T* x, T* y, int64_t n) {
   static_assert(std::is_same_v<T, bf16>);
   constexpr int64_t kComputed = 64, kStep = kComputed + 16;
   const auto* xb = reinterpret_cast<const uint16_t*>(x);
   auto* yb = reinterpret_cast<uint16_t*>(y);
-  const auto gelu = [](F32x16 v) __attribute__((always_inline)) {
-    return gelu_erf_rounding_to<bf16>(v);
+  const auto f = [](F32x16 v) __attribute__((always_inline)) {
+    return unary_kernel_value<F, true, bf16>(v);
   };
   const auto compute32 = [&](int64_t i) __attribute__((always_inline)) {
     const EvenOdd16 v = load_even_odd(x + i);
-    if (!store_even_odd(y + i, gelu(v.even), gelu(v.odd)))  // a subnormal: store_vec narrows it
-      store_vec(y + i, gelu(load_vec(x + i))), store_vec(y + i + 16, gelu(load_vec(x + i + 16)));
+    if (!store_even_odd(y + i, f(v.even), f(v.odd)))  // a subnormal: store_vec narrows it
+      store_vec(y + i, f(load_vec(x + i))), store_vec(y + i + 16, f(load_vec(x + i + 16)));
   };
   int64_t i = 0;
   for (; i + kStep <= n; i += kStep) {
@@ -105,8 +109,9 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
       const T* x = static_cast<const T*>(v.in[0]);
       T* yo = y + o;
 #if DEW_HAS_F32X16
-      if constexpr (Fast && F == UnaryFn::gelu && std::is_same_v<T, bf16>) {
-        if (v.stride[0] == 1) return gelu_bf16_row(unary_table_bits(F, DType::bf16), x, yo, v.length);
+      if constexpr (Fast && unary_bf16_by_vectors_and_lookups(F) && std::is_same_v<T, bf16>) {
+        if (v.stride[0] == 1)
+          return bf16_row_by_vectors_and_lookups<F>(unary_table_bits(F, DType::bf16), x, yo, v.length);
       }
 #endif
       if (v.stride[0] == 1)

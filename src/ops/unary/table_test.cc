@@ -137,35 +137,44 @@ TEST(UnaryTable, CheapFunctionsOnAvx512VectorsAtEveryInput) {
   EXPECT_GE(computed, 9) << "exp, log, sqrt, rsqrt, tanh, sigmoid, silu and both GELUs on f16 at least";
 }
 
-// bf16 erf-GELU on AVX-512 vectors (NOTE [erf-GELU for bf16 results]) gives the table's correctly
-// rounded bits at every input: in rows of 32, every value computed by even and odd (with the subnormal
-// fallback); in one row, eighty a step, a fifth of them looked up (NOTE [bf16 erf-GELU by vectors and
-// lookups at once]), and a tail; and down the columns, the scalar body.
-TEST(UnaryTable, Bf16ErfGeluOnVectorsIsTheTablesAtEveryInput) {
-  if (!ops::unary_computed_on_avx512(ops::UnaryFn::gelu, DType::bf16)) GTEST_SKIP() << "no AVX-512 BF16 here";
+// The bf16 functions cpu.avx512 computes and looks up at once give the table's correctly rounded bits at
+// every input (NOTE [bf16 maps by vectors and lookups at once], NOTE [erf-GELU for bf16 results]): in rows
+// of 32, every value computed by even and odd (with the subnormal fallback); in one row, eighty a step, a
+// fifth of them looked up, and a tail; and down the columns, the scalar body.
+TEST(UnaryTable, Bf16MapsByVectorsAndLookupsAreTheTablesAtEveryInput) {
   const Tensor x = every_value(DType::bf16);
   const std::pair<const char*, Tensor> inputs[] = {{"rows of 32", x.reshape({2048, 32})},
                                                    {"one row", x},
                                                    {"columns", x.reshape({256, 256}).transpose(0, 1)}};
-  for (const auto& [layout, input] : inputs) {
-    const Tensor& in = input;  // a lambda may not capture a structured binding (C++20, clang 14)
-    const auto run = [&](const std::string& impl) {
-      set_impl_overrides("gelu:" + impl);
-      Tensor y;
-      EXPECT_ROUTE("gelu", impl, y = gelu(in, false));
-      set_impl_overrides("");
-      return y.contiguous();
-    };
-    const Tensor computed = run("cpu.avx512"), table = run("cpu.table");
-    const uint16_t* c = static_cast<const uint16_t*>(computed.raw_data());
-    const uint16_t* t = static_cast<const uint16_t*>(table.raw_data());
-    const std::vector<double> xs = in.contiguous().to_f64_vector();
-    int differ = 0;
-    for (size_t i = 0; i < xs.size(); ++i)
-      if (!std::isnan(xs[i]) && c[i] != t[i] && ++differ <= 5)
-        ADD_FAILURE() << "gelu(" << xs[i] << ") in bf16: computed bits " << c[i] << ", the table's " << t[i];
-    EXPECT_EQ(differ, 0) << layout;
+  int checked = 0;
+  for (const Function& f : kFunctions) {
+    const ops::UnaryFn fn = ops::unary_from_name(f.op);
+    if (!ops::unary_bf16_by_vectors_and_lookups(fn) || !ops::unary_computed_on_avx512(fn, DType::bf16))
+      continue;
+    ++checked;
+    for (const auto& [layout, input] : inputs) {
+      const Tensor& in = input;  // a lambda may not capture a structured binding (C++20, clang 14)
+      const auto run = [&](const std::string& impl) {
+        set_impl_overrides(std::string(f.op) + ":" + impl);
+        Tensor y;
+        EXPECT_ROUTE(f.op, impl, y = f.run(in));
+        set_impl_overrides("");
+        return y.contiguous();
+      };
+      const Tensor computed = run("cpu.avx512"), table = run("cpu.table");
+      const uint16_t* c = static_cast<const uint16_t*>(computed.raw_data());
+      const uint16_t* t = static_cast<const uint16_t*>(table.raw_data());
+      const std::vector<double> xs = in.contiguous().to_f64_vector();
+      int differ = 0;
+      for (size_t i = 0; i < xs.size(); ++i)
+        if (!std::isnan(xs[i]) && c[i] != t[i] && ++differ <= 5)
+          ADD_FAILURE() << f.op << "(" << xs[i] << ") in bf16: computed bits " << c[i] << ", the table's "
+                        << t[i];
+      EXPECT_EQ(differ, 0) << f.op << ", " << layout;
+    }
   }
+  if (!ops::unary_computed_on_avx512(ops::UnaryFn::gelu, DType::bf16)) GTEST_SKIP() << "no AVX-512 BF16 here";
+  EXPECT_EQ(checked, 3) << "erf-GELU, tanh-GELU and tanh";
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ bool unary_by_table(UnaryFn f, DType dtype);
 // Whether cpu.avx512 computes f on dtype, one of cpu.table's, on this CPU (NOTE [cheap functions on
 // AVX-512 vectors]); cpu.avx512.table takes the rest.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype);
+// The bf16 functions whose rows cpu.avx512 computes and looks up at once (NOTE [bf16 maps by vectors and
+// lookups at once], unary/kernels.h): computed, they give cpu.table's bits at every input (table_test.cc),
+// and they cost more than their memory.
+constexpr bool unary_bf16_by_vectors_and_lookups(UnaryFn f) {
+  return f == UnaryFn::gelu || f == UnaryFn::gelu_tanh || f == UnaryFn::tanh;
+}
 // What unary_computed_on_avx512 asks, in words, for the two requirements that name it.
 inline constexpr const char* kUnaryComputedOnAvx512 =
     "fn in {exp, log, sqrt, rsqrt, tanh, sigmoid, silu, gelu_tanh} on f16, or those and gelu on bf16 with "
