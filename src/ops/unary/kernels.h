@@ -66,7 +66,10 @@ inline constexpr bool unary_fn_has_float_vec_form = Fast &&
 // 65,536-value row in L1 on one core: computed alone 12.6-12.9 us, by the gathers 14.3-14.9, so 10.3
 // (32 + 8 the same, 32 + 16 11.3-11.8, 32 + 32 13.4-14.3); on the bench's 12,582,912 values, two threads,
 // 1.33 -> 1.04-1.10 ms, tanh 0.95 -> 0.88-0.93, tanh-GELU 1.00 -> 0.89-0.92 (minimums), SiLU, near its
-// memory's time, unchanged and left out (docs/perf.md, twenty-fifth session).
+// memory's time, unchanged and left out. In minutes when a neighbour contends the core's integer and load
+// side (the gathers at 25 us, not 15) the lookups cost instead: 15.4-15.8 us computed alone, 18.8-19.6
+// so; those minutes' triad is low and the row passes either way, where in fast-memory minutes only this
+// form reached 60% of a 63-69 GB/s triad (docs/perf.md, twenty-fifth session; dev/erf_gelu_bf16).
 template <UnaryFn F,
           class T>  // bf16 (a template so that other dtypes' discarded calls are never instantiated)
 void bf16_row_by_vectors_and_lookups(const uint16_t* table, const T* x, T* y, int64_t n) {

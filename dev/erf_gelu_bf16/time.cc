@@ -1,0 +1,136 @@
+// bf16 erf-GELU's ways on one core, a 65,536-value row in L1 (every bf16 value, then N(0, 2) draws): by
+// the gathers (cpu.avx512.table's loop), computed with 9, 8, 7 or 6 terms of Q / 2 (NOTE [erf-GELU for
+// bf16 results]), and computed and looked up at once in several proportions (NOTE [bf16 maps by vectors
+// and lookups at once]); first how many of the 65,536 inputs each computed form gives other bits than
+// the table's. The ordering moves with the host: in quiet minutes 64 + 16 ran 20% under computed alone,
+// in minutes when the gathers slowed to 25 us 20% over it (docs/perf.md, twenty-fifth session).
+// Build (after the project's build):
+//   g++ -std=c++20 -O2 -Isrc -Iinclude dev/erf_gelu_bf16/time.cc -o /tmp/erf_gelu build/libdew_ops.a
+//   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
+//   -L/usr/local/cuda/lib64 -lcudart_static -lrt
+#define DEW_KERNEL_NS avx512
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "ops/f32x16.h"
+#include "ops/unary/unary.h"
+#include "ops/vector_math.h"
+
+using namespace dew;
+using namespace dew::ops;
+using namespace dew::ops::avx512;
+
+DEW_ISA_BEGIN
+namespace {
+
+// Q / 2 fits on t in [0.17, 1] (tools/fit_erfcx.py with the term count changed; 7 is kHalfErfcxOverT's).
+constexpr std::array<float, 9> k9 = {0.141041700253f,  0.141215629786f,  0.121340297008f,
+                                     0.102199754212f,  -0.015353510709f, 0.141984683956f,
+                                     -0.246144550231f, 0.14349017145f,   -0.0297741960561f};
+constexpr std::array<float, 8> k8 = {0.141158236664f, 0.13895977769f,   0.139295728883f, 0.0252556464019f,
+                                     0.179611909974f, -0.158596607839f, 0.030586328344f, 0.00372914664096f};
+constexpr std::array<float, 6> k6 = {0.140490691461f, 0.148634221543f,  0.0859732423883f,
+                                     0.168912045823f, -0.020524578731f, -0.0234928538434f};
+
+template <int Terms>
+[[gnu::always_inline]] inline F32x16 gelu_terms(F32x16 x) {
+  if constexpr (Terms == 7) return gelu_erf_rounding_to<bf16>(x);
+  const F32x16 t = F32x16(1.0f) / mul_add(magnitude(x), F32x16(0.35355339059327376220f), F32x16(1.0f));
+  const F32x16 e = exp2_by_thirty_seconds(x * x * F32x16(float(-0.5 * kInverseLn2)));
+  F32x16 q;
+  if constexpr (Terms == 9) q = horner(t, k9);
+  if constexpr (Terms == 8) q = horner(t, k8);
+  if constexpr (Terms == 6) q = horner(t, k6);
+  const F32x16 h = e * (t * q);
+  return x * avx512::select(x < F32x16(0.0f), h, F32x16(1.0f) - h);
+}
+
+[[gnu::always_inline]] inline void lookups(const uint16_t* t, const uint16_t* x, uint16_t* y, int n) {
+  for (int j = 0; j < n; j += 4) {
+    uint64_t in;
+    std::memcpy(&in, x + j, sizeof in);
+    const uint64_t r = lookup4(t, in);
+    std::memcpy(y + j, &r, sizeof r);
+  }
+}
+
+__attribute__((noinline)) void by_gathers(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i + 32 <= n; i += 32) {
+    const __m512i index = _mm512_maskz_cvtepu16_epi32(kAllLanes, _mm256_maskz_loadu_epi16(kAllLanes, x + i));
+    _mm512_mask_cvtepi32_storeu_epi16(
+        y + i, kAllLanes, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kAllLanes, index, t, 2));
+    lookups(t, x + i + 16, y + i + 16, 16);
+  }
+}
+
+// Vec steps of 32 computed and Scalar values looked up, a step of 32 Vec + Scalar.
+template <int Terms, int Vec, int Scalar>
+__attribute__((noinline)) void computed(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
+  constexpr int64_t W = 32 * Vec + Scalar;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    lookups(t, x + i + 32 * Vec, y + i + 32 * Vec, Scalar);
+    for (int k = 0; k < Vec; ++k) {
+      const EvenOdd16 v = load_even_odd(reinterpret_cast<const bf16*>(x + i + 32 * k));
+      if (!store_even_odd(reinterpret_cast<bf16*>(y + i + 32 * k), gelu_terms<Terms>(v.even),
+                          gelu_terms<Terms>(v.odd)))
+        for (int j = 0; j < 32; ++j) y[i + 32 * k + j] = t[x[i + 32 * k + j]];  // subnormals: the table
+    }
+  }
+  for (; i < n; ++i) y[i] = t[x[i]];
+}
+
+}  // namespace
+DEW_ISA_END
+
+int main() {
+  const uint16_t* t = unary_table_bits(UnaryFn::gelu, DType::bf16);
+  const int64_t n = 65536;
+  std::vector<uint16_t> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = uint16_t(i);
+  const auto differ = [&](const char* name, void (*f)(const uint16_t*, const uint16_t*, uint16_t*, int64_t)) {
+    f(t, x.data(), y.data(), n);
+    int d = 0;
+    for (int64_t i = 0; i < n; ++i) d += (x[i] & 0x7f80) != 0x7f80 && y[i] != t[x[i]];  // NaN and inf aside
+    std::printf("%-10s %d of the 65,536 inputs differ from the table\n", name, d);
+  };
+  differ("9 terms", computed<9, 1, 0>);
+  differ("8 terms", computed<8, 1, 0>);
+  differ("7 terms", computed<7, 1, 0>);
+  differ("6 terms", computed<6, 1, 0>);
+  uint64_t s = 12345;  // N(0, 2) by Box-Muller, rounded to bf16
+  const auto uniform = [&] {
+    return double((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 11) * 0x1p-53;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const float v =
+        float(2 * std::sqrt(-2 * std::log(uniform() + 1e-300)) * std::cos(6.283185307179586 * uniform()));
+    uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    x[i] = uint16_t((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+  }
+  const auto time = [&](const char* name, void (*f)(const uint16_t*, const uint16_t*, uint16_t*, int64_t)) {
+    std::vector<double> us;
+    for (int r = 0; r < 7; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < 1000; ++k) f(t, x.data(), y.data(), n);
+      us.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3);
+    }
+    std::sort(us.begin(), us.end());
+    std::printf("%-24s min %.2f median %.2f us\n", name, us[0], us[3]);
+  };
+  time("gathers", by_gathers);
+  time("9 terms", computed<9, 1, 0>);
+  time("8 terms", computed<8, 1, 0>);
+  time("7 terms", computed<7, 1, 0>);
+  time("6 terms", computed<6, 1, 0>);
+  time("7 terms, 32 + 8", computed<7, 1, 8>);
+  time("7 terms, 32 + 16", computed<7, 1, 16>);
+  time("7 terms, 32 + 32", computed<7, 1, 32>);
+  time("7 terms, 64 + 16 (kept)", computed<7, 2, 16>);
+  time("7 terms, 128 + 32", computed<7, 4, 32>);
+}
