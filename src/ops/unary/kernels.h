@@ -108,13 +108,16 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
   with_unary_fn(a.fn, [&](auto fn) {
     using Fn = decltype(fn);  // a type: lambdas below use it without capturing (F would need one)
     constexpr UnaryFn F = Fn::value;
+#if DEW_HAS_F32X16
+    constexpr bool kLooksUp = Fast && unary_bf16_by_vectors_and_lookups(F) && std::is_same_v<T, bf16>;
+    const uint16_t* table = kLooksUp ? unary_table_bits(F, DType::bf16) : nullptr;
+#endif
     for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
       const T* x = static_cast<const T*>(v.in[0]);
       T* yo = y + o;
 #if DEW_HAS_F32X16
-      if constexpr (Fast && unary_bf16_by_vectors_and_lookups(F) && std::is_same_v<T, bf16>) {
-        if (v.stride[0] == 1)
-          return bf16_row_by_vectors_and_lookups<F>(unary_table_bits(F, DType::bf16), x, yo, v.length);
+      if constexpr (kLooksUp) {
+        if (v.stride[0] == 1) return bf16_row_by_vectors_and_lookups<F>(table, x, yo, v.length);
       }
 #endif
       if (v.stride[0] == 1)
