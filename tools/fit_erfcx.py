@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Prints the coefficients of src/ops/vector_math.h's kErfcxOverT (11 terms, f32 results) and
-kHalfErfcxOverT (7 terms, results that round to bf16): erfcx(a) / t, erfcx(a) = exp(a^2) erfc(a),
+kHalfErfcxOverT (7 terms, results that round to bf16) and kHalfErfcxOverTForF16 (9 terms, f16): erfcx(a) / t, erfcx(a) = exp(a^2) erfc(a),
 as a polynomial in t = 1 / (1 + a / 2) (mpmath's Chebyshev fit at 40 digits, converted to monomials,
-lowest degree first); kHalfErfcxOverT is halved (the GELU's erfc / 2), its constant term then set so that
-its float Horner sum at t = 1 is 1/2 exactly (h = 1/2 at x = 0). Needs Debian's python3-mpmath."""
+lowest degree first); the last two are halved (the GELU's erfc / 2), and kHalfErfcxOverT's constant term is
+then set so that its float Horner sum at t = 1 is 1/2 exactly (h = 1/2 at x = 0). Needs Debian's python3-mpmath."""
 import struct
 
 import mpmath as mp
@@ -25,10 +25,12 @@ def to_float(x):
     return struct.unpack("f", struct.pack("f", float(x)))[0]
 
 
-for name, terms, low, scale in (("kErfcxOverT", 11, mp.mpf(1) / 7, 1), ("kHalfErfcxOverT", 7, mp.mpf("0.17"), 0.5)):
+fits = (("kErfcxOverT", 11, mp.mpf(1) / 7, 1), ("kHalfErfcxOverT", 7, mp.mpf("0.17"), 0.5),
+        ("kHalfErfcxOverTForF16", 9, mp.mpf("0.17"), 0.5))
+for name, terms, low, scale in fits:
     coefficients, error = mp.chebyfit(lambda t: scale * erfcx_over_t(t), [low, 1], terms, error=True)
     printed = [mp.nstr(c, 12) for c in reversed(coefficients)]  # lowest degree first
-    if scale == 0.5:  # the float Horner sum at t = 1 (each step one rounding, as an fma's) is 1/2 exactly
+    if name == "kHalfErfcxOverT":  # the float Horner sum at t = 1 (each step one rounding, as an fma's) is 1/2 exactly
         rest = to_float(printed[-1])
         for c in reversed(printed[1:-1]):
             rest = to_float(rest + to_float(c))

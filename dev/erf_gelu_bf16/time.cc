@@ -1,6 +1,6 @@
 // bf16 erf-GELU's ways on one core, a 65,536-value row in L1 (every bf16 value, then N(0, 2) draws): by
-// the gathers (cpu.avx512.table's loop), computed with 9, 8, 7 or 6 terms of Q / 2 (NOTE [erf-GELU for
-// bf16 results]), and computed and looked up at once in several proportions (NOTE [bf16 maps by vectors
+// the gathers (cpu.avx512.table's loop), computed with 9, 8, 7 or 6 terms of Q / 2 (NOTE [erf-GELU for bf16
+// and f16 results]), and computed and looked up at once in several proportions (NOTE [bf16 maps by vectors
 // and lookups at once]); first how many of the 65,536 inputs each computed form gives other bits than
 // the table's. The ordering moves with the host: in quiet minutes 64 + 16 ran 20% under computed alone,
 // in minutes when the gathers slowed to 25 us 20% over it (docs/perf.md, twenty-fifth session).
@@ -27,10 +27,8 @@ using namespace dew::ops::avx512;
 DEW_ISA_BEGIN
 namespace {
 
-// Q / 2 fits on t in [0.17, 1] (tools/fit_erfcx.py with the term count changed; 7 is kHalfErfcxOverT's).
-constexpr std::array<float, 9> k9 = {0.141041700253f,  0.141215629786f,  0.121340297008f,
-                                     0.102199754212f,  -0.015353510709f, 0.141984683956f,
-                                     -0.246144550231f, 0.14349017145f,   -0.0297741960561f};
+// Q / 2 fits on t in [0.17, 1] (tools/fit_erfcx.py with the term count changed; 7 is kHalfErfcxOverT's,
+// 9 kHalfErfcxOverTForF16's).
 constexpr std::array<float, 8> k8 = {0.141158236664f, 0.13895977769f,   0.139295728883f, 0.0252556464019f,
                                      0.179611909974f, -0.158596607839f, 0.030586328344f, 0.00372914664096f};
 constexpr std::array<float, 6> k6 = {0.140490691461f, 0.148634221543f,  0.0859732423883f,
@@ -42,7 +40,7 @@ template <int Terms>
   const F32x16 t = F32x16(1.0f) / mul_add(magnitude(x), F32x16(0.35355339059327376220f), F32x16(1.0f));
   const F32x16 e = exp2_by_thirty_seconds(x * x * F32x16(float(-0.5 * kInverseLn2)));
   F32x16 q;
-  if constexpr (Terms == 9) q = horner(t, k9);
+  if constexpr (Terms == 9) q = horner(t, kHalfErfcxOverTForF16);
   if constexpr (Terms == 8) q = horner(t, k8);
   if constexpr (Terms == 6) q = horner(t, k6);
   const F32x16 h = e * (t * q);

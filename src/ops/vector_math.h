@@ -544,8 +544,8 @@ inline constexpr std::array<float, 11> kErfcxOverT = {0.282090419557f,    0.2822
                                                       -0.193876962561f,   0.0361287502403f};
 
 // NOTE [erf-GELU in float]
-// 1 + erf(x / sqrt 2) and the gaussian exp(-x^2 / 2), in float, for f32 results (bf16 ones: NOTE [erf-GELU
-// for bf16 results]; the GLUs' bf16 and f16 gates go by table: NOTE [bf16 gates by table]):
+// 1 + erf(x / sqrt 2) and the gaussian exp(-x^2 / 2), in float, for f32 results (bf16 and f16 ones: NOTE
+// [erf-GELU for bf16 and f16 results]; the GLUs' bf16 and f16 gates go by table: NOTE [bf16 gates by table]):
 // erfc(a) = exp(-a^2) erfcx(a) for a = |x| / sqrt 2, then erfc(a) below 0 (no cancellation: the GELU's
 // negative tail keeps its relative accuracy down to where it underflows) and 2 - erfc(a) above. One
 // division and one exp, shared with the derivative's gaussian. -x^2 / 2 enters the exp
@@ -586,28 +586,34 @@ requires is_f32_like<F>
   return F(0.5f) * e.value + x * F(0.39894228040143267794f) * e.gaussian;
 }
 
-// NOTE [erf-GELU for bf16 results]
+// NOTE [erf-GELU for bf16 and f16 results]
 // x Phi(x) = x (1 - h) for x >= 0 and x h below, h = erfc(a) / 2 = exp(-x^2 / 2) t Q(t) / 2 (a = |x| /
-// sqrt 2, t and Q as kErfcxOverT's). Where results round to bf16 the f32 form's care is not needed:
-// -x^2 / 2 rounds (x^2 2^-24 relative in the exp: 2^-17.5 at x = -13, where bf16's results underflow),
-// the exp is exp_nonpositive_rounding_to's (on the avx512 tier with -1 / (2 ln 2) folded into its
-// scaling), and Q/2 is kHalfErfcxOverT, 7 terms fitted on t in [0.17, 1] (tools/fit_erfcx.py: 2^-18.1
-// relative): about 24 vector operations and one division where the f32 form takes 35, and 12% under
-// cpu.avx512.table's gathers (docs/perf.md, twenty-fifth session). Every bf16 input's result rounds as
-// the table's correctly rounded one (table_test.cc checks all 65,536; 6 terms miss 3). f16 keeps its
-// table: near x = 0 its results sit within 2^-25 of a tie (x / 2 + 0.4 x^2 at x = 2^-24), beyond a
-// float's reach, and 9 terms still missed 5 inputs. bf16 meets those ties only where x / 2 falls among
-// its subnormals (|x| < 2^-125), and there the table's double rounds x / 2 itself, ties to even: so
-// kHalfErfcxOverT's constant term is set (2e-7 off the fit) to make its float sum at t = 1 exactly 1/2,
-// and below |x| = 2^-75, where t = 1 and exp(-x^2 / 2) = 1, h is 1/2 and the result x / 2 as the
-// table's. Nothing cancels (h <= 1/2; the tail is x h); inf gives inf, -inf NaN (-inf * 0, as the
-// reference), NaN NaN.
+// sqrt 2, t and Q as kErfcxOverT's). Where results round to bf16 or f16 the f32 form's care is not
+// needed: -x^2 / 2 rounds (x^2 2^-24 relative in the exp: 2^-17.5 at x = -13, where bf16's results
+// underflow), the exp is exp_nonpositive_rounding_to's (on the avx512 tier with -1 / (2 ln 2) folded
+// into its scaling), and Q/2 is a fit on t in [0.17, 1] (tools/fit_erfcx.py): for bf16 kHalfErfcxOverT,
+// 7 terms (2^-18.1 relative), about 24 vector operations and one division where the f32 form takes 35,
+// 12% under cpu.avx512.table's gathers. Every bf16 input's result rounds as the table's correctly
+// rounded one (table_test.cc checks all 65,536; 6 terms miss 3). bf16 meets a tie float cannot break
+// only where x / 2 falls among its subnormals (|x| < 2^-125), and there the table's double rounds x / 2
+// itself, ties to even: so kHalfErfcxOverT's constant term is set (2e-7 off the fit) to make its float
+// sum at t = 1 exactly 1/2, and below |x| = 2^-75, where t = 1 and exp(-x^2 / 2) = 1, h is 1/2 and the
+// result x / 2 as the table's. f16's rounding is 4x finer: kHalfErfcxOverTForF16, 9 terms (2^-22.7),
+// within half a step plus 2^-22 of the truth at every input (7 terms are not: table_test.cc), 5 inputs
+// not the table's bits (near x = 0, within 2^-25 of a tie: x / 2 + 0.4 x^2 at x = 2^-24), as f16's exp,
+// log, sigmoid and tanh-GELU miss 1-6. Computed, f16 erf-GELU ran 1.69-1.84 ms median on the bench's
+// 12,582,912 values where the gathers ran 1.57-2.85 as the host's load moved (docs/perf.md,
+// twenty-fifth session). Nothing cancels (h <= 1/2; the tail is x h); inf gives inf, -inf NaN (-inf * 0,
+// as the reference), NaN NaN.
 inline constexpr std::array<float, 7> kHalfErfcxOverT = {0.141206800938f,   0.138181672396f, 0.144201118407f,
                                                          0.00930629110271f, 0.208755697337f, -0.18879070406f,
                                                          0.04713914907f};
+inline constexpr std::array<float, 9> kHalfErfcxOverTForF16 = {
+    0.141041700253f, 0.141215629786f,  0.121340297008f, 0.102199754212f,  -0.015353510709f,
+    0.141984683956f, -0.246144550231f, 0.14349017145f,  -0.0297741960561f};
 
-// erf-GELU for results that round to T: NOTE [erf-GELU for bf16 results] for bf16 (and f16, which the
-// tiers leave to its table); f32 results take gelu_erf_f32.
+// erf-GELU for results that round to T: NOTE [erf-GELU for bf16 and f16 results]; f32 results take
+// gelu_erf_f32.
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F gelu_erf_rounding_to(F x) {
@@ -618,7 +624,12 @@ requires is_f32_like<F>
       e = exp2_by_thirty_seconds(x * x * F(float(-0.5 * kInverseLn2)));
     else
       e = exp_nonpositive_rounding_to<T>(x * x * F(-0.5f));
-    const F h = e * (t * horner(t, kHalfErfcxOverT));
+    F q;
+    if constexpr (std::is_same_v<T, bf16>)
+      q = horner(t, kHalfErfcxOverT);
+    else
+      q = horner(t, kHalfErfcxOverTForF16);
+    const F h = e * (t * q);
     return x * select(x < F(0.0f), h, F(1.0f) - h);
   } else {
     return gelu_erf_f32(x);

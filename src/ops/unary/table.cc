@@ -150,15 +150,14 @@ bool unary_by_table(UnaryFn f, DType dtype) {
 // 30-45 operations in their f32 forms, more than a gather; in forms for results that round to bf16 or
 // f16 (tanh_rounding_to, gelu_tanh_rounding_to, log_rounding_to: 17-20 operations) they are ahead of it
 // on Zen 5 too: 1.45-1.5 -> 1.0-1.35 ms (docs/perf.md, twenty-third session). So cpu.avx512 computes
-// these eight on f16 and, where the CPU narrows bf16 natively (rows_on_float_vec), on bf16, and erf-GELU
-// on bf16 there (NOTE [erf-GELU for bf16 results]: correctly rounded, 12% ahead of the gathers); f16's
-// erf-GELU stays by table.
+// these eight and erf-GELU (NOTE [erf-GELU for bf16 and f16 results]: on bf16 the table's bits, 12% ahead
+// of the gathers; on f16 steadier than they are as the host's load moves) on f16 and, where the CPU
+// narrows bf16 natively (rows_on_float_vec), on bf16.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype) {
   const bool native_bf16 = dtype == DType::bf16 && cpu_features().avx512bf16;
-  if (f == UnaryFn::gelu) return native_bf16;  // NOTE [erf-GELU for bf16 results]: f16's stays by table
   const bool cheap = f == UnaryFn::exp || f == UnaryFn::sqrt || f == UnaryFn::rsqrt || f == UnaryFn::tanh ||
                      f == UnaryFn::gelu_tanh || f == UnaryFn::log || f == UnaryFn::sigmoid ||
-                     f == UnaryFn::silu;
+                     f == UnaryFn::silu || f == UnaryFn::gelu;
   return cheap && (dtype == DType::f16 || native_bf16);
 }
 

@@ -138,9 +138,9 @@ TEST(UnaryTable, CheapFunctionsOnAvx512VectorsAtEveryInput) {
 }
 
 // The bf16 functions cpu.avx512 computes and looks up at once give the table's correctly rounded bits at
-// every input (NOTE [bf16 maps by vectors and lookups at once], NOTE [erf-GELU for bf16 results]): in rows
-// of 32, every value computed by even and odd (with the subnormal fallback); in one row, eighty a step, a
-// fifth of them looked up, and a tail; and down the columns, the scalar body.
+// every input (NOTE [bf16 maps by vectors and lookups at once], NOTE [erf-GELU for bf16 and f16 results]): in
+// rows of 32, every value computed by even and odd (with the subnormal fallback); in one row, eighty a step,
+// a fifth of them looked up, and a tail; and down the columns, the scalar body.
 TEST(UnaryTable, Bf16MapsByVectorsAndLookupsAreTheTablesAtEveryInput) {
   const Tensor x = every_value(DType::bf16);
   const std::pair<const char*, Tensor> inputs[] = {{"rows of 32", x.reshape({2048, 32})},

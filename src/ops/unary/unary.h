@@ -44,8 +44,7 @@ constexpr bool unary_bf16_by_vectors_and_lookups(UnaryFn f) {
 }
 // What unary_computed_on_avx512 asks, in words, for the two requirements that name it.
 inline constexpr const char* kUnaryComputedOnAvx512 =
-    "fn in {exp, log, sqrt, rsqrt, tanh, sigmoid, silu, gelu_tanh} on f16, or those and gelu on bf16 with "
-    "avx512_bf16";
+    "fn in {exp, log, sqrt, rsqrt, tanh, sigmoid, silu, gelu_tanh, gelu} on f16, or on bf16 with avx512_bf16";
 
 // f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
 // with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
