@@ -601,7 +601,7 @@ requires is_f32_like<F>
 // result x / 2 as the table's. f16's rounding is 4x finer: kHalfErfcxOverTForF16, 9 terms (2^-22.7),
 // within half a step plus 2^-22 of the truth at every input (7 terms are not: table_test.cc), 5 inputs
 // not the table's bits (near x = 0, within 2^-25 of a tie: x / 2 + 0.4 x^2 at x = 2^-24), as f16's exp,
-// log, sigmoid and tanh-GELU miss 1-6. Computed, f16 erf-GELU ran 1.69-1.84 ms median on the bench's
+// log, sigmoid and tanh-GELU miss 1-6. Computed, f16 erf-GELU ran 1.69-2.04 ms median on the bench's
 // 12,582,912 values where the gathers ran 1.57-2.85 as the host's load moved (docs/perf.md,
 // twenty-fifth session). Nothing cancels (h <= 1/2; the tail is x h); inf gives inf, -inf NaN (-inf * 0,
 // as the reference), NaN NaN.
