@@ -47,21 +47,12 @@ template <int Terms>
   return x * avx512::select(x < F32x16(0.0f), h, F32x16(1.0f) - h);
 }
 
-[[gnu::always_inline]] inline void lookups(const uint16_t* t, const uint16_t* x, uint16_t* y, int n) {
-  for (int j = 0; j < n; j += 4) {
-    uint64_t in;
-    std::memcpy(&in, x + j, sizeof in);
-    const uint64_t r = lookup4(t, in);
-    std::memcpy(y + j, &r, sizeof r);
-  }
-}
-
 __attribute__((noinline)) void by_gathers(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i + 32 <= n; i += 32) {
     const __m512i index = _mm512_maskz_cvtepu16_epi32(kAllLanes, _mm256_maskz_loadu_epi16(kAllLanes, x + i));
     _mm512_mask_cvtepi32_storeu_epi16(
         y + i, kAllLanes, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), kAllLanes, index, t, 2));
-    lookups(t, x + i + 16, y + i + 16, 16);
+    lookup4s(t, x + i + 16, y + i + 16, 16);
   }
 }
 
@@ -71,7 +62,7 @@ __attribute__((noinline)) void computed(const uint16_t* t, const uint16_t* x, ui
   constexpr int64_t W = 32 * Vec + Scalar;
   int64_t i = 0;
   for (; i + W <= n; i += W) {
-    lookups(t, x + i + 32 * Vec, y + i + 32 * Vec, Scalar);
+    lookup4s(t, x + i + 32 * Vec, y + i + 32 * Vec, Scalar);
     for (int k = 0; k < Vec; ++k) {
       const EvenOdd16 v = load_even_odd(reinterpret_cast<const bf16*>(x + i + 32 * k));
       if (!store_even_odd(reinterpret_cast<bf16*>(y + i + 32 * k), gelu_terms<Terms>(v.even),

@@ -27,7 +27,7 @@ namespace {
 }
 
 // y[i] = t[x[i]] for n 16-bit values, 32 a step: sixteen by a gather, sixteen by scalar loads, four to a
-// 64-bit store (lookup4). A gather alone runs at about one entry a cycle on Zen 5, its loads one at a
+// 64-bit store (lookup4s). A gather alone runs at about one entry a cycle on Zen 5, its loads one at a
 // time; the scalar loads go beside it on the other load ports: bf16 tanh and GELU 1.95 -> 1.4 ms on
 // gpt2_mlp (docs/perf.md, twenty-first session); on Zen 4 the two took the same time as the gathers alone.
 [[gnu::always_inline]] inline void gather_row(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
@@ -35,12 +35,7 @@ namespace {
   for (; i + 32 <= n; i += 32) {
     prefetch_ahead<0>(x + i, 32), prefetch_ahead<1>(y + i, 32);  // NOTE [prefetching maps]
     gather16(t, x + i, y + i, kAllLanes);
-    for (int j = 16; j < 32; j += 4) {
-      uint64_t in;
-      std::memcpy(&in, x + i + j, sizeof in);
-      const uint64_t r = lookup4(t, in);
-      std::memcpy(y + i + j, &r, sizeof r);
-    }
+    lookup4s(t, x + i + 16, y + i + 16, 16);
   }
   for (; i < n; i += 16) gather16(t, x + i, y + i, first_lanes(int(std::min<int64_t>(16, n - i))));
 }

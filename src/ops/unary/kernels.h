@@ -59,7 +59,7 @@ inline constexpr bool unary_fn_has_float_vec_form = Fast &&
 #if DEW_HAS_F32X16
 // NOTE [bf16 maps by vectors and lookups at once]
 // A bf16 function computed on vectors (erf-GELU by gelu_erf_rounding_to, say) keeps the vector pipes busy
-// and leaves the integer pipes and most load ports idle; cpu.table's lookups (lookup4: scalar loads,
+// and leaves the integer pipes and most load ports idle; cpu.table's lookups (lookup4s: scalar loads,
 // shifts and ors) use only those, and where the computed results are the table's bits at every input
 // (unary_bf16_by_vectors_and_lookups) a row may take either for any value. So a contiguous row goes
 // eighty values a step, sixty-four computed by even and odd and sixteen looked up. erf-GELU, a
@@ -88,12 +88,7 @@ void bf16_row_by_vectors_and_lookups(const uint16_t* table, const T* x, T* y, in
   int64_t i = 0;
   for (; i + kStep <= n; i += kStep) {
     prefetch_ahead<0>(x + i, kStep), prefetch_ahead<1>(y + i, kStep);  // NOTE [prefetching maps]
-    for (int64_t j = kComputed; j < kStep; j += 4) {
-      uint64_t in;
-      std::memcpy(&in, xb + i + j, sizeof in);
-      const uint64_t r = lookup4(table, in);
-      std::memcpy(yb + i + j, &r, sizeof r);
-    }
+    lookup4s(table, xb + i + kComputed, yb + i + kComputed, kStep - kComputed);
     compute32(i), compute32(i + 32);
   }
   for (; i + 32 <= n; i += 32) compute32(i);

@@ -120,10 +120,7 @@ void map_by_table(const uint16_t* t, const UnaryArgs& a, Tensor& out) {
     for (; i + 4 <= n; i += 4) {
       if (i % kLine == 0)
         portable::prefetch_ahead<0>(x + i, kLine), portable::prefetch_ahead<1>(yo + i, kLine);
-      uint64_t in;
-      std::memcpy(&in, x + i, sizeof in);
-      const uint64_t r = lookup4(t, in);
-      std::memcpy(yo + i, &r, sizeof r);
+      lookup4s(t, x + i, yo + i, 4);
     }
     for (; i < n; ++i) yo[i] = T{t[x[i].bits]};
   });

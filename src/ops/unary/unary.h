@@ -2,6 +2,8 @@
 // relu): one family type, one op name per function, the output in the input's dtype.
 #pragma once
 
+#include <cstring>
+
 #include "ops/op.h"
 #include "ops/unary/unary_fn.h"
 
@@ -49,11 +51,17 @@ inline constexpr const char* kUnaryComputedOnAvx512 =
 // f(x) rounded once to dtype (bf16 or f16) at each of its 65,536 values x, as bits indexed by x's bits,
 // with one entry more (0) past the last so that a 32-bit gather may read it (NOTE [unary maps by table]).
 const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
-// Four entries of a table of 16-bit results for the four 16-bit values packed in v (little-endian, as
-// x86 stores them): cpu.table's lookups, and cpu.avx512.table's beside its gathers.
-inline uint64_t lookup4(const uint16_t* t, uint64_t v) {
-  return uint64_t(t[v & 0xFFFF]) | uint64_t(t[(v >> 16) & 0xFFFF]) << 16 |
-         uint64_t(t[(v >> 32) & 0xFFFF]) << 32 | uint64_t(t[v >> 48]) << 48;
+// y[i] = t[x[i]] for n 16-bit values (n a multiple of 4), four to a 64-bit load and store (little-endian,
+// as x86 stores them): cpu.table's lookups, cpu.avx512.table's beside its gathers, and cpu.avx512's
+// beside its arithmetic (NOTE [bf16 maps by vectors and lookups at once]).
+inline void lookup4s(const uint16_t* t, const void* x, void* y, int64_t n) {
+  for (int64_t i = 0; i < n; i += 4) {
+    uint64_t v;
+    std::memcpy(&v, static_cast<const uint16_t*>(x) + i, sizeof v);
+    v = uint64_t(t[v & 0xFFFF]) | uint64_t(t[(v >> 16) & 0xFFFF]) << 16 |
+        uint64_t(t[(v >> 32) & 0xFFFF]) << 32 | uint64_t(t[v >> 48]) << 48;
+    std::memcpy(static_cast<uint16_t*>(y) + i, &v, sizeof v);
+  }
 }
 // f(x) rounded once to float at each of the 65,536 inputs x of dtype (bf16 or f16), indexed by x's bits
 // (NOTE [unary maps by table]): for kernels that multiply f(x) before they round to dtype, as the GLUs do.
