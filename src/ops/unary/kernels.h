@@ -57,41 +57,66 @@ inline constexpr bool unary_fn_has_float_vec_form = Fast &&
                                                      F == UnaryFn::tanh || unary_fn_of_few_instructions<F>);
 
 #if DEW_HAS_F32X16
-// NOTE [bf16 maps by vectors and lookups at once]
-// A bf16 function computed on vectors (erf-GELU by gelu_erf_rounding_to, say) keeps the vector pipes busy
-// and leaves the integer pipes and most load ports idle; cpu.table's lookups (lookup4s: scalar loads,
-// shifts and ors) use only those, and where the computed results are the table's bits at every input
-// (unary_bf16_by_vectors_and_lookups) a row may take either for any value. So a contiguous row goes
-// eighty values a step, sixty-four computed by even and odd and sixteen looked up. erf-GELU, a
-// 65,536-value row in L1 on one core: computed alone 12.6-12.9 us, by the gathers 14.3-14.9, so 10.3
-// (32 + 8 the same, 32 + 16 11.3-11.8, 32 + 32 13.4-14.3); on the bench's 12,582,912 values, two threads,
-// 1.33 -> 1.04-1.10 ms, tanh 0.95 -> 0.88-0.93, tanh-GELU 1.00 -> 0.89-0.92 (minimums), SiLU, near its
-// memory's time, unchanged and left out. In minutes when a neighbour contends the core's integer and load
-// side (the gathers at 25 us, not 15) the lookups cost instead: 15.4-15.8 us computed alone, 18.8-19.6
-// so; those minutes' triad is low and the row passes either way, where in fast-memory minutes only this
-// form reached 60% of a 63-69 GB/s triad (docs/perf.md, twenty-fifth session; dev/erf_gelu_bf16).
-template <UnaryFn F,
-          class T>  // bf16 (a template so that other dtypes' discarded calls are never instantiated)
-void bf16_row_by_vectors_and_lookups(const uint16_t* table, const T* x, T* y, int64_t n) {
-  static_assert(std::is_same_v<T, bf16>);
-  constexpr int64_t kComputed = 64, kStep = kComputed + 16;
+// NOTE [maps by vectors and lookups at once]
+// A function computed on vectors (erf-GELU by gelu_erf_rounding_to, say) keeps the vector pipes busy and
+// leaves the integer pipes and most load ports idle; cpu.table's lookups (lookup4s: scalar loads, shifts
+// and ors) use only those. So a contiguous row of unary_by_vectors_and_lookups's functions goes a step
+// at a time, most values computed and the rest looked up in a table of this kernel's own results at
+// every input (kernel_results_table): each input gets the same bits wherever it sits in a row, and on
+// bf16, where those are cpu.table's correctly rounded bits (table_test.cc), the table is cpu.table's in
+// effect. bf16 steps eighty values, sixty-four computed by even and odd and sixteen looked up; f16
+// sixty-four, forty-eight computed (vcvtph2ps, not even and odd) and sixteen looked up. A 65,536-value
+// row in L1 on one core: bf16 erf-GELU computed alone 12.6-12.9 us, by the gathers 14.3-14.9, mixed 10.3
+// (32 + 8 the same, 32 + 16 11.3-11.8, 32 + 32 13.4-14.3); on the bench's 12,582,912 values, two
+// threads, 1.33 -> 1.04-1.10 ms, tanh 0.95 -> 0.88-0.93, tanh-GELU 1.00 -> 0.89-0.92 (minimums); f16
+// erf-GELU 17.2-17.5 -> 13.3-13.8 us (64 + 16 14.0-15.4; f16 tanh and tanh-GELU gain under 10% and are
+// left out, as SiLU, near its memory's time). In minutes when a neighbour contends the core's integer
+// and load side (the gathers at 25 us, not 15) the lookups cost instead: bf16 erf-GELU 15.4-15.8 us
+// computed alone, 18.8-19.6 so; those minutes' triad is low and the row passes either way, where in
+// fast-memory minutes only this form reached 60% of a 63-69 GB/s triad (docs/perf.md, twenty-fifth and
+// twenty-sixth sessions; dev/erf_gelu).
+template <UnaryFn F, class T>
+struct VectorsAndLookups {
+  static constexpr int64_t kVector = std::is_same_v<T, bf16> ? 32 : 16;  // values a compute() takes
+  static constexpr int64_t kComputed = std::is_same_v<T, bf16> ? 64 : 48, kStep = kComputed + 16;
+
+  [[gnu::always_inline]] static F32x16 f(F32x16 v) { return unary_kernel_value<F, true, T>(v); }
+  [[gnu::always_inline]] static void compute(const T* x, T* y) {
+    if constexpr (std::is_same_v<T, bf16>) {
+      const EvenOdd16 v = load_even_odd(x);
+      if (!store_even_odd(y, f(v.even), f(v.odd)))  // a subnormal: store_vec narrows it
+        store_vec(y, f(load_vec(x))), store_vec(y + 16, f(load_vec(x + 16)));
+    } else {
+      store_vec(y, f(load_vec(x)));
+    }
+  }
+};
+
+// This kernel's results at each of the 65,536 inputs of T, indexed by the input's bits: built on first
+// use by compute() over every input, then constant.
+template <UnaryFn F, class T>
+const uint16_t* kernel_results_table() {
+  using Step = VectorsAndLookups<F, T>;
+  static const std::vector<T> table = [] {
+    std::vector<T> x(65536), y(65536);
+    for (size_t i = 0; i < x.size(); ++i) x[i].bits = uint16_t(i);
+    for (size_t i = 0; i < x.size(); i += Step::kVector) Step::compute(x.data() + i, y.data() + i);
+    return y;
+  }();
+  return reinterpret_cast<const uint16_t*>(table.data());
+}
+
+template <UnaryFn F, class T>
+void row_by_vectors_and_lookups(const uint16_t* table, const T* x, T* y, int64_t n) {
+  using Step = VectorsAndLookups<F, T>;
   const auto* xb = reinterpret_cast<const uint16_t*>(x);
   auto* yb = reinterpret_cast<uint16_t*>(y);
-  const auto f = [](F32x16 v) __attribute__((always_inline)) {
-    return unary_kernel_value<F, true, bf16>(v);
-  };
-  const auto compute32 = [&](int64_t i) __attribute__((always_inline)) {
-    const EvenOdd16 v = load_even_odd(x + i);
-    if (!store_even_odd(y + i, f(v.even), f(v.odd)))  // a subnormal: store_vec narrows it
-      store_vec(y + i, f(load_vec(x + i))), store_vec(y + i + 16, f(load_vec(x + i + 16)));
-  };
   int64_t i = 0;
-  for (; i + kStep <= n; i += kStep) {
-    prefetch_ahead<0>(x + i, kStep), prefetch_ahead<1>(y + i, kStep);  // NOTE [prefetching maps]
-    lookup4s(table, xb + i + kComputed, yb + i + kComputed, kStep - kComputed);
-    compute32(i), compute32(i + 32);
+  for (; i + Step::kStep <= n; i += Step::kStep) {
+    prefetch_ahead<0>(x + i, Step::kStep), prefetch_ahead<1>(y + i, Step::kStep);  // NOTE [prefetching maps]
+    lookup4s(table, xb + i + Step::kComputed, yb + i + Step::kComputed, Step::kStep - Step::kComputed);
+    for (int64_t k = 0; k < Step::kComputed; k += Step::kVector) Step::compute(x + i + k, y + i + k);
   }
-  for (; i + 32 <= n; i += 32) compute32(i);
   for (; i < n; ++i) yb[i] = table[xb[i]];
 }
 #endif
@@ -104,15 +129,18 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
     using Fn = decltype(fn);  // a type: lambdas below use it without capturing (F would need one)
     constexpr UnaryFn F = Fn::value;
 #if DEW_HAS_F32X16
-    constexpr bool kLooksUp = Fast && unary_bf16_by_vectors_and_lookups(F) && std::is_same_v<T, bf16>;
-    const uint16_t* table = kLooksUp ? unary_table_bits(F, DType::bf16) : nullptr;
+    constexpr bool kLooksUp =
+        Fast && is_half_type<T> &&
+        unary_by_vectors_and_lookups(F, std::is_same_v<T, bf16> ? DType::bf16 : DType::f16);
+    const uint16_t* table = nullptr;
+    if constexpr (kLooksUp) table = kernel_results_table<F, T>();
 #endif
     for_each_row<1>(out.shape(), {a.x}, [&](const RowView<1>& v, int64_t o) {
       const T* x = static_cast<const T*>(v.in[0]);
       T* yo = y + o;
 #if DEW_HAS_F32X16
       if constexpr (kLooksUp) {
-        if (v.stride[0] == 1) return bf16_row_by_vectors_and_lookups<F>(table, x, yo, v.length);
+        if (v.stride[0] == 1) return row_by_vectors_and_lookups<F>(table, x, yo, v.length);
       }
 #endif
       if (v.stride[0] == 1)

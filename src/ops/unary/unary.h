@@ -38,11 +38,11 @@ bool unary_by_table(UnaryFn f, DType dtype);
 // Whether cpu.avx512 computes f on dtype, one of cpu.table's, on this CPU (NOTE [cheap functions on
 // AVX-512 vectors]); cpu.avx512.table takes the rest.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype);
-// The bf16 functions whose rows cpu.avx512 computes and looks up at once (NOTE [bf16 maps by vectors and
-// lookups at once], unary/kernels.h): computed, they give cpu.table's bits at every input (table_test.cc),
-// and they cost more than their memory.
-constexpr bool unary_bf16_by_vectors_and_lookups(UnaryFn f) {
-  return f == UnaryFn::gelu || f == UnaryFn::gelu_tanh || f == UnaryFn::tanh;
+// The functions whose rows cpu.avx512 computes and looks up at once (NOTE [maps by vectors and lookups at
+// once], unary/kernels.h): those that cost more than their memory and gain by it.
+constexpr bool unary_by_vectors_and_lookups(UnaryFn f, DType dtype) {
+  if (dtype == DType::bf16) return f == UnaryFn::gelu || f == UnaryFn::gelu_tanh || f == UnaryFn::tanh;
+  return dtype == DType::f16 && f == UnaryFn::gelu;
 }
 // What unary_computed_on_avx512 asks, in words, for the two requirements that name it.
 inline constexpr const char* kUnaryComputedOnAvx512 =
@@ -53,7 +53,7 @@ inline constexpr const char* kUnaryComputedOnAvx512 =
 const uint16_t* unary_table_bits(UnaryFn f, DType dtype);
 // y[i] = t[x[i]] for n 16-bit values (n a multiple of 4), four to a 64-bit load and store (little-endian,
 // as x86 stores them): cpu.table's lookups, cpu.avx512.table's beside its gathers, and cpu.avx512's
-// beside its arithmetic (NOTE [bf16 maps by vectors and lookups at once]).
+// beside its arithmetic (NOTE [maps by vectors and lookups at once]).
 inline void lookup4s(const uint16_t* t, const void* x, void* y, int64_t n) {
   for (int64_t i = 0; i < n; i += 4) {
     uint64_t v;

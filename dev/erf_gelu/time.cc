@@ -1,19 +1,22 @@
-// bf16 erf-GELU's ways on one core, a 65,536-value row in L1 (every bf16 value, then N(0, 2) draws): by
-// the gathers (cpu.avx512.table's loop), computed with 9, 8, 7 or 6 terms of Q / 2 (NOTE [erf-GELU for bf16
-// and f16 results]), and computed and looked up at once in several proportions (NOTE [bf16 maps by vectors
-// and lookups at once]); first how many of the 65,536 inputs each computed form gives other bits than
-// the table's. The ordering moves with the host: in quiet minutes 64 + 16 ran 20% under computed alone,
-// in minutes when the gathers slowed to 25 us 20% over it (docs/perf.md, twenty-fifth session).
+// erf-GELU's ways on one core, a 65,536-value row in L1 (every value, then N(0, 2) draws), for bf16 or
+// f16 (the argument): by the gathers (cpu.avx512.table's loop), computed (bf16 with 9, 8, 7 or 6 terms of
+// Q / 2: NOTE [erf-GELU for bf16 and f16 results]), and computed and looked up at once in several
+// proportions (NOTE [maps by vectors and lookups at once]); first how many of the 65,536 inputs each
+// computed form gives other bits than the table's. The ordering moves with the host: in quiet minutes
+// bf16's 64 + 16 ran 20% under computed alone, in minutes when the gathers slowed to 25 us 20% over it
+// (docs/perf.md, twenty-fifth and twenty-sixth sessions).
 // Build (after the project's build):
-//   g++ -std=c++20 -O2 -Isrc -Iinclude dev/erf_gelu_bf16/time.cc -o /tmp/erf_gelu build/libdew_ops.a
+//   g++ -std=c++20 -O2 -Isrc -Iinclude dev/erf_gelu/time.cc -o /tmp/erf_gelu build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt
+// Run: /tmp/erf_gelu bf16|f16
 #define DEW_KERNEL_NS avx512
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "ops/f32x16.h"
@@ -73,34 +76,52 @@ __attribute__((noinline)) void computed(const uint16_t* t, const uint16_t* x, ui
   for (; i < n; ++i) y[i] = t[x[i]];
 }
 
+// f16: Vec steps of 16 computed (gelu_erf_rounding_to<f16>, 9 terms) and Scalar values looked up.
+template <int Vec, int Scalar>
+__attribute__((noinline)) void computed_f16(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
+  constexpr int64_t W = 16 * Vec + Scalar;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    lookup4s(t, x + i + 16 * Vec, y + i + 16 * Vec, Scalar);
+    for (int k = 0; k < Vec; ++k)
+      store_vec(reinterpret_cast<f16*>(y + i + 16 * k),
+                gelu_erf_rounding_to<f16>(load_vec(reinterpret_cast<const f16*>(x + i + 16 * k))));
+  }
+  for (; i < n; ++i) y[i] = t[x[i]];
+}
+
 }  // namespace
 DEW_ISA_END
 
-int main() {
-  const uint16_t* t = unary_table_bits(UnaryFn::gelu, DType::bf16);
+int main(int argc, char** argv) {
+  const bool is_f16 = argc > 1 && std::string(argv[1]) == "f16";
+  const uint16_t* t = unary_table_bits(UnaryFn::gelu, is_f16 ? DType::f16 : DType::bf16);
   const int64_t n = 65536;
   std::vector<uint16_t> x(n), y(n);
   for (int64_t i = 0; i < n; ++i) x[i] = uint16_t(i);
   const auto differ = [&](const char* name, void (*f)(const uint16_t*, const uint16_t*, uint16_t*, int64_t)) {
     f(t, x.data(), y.data(), n);
+    const uint16_t exponent = is_f16 ? 0x7c00 : 0x7f80;
     int d = 0;
-    for (int64_t i = 0; i < n; ++i) d += (x[i] & 0x7f80) != 0x7f80 && y[i] != t[x[i]];  // NaN and inf aside
+    for (int64_t i = 0; i < n; ++i) d += (x[i] & exponent) != exponent && y[i] != t[x[i]];  // NaN, inf aside
     std::printf("%-10s %d of the 65,536 inputs differ from the table\n", name, d);
   };
-  differ("9 terms", computed<9, 1, 0>);
-  differ("8 terms", computed<8, 1, 0>);
-  differ("7 terms", computed<7, 1, 0>);
-  differ("6 terms", computed<6, 1, 0>);
-  uint64_t s = 12345;  // N(0, 2) by Box-Muller, rounded to bf16
+  if (is_f16) {
+    differ("9 terms", computed_f16<1, 0>);
+  } else {
+    differ("9 terms", computed<9, 1, 0>);
+    differ("8 terms", computed<8, 1, 0>);
+    differ("7 terms", computed<7, 1, 0>);
+    differ("6 terms", computed<6, 1, 0>);
+  }
+  uint64_t s = 12345;  // N(0, 2) by Box-Muller
   const auto uniform = [&] {
     return double((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 11) * 0x1p-53;
   };
   for (int64_t i = 0; i < n; ++i) {
     const float v =
         float(2 * std::sqrt(-2 * std::log(uniform() + 1e-300)) * std::cos(6.283185307179586 * uniform()));
-    uint32_t b;
-    std::memcpy(&b, &v, sizeof b);
-    x[i] = uint16_t((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+    x[i] = is_f16 ? f32_to_f16(v).bits : f32_to_bf16(v).bits;
   }
   const auto time = [&](const char* name, void (*f)(const uint16_t*, const uint16_t*, uint16_t*, int64_t)) {
     std::vector<double> us;
@@ -113,6 +134,16 @@ int main() {
     std::printf("%-24s min %.2f median %.2f us\n", name, us[0], us[3]);
   };
   time("gathers", by_gathers);
+  if (is_f16) {
+    time("computed", computed_f16<1, 0>);
+    time("16 + 4", computed_f16<1, 4>);
+    time("32 + 8", computed_f16<2, 8>);
+    time("32 + 16", computed_f16<2, 16>);
+    time("48 + 16 (kept)", computed_f16<3, 16>);
+    time("64 + 16", computed_f16<4, 16>);
+    time("64 + 32", computed_f16<4, 32>);
+    return 0;
+  }
   time("9 terms", computed<9, 1, 0>);
   time("8 terms", computed<8, 1, 0>);
   time("7 terms", computed<7, 1, 0>);
