@@ -3,7 +3,7 @@
 //   g++ -std=c++20 -O2 -Iinclude dev/cross_entropy_time/time.cc -o /tmp/ce_time build/libdew_ops.a
 //   build/libdew_select.a build/libdew_core.a build/libdew_cuda.a -ldnnl -lfmt -fopenmp -ldl -lpthread
 //   -L/usr/local/cuda/lib64 -lcudart_static -lrt
-// Run: /tmp/ce_time N V f32|bf16 REPS (the bench's case: 1024 50257).
+// Run: /tmp/ce_time N V f32|bf16|f16 REPS (the bench's case: 1024 50257).
 #include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/tensor.h>
@@ -15,11 +15,11 @@
 using namespace dew;
 int main(int argc, char** argv) {
   if (argc != 5) {
-    fprintf(stderr, "usage: %s N V f32|bf16 REPS\n", argv[0]);
+    fprintf(stderr, "usage: %s N V f32|bf16|f16 REPS\n", argv[0]);
     return 2;
   }
   const int64_t N = atoll(argv[1]), V = atoll(argv[2]);
-  const DType dt = std::string(argv[3]) == "bf16" ? DType::bf16 : DType::f32;
+  const DType dt = parse_dtype(argv[3]);
   Tensor x = Tensor::empty({N, V}, DType::f32);
   fill_normal(x, RandomKey{1, 0}, 0.0, 2.0);
   x = cast(x, dt);
