@@ -20,13 +20,13 @@
 using namespace dew;
 int main(int argc, char** argv) {
   if (argc != 5) {
-    fprintf(
-        stderr,
-        "usage: %s "
-        "relu|neg|exp|log|sqrt|rsqrt|tanh|sigmoid|silu|gelu|gelu_tanh|add|mul|maximum|pow|lt|swiglu|geglu|swiglu_"
-        "backward|geglu_backward N "
-        "f32|bf16|f16 REPS\n",
-        argv[0]);
+    fprintf(stderr,
+            "usage: %s "
+            "relu|neg|exp|log|sqrt|rsqrt|tanh|sigmoid|silu|gelu|gelu_tanh|add|mul|maximum|pow|lt|swiglu|"
+            "geglu|geglu_tanh|swiglu_"
+            "backward|geglu_backward N "
+            "f32|bf16|f16 REPS\n",
+            argv[0]);
     return 2;
   }
   const std::string op = argv[1];
@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
                      : op == "pow"             ? pow(a, b)
                      : op == "swiglu"          ? swiglu(a, b)
                      : op == "geglu"           ? geglu(a, b)
+                     : op == "geglu_tanh"      ? geglu(a, b, true)
                      : op == "swiglu_backward" ? swiglu_backward(c, a, b).d_gate
                      : op == "geglu_backward"  ? geglu_backward(c, a, b).d_gate
                                                : lt(a, b);

@@ -48,6 +48,28 @@ template <Activation A, bool Fast, class Acc>
   }
 }
 
+// NOTE [half gates computed on AVX-512]
+// Since the tables (NOTE [bf16 gates by table]) came, vector_math.h has grown forms of the activations
+// for results that round to bf16 or f16 (times_sigmoid_f32<T>, gelu_erf_rounding_to, gelu_tanh_rounding_to:
+// within a few float ulps, the forms cpu.avx512's unary maps compute), 13-30 vector operations where the
+// f32 forms took 20-35. On AVX-512 (with BF16 for bf16) the forward computes act(gate) so, one rounding of
+// the float product act * up to T: on a Zen 5 host, 7,340,032 values (the bench's llama8b_mlp), medians
+// of alternating runs, SwiGLU bf16 1.42-1.54 ms by the gathers -> 0.65-0.82 computed (its memory's
+// time), f16 1.14-1.64 -> 0.72-0.81, GEGLU bf16 1.20-1.57 -> 0.93-1.06, f16 1.08-1.72 -> 1.11-1.20,
+// tanh-GEGLU bf16 1.29-1.55 -> 0.76-1.00, f16 1.10-2.92 -> 0.77-1.36 (docs/perf.md, twenty-sixth
+// session): the gathers slow when a neighbour loads the core's integer and load side, the vector
+// arithmetic much less. The backward keeps its table of pairs; AVX2 keeps the tables.
+// act for products that round to T (bf16 or f16).
+template <Activation A, class T, class F>
+[[gnu::always_inline]] inline F act_rounding_to(F x) {
+  if constexpr (A == Activation::silu)
+    return times_sigmoid_f32<T>(x, x);
+  else if constexpr (A == Activation::gelu_erf)
+    return gelu_erf_rounding_to<T>(x);
+  else
+    return gelu_tanh_rounding_to<T>(x);
+}
+
 // The activations act and act_and_derivative write over F (NOTE [one body for scalar and vector float
 // functions]).
 template <Activation A, bool Fast>
@@ -59,7 +81,8 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
 // A bf16 (or f16) gate has 65,536 values, so act(gate) comes from a table of floats (function_values, the
 // double function rounded once) and only the product with up is arithmetic: out = bf16(act * up), one
 // rounding of a float product as before, from a correctly rounded act instead of one a few ulps off.
-// On AVX-512 a gather reads sixteen entries at once; on AVX2, whose gathers are slow on some CPUs (Zen 2),
+// On AVX-512 a gather read sixteen entries at once (the forward is now computed there: NOTE [half gates
+// computed on AVX-512]); on AVX2, whose gathers are slow on some CPUs (Zen 2),
 // scalar loads fill a chunk in L1 and a vector loop multiplies and narrows it. Either way the forward
 // runs at its memory's time, where the arithmetic did not: SwiGLU, GEGLU and tanh-GEGLU bf16 on AVX-512
 // 1.4-1.5, 2.0-2.1 and 2.2-2.3 ms on the bench, by gathers 1.0 for each; on AVX2 3.3, 3.6-3.9 and
@@ -71,29 +94,6 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
 // on a Zen 3 AVX2 host took 5.8-6.1 ms against the tables' 7.9-8.5 (bf16's: 8.8-15 against 7.4-8.5).
 template <class T>
 void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out, int64_t n) {
-#if DEW_HAS_F32X16
-  if (rows_on_float_vec<T>()) {  // AVX-512: one gather a vector instead of the chunk
-    // Two vectors a step, one gathered and one by scalar loads beside the gather (the other load
-    // ports: as cpu.avx512.table's gather_row): SwiGLU bf16 1.16 -> 0.98 ms on a Zen 5 host.
-    int64_t i = 0;
-    for (; i + 2 * kVecWidth <= n; i += 2 * kVecWidth) {  // NOTE [prefetching maps]
-      prefetch_map(std::array<const T*, 2>{g, u}, std::array<T*, 1>{out}, i, 2 * kVecWidth);
-      alignas(64) float looked_up[kVecWidth];
-      for (int j = 0; j < kVecWidth; ++j) looked_up[j] = act_table[g[i + kVecWidth + j].bits];
-      store_vec(out + i, gather_vec(act_table, g + i) * load_vec(u + i));
-      store_vec(out + i + kVecWidth, load_vec(looked_up) * load_vec(u + i + kVecWidth));
-    }
-    for (; i + kVecWidth <= n; i += kVecWidth) {  // NOTE [prefetching maps]
-      prefetch_map(std::array<const T*, 2>{g, u}, std::array<T*, 1>{out}, i, kVecWidth);
-      store_vec(out + i, gather_vec(act_table, g + i) * load_vec(u + i));
-    }
-    if (i < n) {
-      const int lanes = int(n - i);
-      store_vec(out + i, gather_vec(act_table, g + i, lanes) * load_vec(u + i, lanes), lanes);
-    }
-    return;
-  }
-#endif
   alignas(64) float chunk[kMapChunk];
   for (int64_t c = 0; c < n; c += kMapChunk) {
     const int64_t len = std::min(kMapChunk, n - c);
@@ -188,6 +188,17 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   T* o1 = a.backward ? outs[1].data<T>() : nullptr;
   if constexpr (Fast && is_half_type<T>) {  // NOTE [bf16 gates by table]
     if (!(a.backward && A == Activation::silu && std::is_same_v<T, f16>)) {
+#if DEW_HAS_F32X16
+      if (!a.backward && rows_on_float_vec<T>()) {  // NOTE [half gates computed on AVX-512]
+        parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+          map_elements<T>(
+              std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
+              []<class V>(V gi, V ui)
+                  __attribute__((always_inline)) { return act_rounding_to<A, T>(gi) * ui; });
+        });
+        return;
+      }
+#endif
       if (!a.backward) {
         const float* act_table = function_values(unary_of(A), Scalar<T>::dtype);
         parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
