@@ -222,16 +222,6 @@ inline bool store_even_odd(bf16* p, F32x16 even, F32x16 odd) {
   return true;
 }
 
-// table[x] for sixteen 16-bit values x (a bf16's or an f16's bits) by one gather from a 65,536-entry
-// float table (NOTE [unary maps by table]); `lanes` (< 16) for a tail, whose other lanes read as 0.
-template <class T>
-[[gnu::always_inline]] inline F32x16 gather_vec(const float* table, const T* x, int lanes = 16) {
-  static_assert(sizeof(T) == 2);
-  const __mmask16 k = first_lanes(lanes);
-  const __m512i index = _mm512_maskz_cvtepu16_epi32(k, _mm256_maskz_loadu_epi16(k, x));
-  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, index, table, 4);
-}
-
 // pairs[2x] and pairs[2x + 1] for sixteen 16-bit values x, from a table of 65,536 float pairs: two gathers
 // of eight 8-byte entries (half the elements two tables' gathers load), split into the firsts and the
 // seconds. The indices widen from two 8-value loads: GCC 12 warns on a 512-bit vector's halves.
