@@ -30,9 +30,13 @@ template <class T>
 DEW_HOST_DEVICE T gelu_tanh_argument(T x) {
   return T(kGeluTanhScale) * (x + T(kGeluTanhCubic) * x * x * x);
 }
+// du/dx for act', which multiplies it by 1 - tanh(u)^2 (or sigmoid(-2u)): |x| is capped at 1e4, where
+// that factor is already 0 in float and double, since from |x| ~ 2e19 x^2 overflows float and 0 * inf
+// made tanh-GELU's derivative NaN where it is 1.
 template <class T>
 DEW_HOST_DEVICE T gelu_tanh_argument_derivative(T x) {
-  return T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * x * x);
+  const T capped = x < T(1e4) && x > T(-1e4) ? x : T(1e4);
+  return T(kGeluTanhScale) * (T(1) + T(3 * kGeluTanhCubic) * capped * capped);
 }
 
 template <class T>

@@ -319,14 +319,16 @@ template <class T = float, class F>
 }
 
 // sigmoid(z) and sigmoid(-z), from one exp that cannot overflow, e = exp(-|z|):
-// 1 / (1 + e) and e / (1 + e), one division. NaN stays NaN.
+// 1 / (1 + e) and e / (1 + e), one division. NaN stays NaN. T: the dtype the results feed (the exp's
+// form, exp_nonpositive_rounding_to).
 template <class F>
 struct SigmoidPair {
   F s, s_neg;
 };
-template <class F>
+template <class T = float, class F>
 [[gnu::always_inline]] inline SigmoidPair<F> sigmoid_pair_f32(F z) {
-  const F e = exp_f32(-magnitude(z)), large = F(1.0f) / (F(1.0f) + e), small = e * large;
+  const F e = exp_nonpositive_rounding_to<T>(-magnitude(z)), large = F(1.0f) / (F(1.0f) + e),
+          small = e * large;
   const auto positive = z > F(0.0f);
   return {select(positive, large, small), select(positive, small, large)};
 }
@@ -614,26 +616,36 @@ inline constexpr std::array<float, 9> kHalfErfcxOverTForF16 = {
 
 // erf-GELU for results that round to T: NOTE [erf-GELU for bf16 and f16 results]; f32 results take
 // gelu_erf_f32.
+// Phi(x) and exp(-x^2 / 2) for results that round to T (bf16 or f16): NOTE [erf-GELU for bf16 and f16
+// results]'s h and its exp, for erf-GELU and its derivative Phi(x) + x exp(-x^2 / 2) / sqrt(2 pi).
+template <class F>
+struct NormalCdf {
+  F cdf, gaussian;
+};
+template <class T, class F>
+requires is_f32_like<F> && is_half_type<T>
+[[gnu::always_inline]] inline NormalCdf<F> normal_cdf_rounding_to(F x) {
+  const F t = F(1.0f) / mul_add(magnitude(x), F(0.35355339059327376220f), F(1.0f));
+  F e;
+  if constexpr (kLanes == 16)
+    e = exp2_by_thirty_seconds(x * x * F(float(-0.5 * kInverseLn2)));
+  else
+    e = exp_nonpositive_rounding_to<T>(x * x * F(-0.5f));
+  F q;
+  if constexpr (std::is_same_v<T, bf16>)
+    q = horner(t, kHalfErfcxOverT);
+  else
+    q = horner(t, kHalfErfcxOverTForF16);
+  const F h = e * (t * q);
+  return {select(x < F(0.0f), h, F(1.0f) - h), e};
+}
 template <class T, class F>
 requires is_f32_like<F>
 [[gnu::always_inline]] inline F gelu_erf_rounding_to(F x) {
-  if constexpr (is_half_type<T>) {
-    const F t = F(1.0f) / mul_add(magnitude(x), F(0.35355339059327376220f), F(1.0f));
-    F e;
-    if constexpr (kLanes == 16)
-      e = exp2_by_thirty_seconds(x * x * F(float(-0.5 * kInverseLn2)));
-    else
-      e = exp_nonpositive_rounding_to<T>(x * x * F(-0.5f));
-    F q;
-    if constexpr (std::is_same_v<T, bf16>)
-      q = horner(t, kHalfErfcxOverT);
-    else
-      q = horner(t, kHalfErfcxOverTForF16);
-    const F h = e * (t * q);
-    return x * select(x < F(0.0f), h, F(1.0f) - h);
-  } else {
+  if constexpr (is_half_type<T>)
+    return x * normal_cdf_rounding_to<T>(x).cdf;
+  else
     return gelu_erf_f32(x);
-  }
 }
 
 // activation.h's gelu_tanh_argument and its derivative over F (the same roundings), for the kernels.
@@ -643,7 +655,8 @@ template <class F>
 }
 template <class F>
 [[gnu::always_inline]] inline F gelu_tanh_argument_derivative(F x) {
-  return F(kGeluTanhScale) * (F(1) + F(3 * kGeluTanhCubic) * x * x);
+  const F capped = select(magnitude(x) < F(1e4f), x, F(1e4f));
+  return F(kGeluTanhScale) * (F(1) + F(3 * kGeluTanhCubic) * capped * capped);
 }
 
 // tanh-GELU for results that round to bf16 or f16: x sigmoid(2u) = x d for x >= 0 and x e d below,

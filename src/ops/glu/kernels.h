@@ -40,9 +40,10 @@ template <Activation A, bool Fast, class Acc>
   } else if constexpr (Fast && A == Activation::gelu_erf) {
     return {gelu_erf_f32(x), gelu_erf_derivative_f32(x)};  // one erf: inlined, shared
   } else if constexpr (Fast && A == Activation::gelu_tanh) {
-    // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1.
+    // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1;
+    // x sigmoid(-2y) first, which is 0 where 2 x would overflow.
     const SigmoidPair<Acc> p = sigmoid_pair_f32(Acc(2) * gelu_tanh_argument(x));
-    return {x * p.s, p.s + Acc(2) * x * p.s * p.s_neg * gelu_tanh_argument_derivative(x)};
+    return {x * p.s, p.s + (x * p.s_neg) * (Acc(2) * p.s) * gelu_tanh_argument_derivative(x)};
   } else {
     return {apply_activation(A, x), activation_derivative(A, x)};
   }
@@ -58,7 +59,11 @@ template <Activation A, bool Fast, class Acc>
 // time), f16 1.14-1.64 -> 0.72-0.81, GEGLU bf16 1.20-1.57 -> 0.93-1.06, f16 1.08-1.72 -> 1.11-1.20,
 // tanh-GEGLU bf16 1.29-1.55 -> 0.76-1.00, f16 1.10-2.92 -> 0.77-1.36 (docs/perf.md, twenty-sixth
 // session): the gathers slow when a neighbour loads the core's integer and load side, the vector
-// arithmetic much less. The backward keeps its table of pairs; AVX2 keeps the tables.
+// arithmetic much less. The bf16 backward computes act and act' so too (act_and_derivative_rounding_to):
+// SwiGLU's 2.20-3.01 ms medians by the pairs' gathers -> 1.98-2.18, GEGLU's even (1.94-3.35, 2.18-2.90)
+// in a slow hour. f16 keeps the pairs: a float act' misses its rounding near act''s zeros (x = -0.75
+// for erf-GELU: Phi(x) + x phi(x) cancels), which f16's finer steps show (the every-gate test), and
+// f16 SiLU its f32 arithmetic (NOTE [bf16 gates by table]). AVX2 keeps the tables.
 // act for products that round to T (bf16 or f16).
 template <Activation A, class T, class F>
 [[gnu::always_inline]] inline F act_rounding_to(F x) {
@@ -68,6 +73,21 @@ template <Activation A, class T, class F>
     return gelu_erf_rounding_to<T>(x);
   else
     return gelu_tanh_rounding_to<T>(x);
+}
+// act and act' for products that round to T, as act_and_derivative's forms with the exps and the normal
+// cdf for results that round to T.
+template <Activation A, class T, class F>
+[[gnu::always_inline]] inline std::array<F, 2> act_and_derivative_rounding_to(F x) {
+  if constexpr (A == Activation::silu) {
+    const SigmoidPair<F> p = sigmoid_pair_f32<T>(x);
+    return {x * p.s, p.s * (F(1.0f) + x * p.s_neg)};
+  } else if constexpr (A == Activation::gelu_erf) {
+    const NormalCdf<F> p = normal_cdf_rounding_to<T>(x);
+    return {x * p.cdf, mul_add(x * F(0.39894228040143267794f), p.gaussian, p.cdf)};
+  } else {
+    const SigmoidPair<F> p = sigmoid_pair_f32<T>(F(2.0f) * gelu_tanh_argument(x));
+    return {x * p.s, p.s + (x * p.s_neg) * (F(2.0f) * p.s) * gelu_tanh_argument_derivative(x)};
+  }
 }
 
 // The activations act and act_and_derivative write over F (NOTE [one body for scalar and vector float
@@ -206,6 +226,19 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
         });
         return;
       }
+#if DEW_HAS_F32X16
+      if (std::is_same_v<T, bf16> && rows_on_float_vec<T>()) {  // NOTE [half gates computed on AVX-512]
+        parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+          map_elements<T>(
+              std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
+              []<class V>(V gi, V ui, V di) __attribute__((always_inline)) {
+                const auto [value, derivative] = act_and_derivative_rounding_to<A, T>(gi);
+                return std::array<V, 2>{di * ui * derivative, di * value};
+              });
+        });
+        return;
+      }
+#endif
       const float* pairs = activation_value_derivative_pairs(unary_of(A), Scalar<T>::dtype);
       parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
         glu_backward_by_table(pairs, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0, i1 - i0);
