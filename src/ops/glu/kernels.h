@@ -60,10 +60,11 @@ template <Activation A, bool Fast, class Acc>
 // tanh-GEGLU bf16 1.29-1.55 -> 0.76-1.00, f16 1.10-2.92 -> 0.77-1.36 (docs/perf.md, twenty-sixth
 // session): the gathers slow when a neighbour loads the core's integer and load side, the vector
 // arithmetic much less. The bf16 backward computes act and act' so too (act_and_derivative_rounding_to):
-// SwiGLU's 2.20-3.01 ms medians by the pairs' gathers -> 1.98-2.18, GEGLU's even (1.94-3.35, 2.18-2.90)
-// in a slow hour. f16 keeps the pairs: a float act' misses its rounding near act''s zeros (x = -0.75
-// for erf-GELU: Phi(x) + x phi(x) cancels), which f16's finer steps show (the every-gate test), and
-// f16 SiLU its f32 arithmetic (NOTE [bf16 gates by table]). AVX2 keeps the tables.
+// SwiGLU's 2.20-3.01 ms medians by the pairs' gathers -> 1.98-2.18, GEGLU's even (1.84-3.35 against
+// 2.00-2.90) in a slow hour. f16 keeps the pairs: a float act' misses its rounding near act''s zeros (x =
+// -0.75 for erf-GELU: Phi(x) + x phi(x) cancels), which f16's finer steps show (the every-gate test), and f16
+// SiLU its f32 arithmetic (NOTE [bf16 gates by table]). AVX2 keeps the tables.
+
 // act for products that round to T (bf16 or f16).
 template <Activation A, class T, class F>
 [[gnu::always_inline]] inline F act_rounding_to(F x) {
