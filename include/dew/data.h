@@ -65,6 +65,11 @@ struct QualityOptions {                   // simple quality predicates; a docume
   double max_repeated_line_fraction = 1;  // lines equal to an earlier line of the document / lines
 };
 
+// Tagged text (word/tag tokens, as the Brown corpus has them) back to plain text (docs/data.md).
+struct StripTagsOptions {
+  std::string separator = "/";  // a token's tag starts at its last separator
+};
+
 // Near-duplicate removal: MinHash over character n-grams of the text (lowercased, whitespace runs
 // as one space), banded LSH for candidates, each candidate pair confirmed by its exact Jaccard.
 struct NearDedupOptions {
@@ -126,6 +131,7 @@ class Chain {
   Chain& map(const std::string& name, std::function<Record(Record)> f);
   Chain& filter(const std::string& name, std::function<bool(const Record&)> keep);
   Chain& quality(const QualityOptions& options);
+  Chain& strip_tags(const StripTagsOptions& options = {});
   // Dedup and decontamination judge the source's records in one pass when the stage is added, so they
   // come right after the source (or after one another); they drop later copies, keeping the first.
   Chain& dedup();  // exact: by a 128-bit hash of the text (or of the ids of token records)
@@ -186,9 +192,13 @@ struct Phase {
 };
 
 // A chain from the [data] table of a TOML config (docs/data.md); relative paths are relative to
-// the config file's directory. `overrides` are "key=value" pairs (`data.stage.2.seed=5`).
+// the config file's directory; a tokenize or chat stage that names no tokenizer takes the config's
+// [tokenizer] path. `overrides` are "key=value" pairs (`data.stage.2.seed=5`).
 // `table` names the chain's table: "data", or "eval.data" for a held-out chain.
 Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides = {},
                         const std::string& table = "data");
+// The text that chain's tokenize (or chat) stage reads: its source, for one epoch, and the stages
+// before that one — what `dew train` trains a config's [tokenizer] on.
+Chain text_chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides = {});
 
 }  // namespace dew::data

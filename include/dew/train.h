@@ -167,6 +167,9 @@ struct CheckpointScan {
   std::vector<std::string> ignored;  // "path: why" for each partial or unmarked one
 };
 CheckpointScan find_checkpoints(const std::string& run_dir);
+// A model directory to load: `path` itself, or, for a run directory, its newest committed checkpoint
+// (`dew generate --model runs/default`). A run directory without one is an error saying so.
+std::string model_directory(const std::string& path);
 
 struct LoadedCheckpoint {
   CausalLM model;

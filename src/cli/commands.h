@@ -49,8 +49,12 @@ struct TokenizerTrainOptions {
   std::vector<std::string> files, special_tokens;
   int64_t vocab_size = 8192, min_frequency = 2;
   std::string output;
+  bool force = false;  // overwrite a tokenizer.json at `output`
 };
 int run_tokenizer_train(const TokenizerTrainOptions& options);
+// Trains on `documents` and writes the tokenizer directory; `trained_on` describes them for the message.
+void write_trained_tokenizer(const std::vector<std::string_view>& documents,
+                             const TokenizerTrainOptions& options, const std::string& trained_on);
 
 struct DataOptions {
   std::string what;  // show, stats or preview

@@ -6,6 +6,7 @@
 #include <dew/error.h>
 #include <dew/models.h>
 #include <dew/tokenizer.h>
+#include <dew/train.h>
 
 #include <filesystem>
 #include <iostream>
@@ -62,10 +63,11 @@ std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptio
 
 int run_generate(const GenerateOptions& o) {
   namespace fs = std::filesystem;
+  const std::string model_dir = train::model_directory(o.model);  // a run directory: its newest checkpoint
   const CausalLM model =
-      CausalLM::load(o.model, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
-  const Tokenizer tokenizer = Tokenizer::load(o.model);
-  const fs::path generation_path = fs::path(o.model) / "generation_config.json";
+      CausalLM::load(model_dir, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
+  const Tokenizer tokenizer = Tokenizer::load(model_dir);
+  const fs::path generation_path = fs::path(model_dir) / "generation_config.json";
   const nlohmann::json generation = read_json_if_present(generation_path);
   const JsonFields g{generation, generation_path.string()};
 
@@ -84,7 +86,7 @@ int run_generate(const GenerateOptions& o) {
   if (o.repetition_penalty) s.repetition_penalty = *o.repetition_penalty;
   s.seed = o.seed;
   add_eos_ids(generation, generation_path.string(), options.eos_ids);
-  add_eos_ids(read_json_if_present(fs::path(o.model) / "config.json"), "config.json", options.eos_ids);
+  add_eos_ids(read_json_if_present(fs::path(model_dir) / "config.json"), "config.json", options.eos_ids);
   if (tokenizer.eos_id()) options.eos_ids.push_back(*tokenizer.eos_id());
 
   DEW_REQUIRE(o.chat || (o.system.empty() && o.chat_vars.empty() && o.assistant_start.empty()),
@@ -92,6 +94,12 @@ int run_generate(const GenerateOptions& o) {
   const std::vector<int64_t> prompt =
       o.chat ? chat_prompt(tokenizer, o) : tokenizer.encode(o.prompt, {.add_special_tokens = true});
   DEW_REQUIRE(!prompt.empty(), "generate: the prompt encodes to no tokens; expected some text");
+  const int64_t context = model.config().max_position_embeddings;
+  if (context > 0 && int64_t(prompt.size()) + options.max_new_tokens > context)
+    fmt::print(stderr,
+               "warning: {} prompt tokens and up to {} new ones run past the model's context of {} "
+               "(max_position_embeddings); text past it is unlike what the model was trained on\n",
+               prompt.size(), options.max_new_tokens, context);
   // EOS ends the text without being printed; stop strings end it before them.
   TextStream stream(tokenizer, o.stop, {.skip_special_tokens = true});
   options.on_token = [&](int64_t, int64_t token) {

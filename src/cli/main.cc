@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   tokenizer_train_cmd->add_option("files", tokenizer_train.files, "text files (UTF-8), each one document")
       ->required();
   tokenizer_train_cmd->add_option("--output", tokenizer_train.output, "the directory to write")->required();
+  tokenizer_train_cmd->add_flag("--force", tokenizer_train.force, "overwrite a tokenizer.json in --output");
   tokenizer_train_cmd->add_option("--vocab-size", tokenizer_train.vocab_size, "tokens in all")
       ->default_val(8192);
   tokenizer_train_cmd

@@ -7,6 +7,7 @@
 #include <dew/models.h>
 #include <dew/ops.h>
 #include <dew/tokenizer.h>
+#include <dew/train.h>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -104,9 +105,10 @@ nlohmann::json score_text(const CausalLM& model, const Tokenizer& tokenizer, con
 }  // namespace
 
 int run_score(const ScoreOptions& o) {
+  const std::string model_dir = train::model_directory(o.model);  // a run directory: its newest checkpoint
   const CausalLM model =
-      CausalLM::load(o.model, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
-  const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(o.model));
+      CausalLM::load(model_dir, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
+  const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(model_dir));
   NoGrad inference;
   std::string line;
   for (int64_t number = 1; std::getline(std::cin, line); ++number) {

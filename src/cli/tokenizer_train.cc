@@ -1,5 +1,5 @@
-// `dew tokenizer train FILE... --vocab-size N [--special TOKEN ...] --output DIR`: learns a byte-level
-// BPE from text files (each file one document) and writes DIR/tokenizer.json and a
+// `dew tokenizer train FILE... --vocab-size N [--special TOKEN ...] --output DIR [--force]`: learns a
+// byte-level BPE from text files (each file one document) and writes DIR/tokenizer.json and a
 // tokenizer_config.json, which Dew and the Hugging Face tokenizers (and transformers) load.
 #include <dew/error.h>
 #include <dew/tokenizer.h>
@@ -14,15 +14,12 @@
 
 namespace dew::cli {
 
-int run_tokenizer_train(const TokenizerTrainOptions& o) {
-  std::vector<std::unique_ptr<MappedFile>> files;
-  std::vector<std::string_view> documents;
-  uint64_t bytes = 0;
-  for (const std::string& path : o.files) {
-    files.push_back(std::make_unique<MappedFile>(path));
-    documents.emplace_back(reinterpret_cast<const char*>(files.back()->data()), files.back()->size());
-    bytes += files.back()->size();
-  }
+void write_trained_tokenizer(const std::vector<std::string_view>& documents, const TokenizerTrainOptions& o,
+                             const std::string& trained_on) {
+  const std::filesystem::path tokenizer_path = std::filesystem::path(o.output) / "tokenizer.json";
+  DEW_REQUIRE(o.force || !std::filesystem::exists(tokenizer_path),
+              "{} exists already; give --force to overwrite it, or another --output directory",
+              tokenizer_path.string());
   BpeTrainOptions options;
   options.vocab_size = o.vocab_size;
   options.min_frequency = o.min_frequency;
@@ -36,11 +33,24 @@ int run_tokenizer_train(const TokenizerTrainOptions& o) {
   nlohmann::ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                                    {"clean_up_tokenization_spaces", false}};
   if (!o.special_tokens.empty()) config["eos_token"] = o.special_tokens.front();
-  write("tokenizer.json", tokenizer_json);
+  // tokenizer.json last: its presence says the directory is complete.
   write("tokenizer_config.json", config.dump(2) + "\n");
+  write("tokenizer.json", tokenizer_json);
   const Tokenizer trained = Tokenizer::load(o.output);
-  fmt::print("trained a byte-level BPE of {} tokens on {} file(s), {} bytes: {}/tokenizer.json\n",
-             trained.vocab_size(), o.files.size(), bytes, o.output);
+  fmt::print(stderr, "trained a byte-level BPE of {} tokens on {}: {}\n", trained.vocab_size(), trained_on,
+             tokenizer_path.string());
+}
+
+int run_tokenizer_train(const TokenizerTrainOptions& o) {
+  std::vector<std::unique_ptr<MappedFile>> files;
+  std::vector<std::string_view> documents;
+  uint64_t bytes = 0;
+  for (const std::string& path : o.files) {
+    files.push_back(std::make_unique<MappedFile>(path));
+    documents.emplace_back(reinterpret_cast<const char*>(files.back()->data()), files.back()->size());
+    bytes += files.back()->size();
+  }
+  write_trained_tokenizer(documents, o, fmt::format("{} file(s), {} bytes", o.files.size(), bytes));
   return 0;
 }
 

@@ -26,26 +26,27 @@ extern "C" void request_stop(int) {
   stop_requested = true;
 }
 
-// A config's [tokenizer] table: train a byte-level BPE at `path` from `train_files` (globs, relative
-// to the config) unless `path` already holds a tokenizer.json.
-void prepare_tokenizer(const std::string& config_path) {
-  const toml::table root = load_toml(config_path);
+// A config's [tokenizer] table: unless `path` holds a tokenizer.json already, train a byte-level BPE
+// there on the text the [data] chain tokenizes (its source, one epoch, and the stages before tokenize).
+void prepare_tokenizer(const std::string& config_path, const std::vector<std::string>& overrides) {
+  const toml::table root = load_toml(config_path, overrides);
   const toml::table* table = root["tokenizer"].as_table();
   if (!table) return;
   const TomlFields fields(*table, config_path + ": tokenizer");
-  fields.only({"path", "train_files", "vocab_size", "special_tokens"});
+  fields.only({"path", "vocab_size", "special_tokens"});
   const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
-  const std::filesystem::path path = base / fields.text("path");
+  const std::filesystem::path path = (base / fields.text("path")).lexically_normal();
   if (std::filesystem::is_regular_file(path / "tokenizer.json")) return;
   TokenizerTrainOptions train;
-  std::vector<std::string> patterns = fields.texts("train_files");
-  for (std::string& p : patterns) p = (base / p).string();
-  train.files = expand_paths(patterns, config_path + ": tokenizer.train_files");
   train.vocab_size = fields.integer_or("vocab_size", 8192);
   if (fields.has("special_tokens")) train.special_tokens = fields.texts("special_tokens");
-  train.output = path.lexically_normal().string();
-  fmt::print(stderr, "training the tokenizer {} on {} files first\n", train.output, train.files.size());
-  run_tokenizer_train(train);
+  train.output = path.string();
+  fmt::print(stderr, "training the tokenizer {} on the [data] chain's text first\n", train.output);
+  data::Chain text = data::text_chain_from_config(config_path, overrides);
+  std::vector<std::string> records;
+  while (std::optional<data::Record> r = text.next_record()) records.push_back(std::move(r->text));
+  const std::vector<std::string_view> documents(records.begin(), records.end());
+  write_trained_tokenizer(documents, train, fmt::format("{} documents", documents.size()));
 }
 
 }  // namespace
@@ -56,7 +57,7 @@ int run_train(const TrainOptions& options) {
     with_config.config = std::string(DEW_SOURCE_DIR) + "/examples/default.toml";
     if (with_config.run_dir.empty()) with_config.run_dir = "runs/default";
   }
-  prepare_tokenizer(with_config.config);
+  prepare_tokenizer(with_config.config, with_config.overrides);
   return train_with(with_config);
 }
 

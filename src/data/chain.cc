@@ -67,6 +67,11 @@ Chain& Chain::quality(const QualityOptions& options) {
                [&](auto upstream) { return detail::make_quality_filter(std::move(upstream), options); });
   return *this;
 }
+Chain& Chain::strip_tags(const StripTagsOptions& options) {
+  state_->grow("strip_tags",
+               [&](auto upstream) { return detail::make_strip_tags(std::move(upstream), options); });
+  return *this;
+}
 Chain& Chain::dedup() {
   state_->grow("dedup", [&](auto upstream) { return detail::make_dedup(std::move(upstream)); });
   return *this;

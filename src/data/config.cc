@@ -15,9 +15,24 @@ std::string resolve(const std::filesystem::path& base, const std::string& path) 
   return p.is_absolute() ? path : (base / p).lexically_normal().string();
 }
 
-Chain make_source(const TomlFields& f, const std::filesystem::path& base) {
+// What every table of one config shares.
+struct ConfigContext {
+  std::filesystem::path base;  // the config's directory: relative paths start there
+  std::string tokenizer;       // [tokenizer] path, for tokenize and chat stages that name none
+  bool text_only = false;      // the source (one epoch) and the stages before tokenize or chat
+};
+
+// A stage's `tokenizer`, or the config's [tokenizer] path when it names none.
+std::string stage_tokenizer(const TomlFields& f, const ConfigContext& context) {
+  if (f.has("tokenizer") || context.tokenizer.empty()) return resolve(context.base, f.text("tokenizer"));
+  return context.tokenizer;
+}
+
+Chain make_source(const TomlFields& f, const ConfigContext& context) {
+  const std::filesystem::path& base = context.base;
   const std::string kind = f.text("kind");
   SourceOptions options{f.integer_or("epochs", 1), f.flag_or("skip_malformed", false)};
+  if (context.text_only) options.epochs = 1;
   DEW_REQUIRE(options.epochs >= 0, "{}: epochs {}; expected a count, or 0 to repeat forever", f.where(),
               options.epochs);
   std::vector<std::string> paths = f.texts("paths");
@@ -49,12 +64,16 @@ Chain make_source(const TomlFields& f, const std::filesystem::path& base) {
   fail("{}: kind \"{}\"; expected \"text\", \"jsonl\" or \"tokens\"", f.where(), kind);
 }
 
-void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& base) {
+void add_stage(Chain& chain, const TomlFields& f, const ConfigContext& context) {
+  const std::filesystem::path& base = context.base;
   const std::string kind = f.text("kind");
   if (kind == "quality") {
     f.only({"kind", "min_chars", "max_chars", "min_letter_fraction", "max_repeated_line_fraction"});
     chain.quality({f.integer_or("min_chars", 0), f.integer_or("max_chars", 0),
                    f.number_or("min_letter_fraction", 0), f.number_or("max_repeated_line_fraction", 1)});
+  } else if (kind == "strip_tags") {
+    f.only({"kind", "separator"});
+    chain.strip_tags({f.text_or("separator", "/")});
   } else if (kind == "dedup") {
     f.only({"kind"});
     chain.dedup();
@@ -77,11 +96,11 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
   } else if (kind == "tokenize") {
     f.only({"kind", "tokenizer", "special_tokens", "append_eos", "workers"});
     chain.tokenize(
-        resolve(base, f.text("tokenizer")),
+        stage_tokenizer(f, context),
         {f.flag_or("special_tokens", true), f.flag_or("append_eos", false), int(f.integer_or("workers", 1))});
   } else if (kind == "chat") {
     f.only({"kind", "tokenizer", "template"});
-    chain.chat(resolve(base, f.text("tokenizer")), {f.text_or("template", "")});
+    chain.chat(stage_tokenizer(f, context), {f.text_or("template", "")});
   } else if (kind == "pack") {
     f.only({"kind", "T", "mode", "block"});
     DEW_REQUIRE(f.has("T"), "{}: T is missing; expected the tokens per window (windows hold T+1)", f.where());
@@ -101,7 +120,8 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
     chain.prefetch(f.integer_or("batches", 4));
   } else {
     fail(
-        "{}: kind \"{}\"; expected quality, dedup, near_dedup, decontaminate, shuffle, tokenize, chat, pack, "
+        "{}: kind \"{}\"; expected quality, strip_tags, dedup, near_dedup, decontaminate, shuffle, tokenize, "
+        "chat, pack, "
         "batch or prefetch",
         f.where(), kind);
   }
@@ -109,7 +129,7 @@ void add_stage(Chain& chain, const TomlFields& f, const std::filesystem::path& b
 
 // A chain from a table holding `source` or `mix`, and `stage` (the [data] table, a mixture's member);
 // `where` names it in errors ("config.toml: data").
-Chain chain_from_table(const toml::table& table, const std::string& where, const std::filesystem::path& base,
+Chain chain_from_table(const toml::table& table, const std::string& where, const ConfigContext& context,
                        std::initializer_list<const char*> also_allowed) {
   std::vector<const char*> known = {"source", "mix", "stage"};
   known.insert(known.end(), also_allowed.begin(), also_allowed.end());
@@ -124,8 +144,12 @@ Chain chain_from_table(const toml::table& table, const std::string& where, const
               "{}: expected one [source] table naming the files, or one [mix] table of members", where);
   std::optional<Chain> chain;
   if (source) {
-    chain.emplace(make_source(TomlFields(*source, where + ".source"), base));
+    chain.emplace(make_source(TomlFields(*source, where + ".source"), context));
   } else {
+    DEW_REQUIRE(
+        !context.text_only,
+        "{}: a mixture; a tokenizer is trained on a chain with one [source] (or give it its own files)",
+        where);
     const TomlFields fields(*mix, where + ".mix");
     fields.only({"seed", "members"});
     const toml::table* members = (*mix)["members"].as_table();
@@ -138,7 +162,7 @@ Chain chain_from_table(const toml::table& table, const std::string& where, const
       const toml::table* member = value.as_table();
       DEW_REQUIRE(member, "{}: not a table; expected weight, source or mix, and stage", at);
       const double weight = TomlFields(*member, at).number_or("weight", 0);
-      inputs.push_back({std::string(name.str()), weight, chain_from_table(*member, at, base, {"weight"})});
+      inputs.push_back({std::string(name.str()), weight, chain_from_table(*member, at, context, {"weight"})});
     }
     const int64_t seed = fields.integer_or("seed", 0);
     DEW_REQUIRE(seed >= 0, "{}.mix: seed {}; expected a non-negative integer", where, seed);
@@ -151,7 +175,9 @@ Chain chain_from_table(const toml::table& table, const std::string& where, const
       const toml::table* stage = list->get(i)->as_table();
       const std::string at = where + ".stage." + std::to_string(i);
       DEW_REQUIRE(stage, "{}: not a table; write each stage as [[...stage]]", at);
-      add_stage(*chain, TomlFields(*stage, at), base);
+      const TomlFields fields(*stage, at);
+      if (context.text_only && (fields.text("kind") == "tokenize" || fields.text("kind") == "chat")) break;
+      add_stage(*chain, fields, context);
     }
   }
   return std::move(*chain);
@@ -159,25 +185,30 @@ Chain chain_from_table(const toml::table& table, const std::string& where, const
 
 }  // namespace
 
-Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides,
-                        const std::string& table) {
+namespace {
+
+Chain config_chain(const std::string& config_path, const std::vector<std::string>& overrides,
+                   const std::string& table, bool text_only) {
   const toml::table root = load_toml(config_path, overrides);
   const toml::table* data = root.at_path(table).as_table();
   DEW_REQUIRE(data, "{}: no [{}] table; expected [{}.source] and [[{}.stage]] (docs/data.md)", config_path,
               table, table, table);
-  const std::filesystem::path base = std::filesystem::path(config_path).parent_path();
+  ConfigContext context{std::filesystem::path(config_path).parent_path(), "", text_only};
+  if (std::optional<std::string_view> path = root.at_path("tokenizer.path").value<std::string_view>())
+    context.tokenizer = resolve(context.base, std::string(*path));
   const std::string where = config_path + ": " + table;
   // [data] cache, cache_dir, cache_max_bytes: for the chain, or for each phase of a schedule.
   const TomlFields fields(*data, where);
   CacheOptions cache{fields.flag_or("cache", true), fields.text_or("cache_dir", ""),
                      fields.integer_or("cache_max_bytes", 0)};
-  if (!cache.dir.empty()) cache.dir = resolve(base, cache.dir);
+  if (!cache.dir.empty()) cache.dir = resolve(context.base, cache.dir);
   const toml::node* phases = data->get("phase");
   if (!phases) {
-    Chain chain = chain_from_table(*data, where, base, {"cache", "cache_dir", "cache_max_bytes"});
+    Chain chain = chain_from_table(*data, where, context, {"cache", "cache_dir", "cache_max_bytes"});
     chain.cache(cache);
     return chain;
   }
+  DEW_REQUIRE(!text_only, "{}: phases; a tokenizer is trained on a chain with one [source]", where);
   // [[data.phase]]: a schedule, each phase a chain with its budget of tokens.
   fields.only({"phase", "cache", "cache_dir", "cache_max_bytes"});
   const toml::array* list = phases->as_array();
@@ -188,10 +219,21 @@ Chain chain_from_config(const std::string& config_path, const std::vector<std::s
     const toml::table* phase = list->get(i)->as_table();
     DEW_REQUIRE(phase, "{}: not a table; write each phase as [[data.phase]]", at);
     const int64_t tokens = TomlFields(*phase, at).integer_or("tokens", 0);
-    schedule.push_back({chain_from_table(*phase, at, base, {"tokens"}), tokens});
+    schedule.push_back({chain_from_table(*phase, at, context, {"tokens"}), tokens});
     schedule.back().chain.cache(cache);
   }
   return Chain::schedule(std::move(schedule));
+}
+
+}  // namespace
+
+Chain chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides,
+                        const std::string& table) {
+  return config_chain(config_path, overrides, table, false);
+}
+
+Chain text_chain_from_config(const std::string& config_path, const std::vector<std::string>& overrides) {
+  return config_chain(config_path, overrides, "data", true);
 }
 
 }  // namespace dew::data

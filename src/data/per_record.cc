@@ -1,5 +1,6 @@
 // The stages that see one record at a time and keep nothing between records: map, filter and the
-// quality predicates. Their position is their upstream's (NOTE [positions]).
+// quality predicates (strip_tags.cc builds on the map). Their position is their upstream's (NOTE
+// [positions]).
 #include <dew/error.h>
 #include <utf8proc.h>
 
@@ -12,9 +13,9 @@ namespace {
 
 class Map : public Stage {
  public:
-  Map(std::unique_ptr<Stage> upstream, std::string name, std::function<Record(Record)> f)
-      : Stage(std::move(upstream)), name_(std::move(name)), f_(std::move(f)) {}
-  Json describe() const override { return {{"stage", "map"}, {"name", name_}}; }
+  Map(std::unique_ptr<Stage> upstream, Json description, std::function<Record(Record)> f)
+      : Stage(std::move(upstream)), description_(std::move(description)), f_(std::move(f)) {}
+  Json describe() const override { return description_; }
   bool per_record() const override { return true; }
   bool cacheable() const override { return true; }
 
@@ -29,7 +30,7 @@ class Map : public Stage {
   }
 
  private:
-  std::string name_;
+  Json description_;
   std::function<Record(Record)> f_;
 };
 
@@ -94,7 +95,12 @@ TextCounts count_text(const std::string& text) {
 std::unique_ptr<Stage> make_map(std::unique_ptr<Stage> upstream, const std::string& name,
                                 std::function<Record(Record)> f) {
   DEW_REQUIRE(!name.empty() && f, "[data] map: expected a name and a callable");
-  return std::make_unique<Map>(std::move(upstream), name, std::move(f));
+  return make_described_map(std::move(upstream), Json{{"stage", "map"}, {"name", name}}, std::move(f));
+}
+
+std::unique_ptr<Stage> make_described_map(std::unique_ptr<Stage> upstream, Json description,
+                                          std::function<Record(Record)> f) {
+  return std::make_unique<Map>(std::move(upstream), std::move(description), std::move(f));
 }
 
 std::unique_ptr<Stage> make_filter(std::unique_ptr<Stage> upstream, const std::string& name,

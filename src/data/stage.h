@@ -131,10 +131,13 @@ std::unique_ptr<Stage> make_map(std::unique_ptr<Stage> upstream, const std::stri
                                 std::function<Record(Record)> f);
 std::unique_ptr<Stage> make_filter(std::unique_ptr<Stage> upstream, const std::string& name,
                                    std::function<bool(const Record&)> keep);
-// A filter known to positions by `description` ({"stage": ..., parameters}).
+// A map and a filter known to positions by `description` ({"stage": ..., parameters}).
+std::unique_ptr<Stage> make_described_map(std::unique_ptr<Stage> upstream, Json description,
+                                          std::function<Record(Record)> f);
 std::unique_ptr<Stage> make_described_filter(std::unique_ptr<Stage> upstream, Json description,
                                              std::function<bool(const Record&)> keep);
 std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, const QualityOptions& options);
+std::unique_ptr<Stage> make_strip_tags(std::unique_ptr<Stage> upstream, const StripTagsOptions& options);
 std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t seed, int64_t window);
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options);

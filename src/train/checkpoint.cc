@@ -118,6 +118,17 @@ CheckpointScan find_checkpoints(const std::string& run_dir) {
   return scan;
 }
 
+std::string model_directory(const std::string& path) {
+  if (!fs::is_directory(fs::path(path) / "checkpoints")) return path;
+  const CheckpointScan scan = find_checkpoints(path);
+  DEW_REQUIRE(
+      !scan.latest.empty(),
+      "{} is a run directory without a committed checkpoint yet; train it first (dew train) or give a "
+      "model directory{}",
+      path, scan.ignored.empty() ? "" : fmt::format(" (passed over: {})", fmt::join(scan.ignored, "; ")));
+  return scan.latest;
+}
+
 LoadedCheckpoint load_checkpoint(const std::string& directory) {
   const fs::path dir(directory);
   DEW_REQUIRE(fs::is_regular_file(dir / kMarker),

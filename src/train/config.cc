@@ -2,6 +2,7 @@
 // [data] (docs/training.md lists the keys). Unknown keys are refused with the nearest valid one.
 #include <dew/error.h>
 #include <dew/runtime.h>
+#include <dew/tokenizer.h>
 #include <dew/train.h>
 
 #include "io/json.h"
@@ -28,9 +29,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   const toml::table& model = table("model");
   DEW_REQUIRE(!model.empty(),
               "{}: no [model] table; expected a config.json's fields (model_type = \"llama\", ...)", path);
-  std::ostringstream json, source;
-  json << toml::json_formatter{model};
-  c.model_json = json.str();
+  std::ostringstream source;
   source << toml::json_formatter{root};
   c.source_json = source.str();
 
@@ -64,8 +63,18 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   const auto relative_to_config = [&](const std::string& p) {
     return std::filesystem::absolute(base / p).lexically_normal().string();  // `p` if absolute
   };
-  if (train.has("tokenizer")) c.tokenizer = relative_to_config(train.text("tokenizer"));
+  if (train.has("tokenizer"))
+    c.tokenizer = relative_to_config(train.text("tokenizer"));
+  else if (std::optional<std::string_view> p = root.at_path("tokenizer.path").value<std::string_view>())
+    c.tokenizer = relative_to_config(std::string(*p));  // the config's [tokenizer], named once
   if (train.has("init_from")) c.init_from = relative_to_config(train.text("init_from"));
+  // [model] without vocab_size takes the tokenizer's, so that the size is written once.
+  toml::table model_fields = model;
+  if (!model_fields.contains("vocab_size") && !c.tokenizer.empty())
+    model_fields.insert("vocab_size", Tokenizer::load(c.tokenizer).vocab_size());
+  std::ostringstream json;
+  json << toml::json_formatter{model_fields};
+  c.model_json = json.str();
 
   const TomlFields optimizer(table("optimizer"), path + ": optimizer");
   optimizer.only(

@@ -153,9 +153,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     chain_.resume(state.at("data").get<std::string>());
     say(fmt::format("resumed from {} at step {}", scan.latest, step));
   } else if (!config_.init_from.empty()) {
-    // A run directory stands for its newest checkpoint; anything else is a model directory.
-    const CheckpointScan from_run = find_checkpoints(config_.init_from);
-    const std::string from = from_run.latest.empty() ? config_.init_from : from_run.latest;
+    const std::string from = model_directory(config_.init_from);
     CausalLM initial = CausalLM::load(from, DType::f32);
     copy_weights(initial, model, from);
     say("initialized from the weights of " + from);

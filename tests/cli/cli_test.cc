@@ -234,6 +234,16 @@ TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
   EXPECT_NE(small.out.find("vocab_size 10 is too small"), std::string::npos) << small.out;
   EXPECT_FALSE(std::filesystem::exists(dir + "/small/tokenizer.json"));
   EXPECT_EQ(run("tokenizer train " + dir + "/missing.txt --output " + dir + "/x").exit_code, 1);
+  // An existing tokenizer is kept unless --force says otherwise.
+  const std::string again = "tokenizer train " + dir + "/text.txt --vocab-size 270 --output " + dir + "/tok";
+  Result refused = run(again);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.out.find("tokenizer.json exists already; give --force to overwrite it"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(dew::Tokenizer::load(dir + "/tok").vocab_size(), 280);
+  EXPECT_EQ(run(again + " --force").exit_code, 0);
+  EXPECT_EQ(dew::Tokenizer::load(dir + "/tok").vocab_size(), 270);
 }
 
 // A random Llama with a byte-level tokenizer of its vocabulary (one token per byte, ids = byte values)
@@ -341,6 +351,14 @@ TEST(Cli, GenerateStreamsTheGreedyContinuationAndStopsAtAStopString) {
       "generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 12 --temperature 1 --top-k 0";
   EXPECT_EQ(run(sample + " --seed 3").out, run(sample + " --seed 3").out);
   EXPECT_NE(run(sample + " --seed 3").out, run(sample + " --seed 4").out);
+  // The model's context is 64 positions: a longer generation is warned about, a shorter one is not.
+  EXPECT_EQ(run("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 8").out.find("warning"),
+            std::string::npos);
+  Result long_run = run("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 60 --stop ' '");
+  EXPECT_NE(
+      long_run.out.find("warning: 9 prompt tokens and up to 60 new ones run past the model's context of 64"),
+      std::string::npos)
+      << long_run.out;
 }
 
 // --chat: the prompt goes through tokenizer_config.json's chat template (system message, template
@@ -497,6 +515,15 @@ TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {
                          "/run/checkpoints/step-00000016 --prompt 'a small' "
                          "--max-new-tokens 4");
   EXPECT_EQ(generated.exit_code, 0) << generated.out;
+  // A run directory stands for its newest checkpoint.
+  Result from_run = run("generate --model " + dir + "/run --prompt 'a small' --max-new-tokens 4");
+  EXPECT_EQ(from_run.exit_code, 0) << from_run.out;
+  EXPECT_EQ(from_run.out, generated.out);
+  std::filesystem::create_directories(dir + "/unstarted/checkpoints");
+  Result unstarted = run("generate --model " + dir + "/unstarted --prompt 'a small'");
+  EXPECT_EQ(unstarted.exit_code, 1);
+  EXPECT_NE(unstarted.out.find("a run directory without a committed checkpoint yet"), std::string::npos)
+      << unstarted.out;
   // The report: a chart per metric, each point a logged step (4, 8, 12, 16).
   Result report = run("report " + dir + "/run");
   ASSERT_EQ(report.exit_code, 0) << report.out;

@@ -329,6 +329,29 @@ TEST(DataStages, QualityPredicatesDropAndCount) {
   EXPECT_EQ(chain.stats()[1].records_in, 4);
 }
 
+TEST(DataStages, StripTagsTurnsTaggedTokensIntoPlainText) {
+  // Two sentences of the Brown corpus's file ca01 as the file holds them.
+  std::vector<Record> records(2);
+  records[0].text =
+      "\n\n\tThe/at Fulton/np-tl County/nn-tl Grand/jj-tl Jury/nn-tl said/vbd Friday/nr an/at "
+      "investigation/nn of/in Atlanta's/np$ recent/jj primary/nn election/nn produced/vbd ``/`` no/at "
+      "evidence/nn ''/'' that/cs any/dti irregularities/nns took/vbd place/nn ./.\n\n\n";
+  records[1].text =
+      "\t``/`` Only/rb a/at relative/jj handful/nn (/( such/jj )/) was/bedz received/vbn ''/'' ,/, "
+      "the/at jury/nn said/vbd ;/. 1/2/cd inch/nn ?/.\n\n\tNext/ap line/nn !/.";
+  Chain chain = Chain::records(records);
+  chain.strip_tags();
+  EXPECT_EQ(texts(drain_records(chain)),
+            (std::vector<std::string>{
+                "The Fulton County Grand Jury said Friday an investigation of Atlanta's recent primary "
+                "election produced \"no evidence\" that any irregularities took place.",
+                "\"Only a relative handful (such) was received\", the jury said; 1/2 inch?\nNext line!"}));
+  EXPECT_NE(chain.show().find("{\"separator\":\"/\",\"stage\":\"strip_tags\"}"), std::string::npos)
+      << chain.show();
+  EXPECT_NE(error_of([] { Chain::records({}).strip_tags({"//"}); }).find("expected one character"),
+            std::string::npos);
+}
+
 TEST(DataStages, MapAndFilterRunInOrder) {
   Chain chain = Chain::records(numbered(10));
   chain.filter("even", [](const Record& r) { return std::stoi(r.text) % 2 == 0; }).map("tag", [](Record r) {

@@ -135,10 +135,11 @@ size = 4
   EXPECT_NE(reseeded.description(), built.description());
   EXPECT_NE(reseeded.show().find("seed 2"), std::string::npos) << reseeded.show();
 
-  EXPECT_NE(error_of([&] {
-              chain_from_config(dir_.path("train.toml"), {"data.stage.3.windw=5"});
-            }).find("data.stage.3: unknown key windw; did you mean window? (expected one of kind, seed, window)"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] {
+        chain_from_config(dir_.path("train.toml"), {"data.stage.3.windw=5"});
+      }).find("data.stage.3: unknown key windw; did you mean window? (expected one of kind, seed, window)"),
+      std::string::npos);
   EXPECT_NE(error_of([&] {
               chain_from_config(dir_.path("train.toml"), {"data.stage.9.seed=5"});
             }).find("expected an index below 5"),
@@ -151,6 +152,42 @@ size = 4
   EXPECT_NE(
       error_of([&] { chain_from_config(dir_.path("broken.toml")); }).find(dir_.path("broken.toml") + ":1:"),
       std::string::npos);
+}
+
+// A config names its tokenizer once in [tokenizer]; its text chain is the source (one epoch, whatever
+// `epochs` says) and the stages before tokenize, what `dew train` trains that tokenizer on.
+TEST_F(TokenizedData, AConfigsTokenizerTableServesItsStagesAndItsTextChain) {
+  dir_.write("tagged.txt", "The/at jury/nn said/vbd ./.\nrain/nn fell/vbd ./.\n");
+  dir_.write("named_once.toml", R"(
+[tokenizer]
+path = "tok"
+
+[data.source]
+kind = "text"
+paths = ["tagged.txt"]
+unit = "line"
+epochs = 0
+
+[[data.stage]]
+kind = "strip_tags"
+
+[[data.stage]]
+kind = "tokenize"
+append_eos = true
+
+[[data.stage]]
+kind = "pack"
+T = 4
+)");
+  Chain configured = chain_from_config(dir_.path("named_once.toml"));
+  Chain built = Chain::text_files({dir_.path("tagged.txt")}, TextUnit::line, {.epochs = 0});
+  built.strip_tags().tokenize(dir_.path("tok"), {.append_eos = true}).pack(4);
+  EXPECT_EQ(configured.description(), built.description());
+
+  Chain text = text_chain_from_config(dir_.path("named_once.toml"));
+  std::vector<std::string> read;
+  while (std::optional<Record> r = text.next_record()) read.push_back(r->text);
+  EXPECT_EQ(read, (std::vector<std::string>{"The jury said.", "rain fell."}));
 }
 
 }  // namespace
