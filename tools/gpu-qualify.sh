@@ -7,7 +7,7 @@
 #   tools/gpu-qualify.sh run    there (the device tool, carrying .gpu): dew check on every cuda.*
 #                               implementation, the gpu tests, dew bench cuda and PyTorch on the same
 #                               shapes (bench/cuda_pytorch.py), the GPT-2 124M and Qwen3-0.6B training
-#                               steps beside PyTorch's (dev/gpu_ceilings/torch_train_step.py); full logs
+#                               steps beside PyTorch's (bench/train_pytorch_gpu.py); full logs
 #                               under $OUT, a short table last.
 #
 # The GPU machine reads cuBLASLt from its own CUDA (dlopen at the first GPU matmul).
@@ -58,7 +58,7 @@ run() {
   timeout 70 "${run[@]}" "$dir/bin/dew" bench cuda >"$out/bench_dew.txt" 2>&1 || echo "dew bench cuda failed" >>"$out/bench_dew.txt"
   timeout 35 python3 bench/cuda_pytorch.py >"$out/bench_torch.txt" 2>&1 || echo "cuda_pytorch.py failed" >>"$out/bench_torch.txt"
   # The training steps in bf16 mixed precision: GPT-2 124M (B 16, T 1024) and Qwen3-0.6B (B 8, T 1024),
-  # Dew's and PyTorch's (dev/gpu_ceilings/torch_train_step.py: GPT-2 eager and compiled, Qwen3 compiled),
+  # Dew's and PyTorch's (bench/train_pytorch_gpu.py: GPT-2 eager and compiled, Qwen3 compiled),
   # MFU against the bf16 rate Dew measured.
   timeout 60 "${run[@]}" "$dir/bin/dew" bench train gpt2-124m --device cuda:0 --precision bf16 --batch 16 --tokens 1024 \
     --steps 3 --rounds 1 >"$out/train_dew.txt" 2>&1 || echo "dew bench train failed" >>"$out/train_dew.txt"
@@ -67,10 +67,10 @@ run() {
     echo "dew bench train qwen3-0.6b failed" >>"$out/train_qwen3_dew.txt"
   local peak
   peak=$(awk '/gemm +bf16 8192x8192x8192/ {print $5}' "$out/bench_dew.txt")
-  timeout 85 python3 dev/gpu_ceilings/torch_train_step.py gpt2-124m "${peak:-790}" eager,compile >"$out/train_torch.txt" 2>&1 ||
-    echo "torch_train_step.py gpt2-124m failed" >>"$out/train_torch.txt"
-  timeout 70 python3 dev/gpu_ceilings/torch_train_step.py qwen3-0.6b "${peak:-790}" compile >"$out/train_qwen3_torch.txt" 2>&1 ||
-    echo "torch_train_step.py qwen3-0.6b failed" >>"$out/train_qwen3_torch.txt"
+  timeout 85 python3 bench/train_pytorch_gpu.py gpt2-124m "${peak:-790}" eager,compile >"$out/train_torch.txt" 2>&1 ||
+    echo "train_pytorch_gpu.py gpt2-124m failed" >>"$out/train_torch.txt"
+  timeout 70 python3 bench/train_pytorch_gpu.py qwen3-0.6b "${peak:-790}" compile >"$out/train_qwen3_torch.txt" 2>&1 ||
+    echo "train_pytorch_gpu.py qwen3-0.6b failed" >>"$out/train_qwen3_torch.txt"
   echo "== $SECONDS s in all (each step's limit is in this script; tune them from $out/*.txt)"
   echo "== dew check --impl cuda: $check: $(tail -1 "$out/check.txt")"
   grep -E "FAIL" "$out/check.txt" | head -20 || true

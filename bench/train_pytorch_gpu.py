@@ -1,7 +1,7 @@
-# dev/: the bar a CUDA backend must beat -- PyTorch's training step on this GPU for the models of
+# The bar a CUDA backend must beat: PyTorch's training step on this GPU for the models of
 # `dew bench train` (gpt2-124m, qwen3-0.6b), written out (no transformers dependency): bf16 autocast,
 # fused AdamW, SDPA attention; eager and/or torch.compile.
-# usage: torch_train_step.py MODEL PEAK_TFLOPS [eager,compile]
+# usage: train_pytorch_gpu.py MODEL PEAK_TFLOPS [eager,compile]
 # MFU = (6 N + 12 L H Dh T) tokens/s / peak (Dew's training_flops_per_token: N counts the matrices, the
 # tied head once, not the embedding lookups), with peak = the bf16 rate Dew measured in the same run.
 import sys, time
