@@ -71,13 +71,3 @@ double sgemm_gflop_per_s(int n, int reps) {
 }
 
 }  // namespace dew::bench
-
-namespace dew::bench {
-
-double training_peak_flops(Device device, DType compute) {
-  if (device.kind == Device::Kind::cuda)
-    return 2 * std::pow(8192.0, 3) / (gpu_gemm_ms(device, compute, 8192, 8192, 8192, 3) * 1e-3);
-  return sgemm_gflop_per_s(2048, 3) * 1e9;
-}
-
-}  // namespace dew::bench

@@ -1,5 +1,5 @@
 // This machine's ceilings, measured in the same run as the thing compared against them
-// (BENCHMARKS.md: the host drifts 10-25% from minute to minute).
+// (the host drifts from minute to minute: docs/perf.md).
 #pragma once
 
 #include <dew/tensor.h>
@@ -22,8 +22,5 @@ double triad_gb_per_s(int megabytes = 400, int reps = 5);
 double sgemm_gflop_per_s(int n = 2048, int reps = 5);
 // oneDNN sgemm called directly on a row-major (M,K) x (K,N) or x (N,K)^T product; seconds, median.
 double sgemm_seconds(long M, long N, long K, bool transpose_b, int reps);
-// The FLOP/s a training step's MFU is measured against: this host's sgemm at 2048 (CPU), or the
-// device's 8192^3 product in the step's compute dtype (cuBLASLt, median of 3).
-double training_peak_flops(Device device, DType compute);
 
 }  // namespace dew::bench

@@ -1,5 +1,6 @@
 // `dew bench cuda` (cuda_bench.h). Times with CUDA events around each call (median of the reps after
-// one warm-up); inputs are uniform draws, never zeros (METHOD.md: zeros run faster than real data).
+// one warm-up); inputs are uniform draws, never zeros (zeros run faster than real data on a GPU: less
+// switching power).
 #include "cuda_bench.h"
 
 #include <dew/ops.h>

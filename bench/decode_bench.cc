@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ceilings.h"
-#include "command.h"
+#include "io/command.h"
 
 namespace dew::bench {
 namespace {
@@ -88,7 +88,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     const std::string command =
         fmt::format("/usr/bin/python3 {}/tools/torch_reference/bench_decode.py {} {} {} {}", DEW_SOURCE_DIR,
                     dir, o.prompt, o.new_tokens, num_threads());
-    const testing::CommandResult python = testing::run_command(command);
+    const CommandResult python = run_command(command);
     const nlohmann::json torch =
         python.exit_code == 0 ? nlohmann::json::parse(python.out, nullptr, false) : nlohmann::json();
     if (torch.is_object()) {

@@ -1,7 +1,7 @@
 // The op benchmark: min/median/max seconds per call, then the rate against the ceiling that bounds
 // it: GEMM-shaped ops against the library's own sgemm on the same shape, ops that count FLOPs
 // (attention) against the sgemm 2048^3 rate, everything else against STREAM triad bandwidth (bytes = inputs +
-// outputs, a lower bound on traffic). The host's bandwidth drifts from minute to minute (BENCHMARKS.md),
+// outputs, a lower bound on traffic). The host's bandwidth drifts from minute to minute (docs/perf.md),
 // so triad is measured again after each row that counts against it, and the row's fraction is of the
 // better of that and the one before it (the previous such row's, or the header's, the run's first).
 #include "ops_bench.h"
@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
-#include "catalog.h"
 #include "ceilings.h"
+#include "gate/catalog.h"
 
 namespace dew::bench {
 
@@ -32,7 +32,7 @@ int run_ops_bench(const OpsBenchOptions& o) {
   bool first = true;
   TriadProbe triad_probe;  // filled once: each measurement beside a row times only its passes
   // sgemm 2048^3 is not measured again beside rows: right after one, oneDNN's OpenMP threads share the
-  // cores with the pool's still-spinning workers and read half the rate (104-111 against 202 GFLOP/s).
+  // cores with the pool's still-spinning workers and read about half the rate.
   double previous_triad = triad;
   const auto triad_now = [&] {
     double best = 0;

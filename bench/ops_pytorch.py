@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Dew's memory-bound ops against PyTorch's on the same shapes, alternating in one script (the method of
-../shared/BENCHMARKS.md). Each round runs `dew bench ops --op OP --dtype D --impl IMPL` (a subprocess;
+docs/perf.md). Each round runs `dew bench ops --op OP --dtype D --impl IMPL` (a subprocess;
 its median and its bytes) and then PyTorch's eager equivalent (the same shape, dtype and value range,
 2 threads), so both see the same minutes of the host. Bytes are Dew's count (inputs + outputs), so the
 two GB/s figures share one numerator.

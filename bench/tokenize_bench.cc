@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "command.h"
+#include "io/command.h"
 #include "io/files.h"
 
 namespace dew::bench {
@@ -72,7 +72,7 @@ nlohmann::json tokenizers_js(const std::string& tokenizer, const std::string& te
   if (!fs::exists(kOracle / "node_modules" / "@huggingface" / "tokenizers")) return nullptr;
   const std::string command = "node " + (kOracle / "encode.mjs").string() + " " + tokenizer + " --bench " +
                               text_file + " 2>/dev/null";
-  const testing::CommandResult node = testing::run_command(command);
+  const CommandResult node = run_command(command);
   if (node.exit_code != 0) return nullptr;
   return nlohmann::json::parse(node.out, nullptr, false);
 }

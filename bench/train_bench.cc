@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ceilings.h"
-#include "command.h"
 #include "cuda_bench.h"
+#include "io/command.h"
 #include "models/families.h"
 
 namespace dew::bench {
@@ -102,7 +102,7 @@ int run_train_bench(const TrainBenchOptions& o) {
   for (const auto& [name, p] : model.parameters()) n += p.numel();
   const double flops_per_token = train::training_flops_per_token(model, T);
   // MFU against this run's own rate: the host's sgemm, or the GPU's 8192^3 product in the compute dtype.
-  const double peak_flops = training_peak_flops(device, compute);
+  const double peak_flops = train::peak_flops(device, compute);
   const int64_t vocab = model.config().vocab_size;
   // PyTorch's side (train_pytorch.py) is the CPU's; on a GPU Dew runs alone.
   const bool pytorch = o.pytorch && device.kind == Device::Kind::cpu &&
@@ -113,7 +113,7 @@ int run_train_bench(const TrainBenchOptions& o) {
       "{:.0f} MFLOP/token; {} {:.1f} GFLOP/s\n",
       o.model, double(n) / 1e6, device.str(), B, T, o.precision == "bf16" ? "bf16 mixed precision" : "f32",
       num_threads(), o.steps, o.rounds, flops_per_token / 1e6,
-      device.kind == Device::Kind::cuda ? "gemm 8192^3" : "sgemm", peak_flops / 1e9);
+      device.kind == Device::Kind::cuda ? "gemm 8192^3" : "gemm 2048^3", peak_flops / 1e9);
 
   const std::string config_path =
       (std::filesystem::temp_directory_path() / fmt::format("dew_bench_train_{}.json", ::getpid())).string();
@@ -146,7 +146,7 @@ int run_train_bench(const TrainBenchOptions& o) {
                                kJemalloc)
                  : "",
         DEW_SOURCE_DIR, config_path, B, T, o.steps, num_threads(), o.precision);
-    const testing::CommandResult python = testing::run_command(command + " 2>&1");
+    const CommandResult python = run_command(command + " 2>&1");
     const std::string last = python.out.substr(python.out.rfind('\n', python.out.size() - 2) + 1);
     const nlohmann::json j = nlohmann::json::parse(python.exit_code == 0 ? last : "", nullptr, false);
     if (!j.is_object()) {

@@ -3,7 +3,7 @@
 llama family, as Dew computes them) with the same batch, objective, optimizer and clipping as
 Dew's train_step: next-token cross-entropy over (B, T) random ids, AdamW (betas 0.9/0.95, weight
 decay 0.1 on matrices but the embeddings), global-norm clipping at 1.0, f32. Written as PyTorch is
-used at its best on a CPU (../shared/BENCHMARKS.md): nn.Linear (one addmm with the bias), q, k and v
+used at its best on a CPU (docs/perf.md, "Training against PyTorch"): nn.Linear (one addmm with the bias), q, k and v
 in one product and the gate and up projections in another, fused F.layer_norm and F.gelu, foreach
 AdamW; `dew bench train` runs it with jemalloc preloaded and
 OMP_WAIT_POLICY=PASSIVE. torch 1.13 has no scaled_dot_product_attention: attention is the matmul,

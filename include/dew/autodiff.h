@@ -1,4 +1,4 @@
-// Differentiation, as JAX and PyTorch do it together (DESIGN.md "Differentiation"): reverse mode through
+// Differentiation, as JAX and PyTorch do it together (docs/autodiff.md): reverse mode through
 // a tape that operations record onto, and forward mode through tangents carried beside values. Both
 // run every op's rules, which are themselves ops, so the modes compose (a gradient through a jvp, the
 // jvp of a gradient). Tensor::requires_grad_, grad() and detach() are in tensor.h.

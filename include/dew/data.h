@@ -1,4 +1,4 @@
-// The data chain (DESIGN.md "Data: the chain"): a source followed by stages, iterated into batches,
+// The data chain (docs/data.md): a source followed by stages, iterated into batches,
 // with a position — a small JSON record — from which a resumed chain yields exactly the records that
 // would have come next. Worker threads and prefetch change speed, never the records or their order.
 #pragma once

@@ -174,7 +174,7 @@ struct LayerNormGradients {
 LayerNormGradients layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                        const LayerNormResult& forward);
 
-// The route log (DESIGN.md "Operations and the selector").
+// The route log (docs/architecture.md).
 struct RouteRecord {
   std::string op, implementation, case_label;
   int64_t count = 0;

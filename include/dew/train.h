@@ -221,6 +221,11 @@ std::string describe_config(const TrainerConfig& config);
 // counted once even when tied).
 double training_flops_per_token(const CausalLM& model, int64_t T);
 
+// The FLOP/s MFU is measured against (TrainerConfig::peak_flops): the best of three n^3 products through
+// Dew's matmul in `compute` on `device` (n = 2048 on a CPU, 8192 on a GPU), measured now — the host's
+// rate drifts from minute to minute, and a busy machine measures low.
+double peak_flops(Device device, DType compute);
+
 // The [model], [train], [optimizer] and [schedule] tables of a TOML config (docs/training.md), with
 // "key=value" overrides; the [data] table is data::chain_from_config's.
 TrainerConfig trainer_config_from_toml(const std::string& path,
@@ -256,18 +261,37 @@ class Trainer {
     // The last held-out evaluation (NaN when none ran): its loss and the unigram entropy of its
     // targets, the loss of a model that knew only token frequencies — both in nats.
     double eval_loss = NAN, unigram_entropy = NAN;
+    bool finished_already = false;  // the run directory's run had reached config.steps: nothing ran
   };
   // Trains until config.steps, or until *stop becomes true (checked after each step; the step is
-  // finished and checkpointed first).
+  // finished and checkpointed first). A run directory whose run reached config.steps already is left
+  // as it is (Outcome::finished_already).
   Outcome run(const std::atomic<bool>* stop = nullptr);
-  std::function<void(int64_t step, double loss)> on_step;  // after each optimizer step
-  std::function<void(const std::string& line)> on_log;     // each message for a person
+  // After each optimizer step, for a live display: where the run is and how long the rest will take.
+  struct Progress {
+    int64_t step = 0, steps = 0;
+    double loss = 0, lr = 0, tokens_per_s = 0;
+    double elapsed_s = 0, eta_s = 0;  // since this process began training, and to config.steps
+  };
+  std::function<void(const Progress&)> on_step;
+  std::function<void(const std::string& line)> on_log;  // each message for a person
 
  private:
+  struct Run;  // one run's model, optimizer, counters and metrics file
+  void resume_or_initialize(Run& run);
+  void step(Run& run);  // one optimizer step, its progress and its log line
+  void log(Run& run, const StepResult& result, const Progress& progress, double step_s);
+  void evaluate(Run& run);
+  void sample(Run& run);
+  std::string checkpoint(Run& run);
+  std::string run_description(const Run& run) const;  // run.json
+  void say(const std::string& line) const;
+
   TrainerConfig config_;
   data::Chain chain_;
   std::string run_dir_;
   std::function<data::Chain()> eval_chain_;
+  std::vector<std::string> notes_;  // said when the run starts (a warm-up clipped to the run)
 };
 
 }  // namespace dew::train

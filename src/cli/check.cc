@@ -3,8 +3,8 @@
 // on any failure.
 #include <dew/runtime.h>
 
-#include "catalog.h"
 #include "cli/commands.h"
+#include "gate/catalog.h"
 
 namespace dew::cli {
 namespace {
@@ -87,6 +87,22 @@ int run_check(const CheckOptions& o) {
   fmt::print("{} passed, {} failed ({} skipped: an implementation refused the case; seed {})\n", passed,
              failed, skipped, seed);
   return failed == 0 ? 0 : 1;
+}
+
+void add_check(CLI::App& app, int& status) {
+  auto options = std::make_shared<CheckOptions>();
+  CheckOptions& check = *options;
+  auto* check_cmd =
+      app.add_subcommand("check", "run the float64 gate over every op, implementation, dtype and case");
+  check_cmd->add_option("--op", check.op, "only this op");
+  check_cmd->add_option("--impl", check.implementation,
+                        "only this implementation, or a backend's (cuda: every cuda.* implementation)");
+  check_cmd->add_option("--dtype", check.dtype, "only this dtype (f64, f32, bf16, f16)");
+  check_cmd->add_option("--tag", check.tag, "cases with this tag")->default_val("ci");
+  check_cmd->add_option("--seed", check.seed, "replay a seed printed by a failure");
+  check_cmd->add_flag("--forward-only", check.forward_only,
+                      "only the implementations' outputs (no rule rows, no float64 derivative rows)");
+  check_cmd->callback([options, &status] { status = run_check(*options); });
 }
 
 }  // namespace dew::cli

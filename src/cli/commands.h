@@ -1,5 +1,9 @@
-// The subcommands of `dew`, each a function over the library.
+// The subcommands of `dew`, each a function over the library. Each command's file adds it to the command
+// line (`add_*`): its options, its help, and a callback that runs it once the line is parsed and leaves
+// the exit status in `status`.
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -7,6 +11,21 @@
 #include <vector>
 
 namespace dew::cli {
+
+void add_train(CLI::App& app, int& status);
+void add_report(CLI::App& app, int& status);
+void add_generate(CLI::App& app, int& status);
+void add_score(CLI::App& app, int& status);
+void add_tokenize(CLI::App& app, int& status);
+void add_tokenizer(CLI::App& app, int& status);
+void add_data(CLI::App& app, int& status);
+void add_inspect(CLI::App& app, int& status);
+void add_check(CLI::App& app, int& status);
+void add_ops(CLI::App& app, int& status);
+void add_bench(CLI::App& app, int& status);
+// `dew --version`: Dew's version and commit, the build, the compiler, this CPU's instruction sets and the
+// libraries found.
+std::string version_text();
 
 struct CheckOptions {
   std::string op, implementation, dtype, tag = "ci";
@@ -17,9 +36,18 @@ int run_check(const CheckOptions& options);
 int run_ops(bool markdown);
 int run_inspect(const std::string& path, bool jsonl);
 
+// Plain text from the command line instead of JSONL on stdin: --text TEXT, or --file PATH's contents.
+struct TextArgument {
+  std::optional<std::string> text;
+  std::string file;
+  std::optional<std::string> get() const;  // nullopt when neither was given
+  void add_to(CLI::App& command, const char* what);
+};
+
 struct ScoreOptions {
   std::string model, dtype;
   bool ids = false;
+  TextArgument text;  // one text's log-likelihood instead of JSONL records
 };
 int run_score(const ScoreOptions& options);
 
@@ -42,6 +70,7 @@ struct TokenizeOptions {
   std::string tokenizer;
   bool special = false, decode = false, skip_special = false;
   bool chat = false;  // lines are conversations {"messages": [...], ...} rendered by the chat template
+  TextArgument text;  // one text's ids instead of JSONL records
 };
 int run_tokenize(const TokenizeOptions& options);
 

@@ -126,4 +126,30 @@ int run_data(const DataOptions& options) {
   return 0;
 }
 
+void add_data(CLI::App& app, int& status) {
+  auto options = std::make_shared<DataOptions>();
+  DataOptions& data = *options;
+  auto* data_cmd = app.add_subcommand("data", "the data chain of a config: its stages, statistics, batches");
+  data_cmd->require_subcommand(1);
+  for (const auto& [name, help] :
+       {std::pair{"show", "print the chain's expanded stages"},
+        {"stats", "run the chain and report records, tokens, padding and time per stage"},
+        {"preview", "print a few batches, decoded, as JSONL"}}) {
+    CLI::App* cmd = data_cmd->add_subcommand(name, help);
+    cmd->add_option("config", data.config, "a TOML config with a [data] table (docs/data.md)")->required();
+    cmd->add_option("--set", data.overrides, "override a config key: data.stage.2.seed=5 (repeatable)")
+        ->allow_extra_args(false);
+    CLI::Option* batches = nullptr;
+    if (std::string(name) != "show")
+      batches =
+          cmd->add_option("--batches", data.batches,
+                          "stop after this many batches, or records without batch (preview: 2; stats: all)");
+    cmd->callback([options, &status, batches, name = std::string(name)] {
+      options->what = name;
+      if (name == "preview" && batches->count() == 0) options->batches = 2;
+      status = run_data(*options);
+    });
+  }
+}
+
 }  // namespace dew::cli

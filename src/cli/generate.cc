@@ -113,4 +113,39 @@ int run_generate(const GenerateOptions& o) {
   return 0;
 }
 
+void add_generate(CLI::App& app, int& status) {
+  auto options = std::make_shared<GenerateOptions>();
+  GenerateOptions& gen = *options;
+  auto* generate_cmd = app.add_subcommand("generate", "continue a prompt, streaming the text to stdout");
+  generate_cmd
+      ->add_option(
+          "-m,--model", gen.model,
+          "a Hugging Face model directory with its tokenizer, or a run directory (its newest checkpoint)")
+      ->required();
+  generate_cmd
+      ->add_option("-p,--prompt", gen.prompt, "the text to continue (BOS added as the tokenizer says)")
+      ->required();
+  generate_cmd->add_option("-n,--max-new-tokens", gen.max_new_tokens, "at most this many tokens")
+      ->default_val(256);
+  generate_cmd->add_option("-s,--seed", gen.seed, "the sampling seed (same seed, same text)")->default_val(0);
+  generate_cmd->add_option("--temperature", gen.temperature, "0: greedy (default: generation_config.json's)");
+  generate_cmd->add_option("--top-k", gen.top_k, "keep the k likeliest tokens (0: off)");
+  generate_cmd->add_option("--top-p", gen.top_p, "keep the smallest set of probability >= p");
+  generate_cmd->add_option("--min-p", gen.min_p, "drop tokens below min_p x the likeliest's probability");
+  generate_cmd->add_option("--repetition-penalty", gen.repetition_penalty, "divide seen tokens' logits (>1)");
+  generate_cmd->add_option("--stop", gen.stop, "stop before this text (repeatable)")->allow_extra_args(false);
+  generate_cmd->add_option("--dtype", gen.dtype,
+                           "cast the weights (f64, f32, bf16 or f16); default: the config's");
+  generate_cmd->add_flag("--chat", gen.chat, "send the prompt as a user message through the chat template");
+  generate_cmd->add_option("--system", gen.system, "with --chat: a system message before the prompt");
+  generate_cmd->add_option("--assistant-start", gen.assistant_start,
+                           "with --chat: the beginning of the reply, which the model continues");
+  generate_cmd
+      ->add_option("--chat-var", gen.chat_vars,
+                   "with --chat: a template variable KEY=VALUE, VALUE as JSON if it parses "
+                   "(enable_thinking=false); repeatable")
+      ->allow_extra_args(false);
+  generate_cmd->callback([options, &status] { status = run_generate(*options); });
+}
+
 }  // namespace dew::cli

@@ -42,4 +42,20 @@ int run_inspect(const std::string& path, bool jsonl) {
   return 0;
 }
 
+void add_inspect(CLI::App& app, int& status) {
+  struct Options {
+    std::string path;
+    bool jsonl = false;
+  };
+  auto options = std::make_shared<Options>();
+  auto* inspect_cmd = app.add_subcommand(
+      "inspect", "what a safetensors file or checkpoint directory holds: tensors, dtypes, shapes");
+  inspect_cmd
+      ->add_option("path", options->path,
+                   "a .safetensors file, or a directory with model.safetensors[.index.json]")
+      ->required();
+  inspect_cmd->add_flag("--jsonl", options->jsonl, "one JSON object per tensor instead of the table");
+  inspect_cmd->callback([options, &status] { status = run_inspect(options->path, options->jsonl); });
+}
+
 }  // namespace dew::cli

@@ -1,6 +1,6 @@
 // `dew ops`: the support matrix, printed from the registry's data (the same data as docs/ops.md).
-#include "catalog.h"
 #include "cli/commands.h"
+#include "gate/catalog.h"
 
 namespace dew::cli {
 
@@ -21,6 +21,13 @@ int run_ops(bool markdown) {
     }
   }
   return 0;
+}
+
+void add_ops(CLI::App& app, int& status) {
+  auto markdown = std::make_shared<bool>(false);
+  auto* ops_cmd = app.add_subcommand("ops", "print the support matrix: ops x implementations x requirements");
+  ops_cmd->add_flag("--markdown", *markdown, "as the Markdown of docs/ops.md");
+  ops_cmd->callback([markdown, &status] { status = run_ops(*markdown); });
 }
 
 }  // namespace dew::cli

@@ -9,6 +9,7 @@
 #include <dew/tokenizer.h>
 #include <dew/train.h>
 
+#include <cmath>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -110,6 +111,14 @@ int run_score(const ScoreOptions& o) {
       CausalLM::load(model_dir, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
   const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(model_dir));
   NoGrad inference;
+  if (const std::optional<std::string> text = o.text.get()) {
+    DEW_REQUIRE(!o.ids, "score: --text and --file give text; --ids reads ids on stdin instead");
+    // The whole text as a continuation of nothing (the tokenizer's BOS), and its perplexity per token.
+    nlohmann::json out = score_text(model, *tokenizer, {{"context", ""}, {"continuation", *text}}, "--text");
+    out["perplexity"] = std::exp(-out["loglikelihood"].get<double>() / out["tokens"].get<double>());
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
   std::string line;
   for (int64_t number = 1; std::getline(std::cin, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -123,6 +132,22 @@ int run_score(const ScoreOptions& o) {
     std::cout << out.dump() << "\n" << std::flush;
   }
   return 0;
+}
+
+void add_score(CLI::App& app, int& status) {
+  auto options = std::make_shared<ScoreOptions>();
+  ScoreOptions& score = *options;
+  auto* score_cmd = app.add_subcommand(
+      "score", "log-likelihoods: JSONL {\"context\", \"continuation\"} in, lm-eval's loglikelihood out");
+  score_cmd
+      ->add_option("-m,--model", score.model,
+                   "a Hugging Face model directory (config.json + safetensors), or a run directory")
+      ->required();
+  score_cmd->add_flag("--ids", score.ids, "read {\"ids\": [...]} and write per-token log-probabilities");
+  score_cmd->add_option("--dtype", score.dtype,
+                        "cast the weights (f64, f32, bf16 or f16); default: the config's");
+  score.text.add_to(*score_cmd, "score");
+  score_cmd->callback([options, &status] { status = run_score(*options); });
 }
 
 }  // namespace dew::cli

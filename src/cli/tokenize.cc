@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "io/files.h"
 #include "io/json.h"
 
 namespace dew::cli {
@@ -40,8 +41,27 @@ std::vector<int64_t> chat_ids(const Tokenizer& tokenizer, const std::string& lin
 
 }  // namespace
 
+std::optional<std::string> TextArgument::get() const {
+  if (text) return text;
+  if (!file.empty()) return read_text_file(file);
+  return std::nullopt;
+}
+
+void TextArgument::add_to(CLI::App& command, const char* what) {
+  CLI::Option* given =
+      command.add_option("--text", text, fmt::format("{} this text instead of JSONL on stdin", what));
+  command.add_option("--file", file, fmt::format("{} this file's text instead of JSONL on stdin", what))
+      ->excludes(given);
+}
+
 int run_tokenize(const TokenizeOptions& o) {
   const Tokenizer tokenizer = Tokenizer::load(o.tokenizer);
+  if (const std::optional<std::string> text = o.text.get()) {
+    DEW_REQUIRE(!o.decode && !o.chat,
+                "tokenize: --text and --file give text to encode; without --decode or --chat");
+    std::cout << nlohmann::json(tokenizer.encode(*text, {.add_special_tokens = o.special})).dump() << "\n";
+    return 0;
+  }
   std::string line;
   for (int64_t number = 1; std::getline(std::cin, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -71,6 +91,28 @@ int run_tokenize(const TokenizeOptions& o) {
   }
   std::cout << std::flush;
   return 0;
+}
+
+void add_tokenize(CLI::App& app, int& status) {
+  auto options = std::make_shared<TokenizeOptions>();
+  TokenizeOptions& tokenize = *options;
+  auto* tokenize_cmd = app.add_subcommand(
+      "tokenize", "JSONL strings in, one JSON array of token ids per line out (--decode: the other way)");
+  tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer, "a tokenizer.json, or a directory holding one")
+      ->required();
+  auto* special_flag = tokenize_cmd->add_flag("--special", tokenize.special,
+                                              "add the special tokens of the post-processor (BOS, ...)");
+  auto* decode_flag =
+      tokenize_cmd->add_flag("--decode", tokenize.decode, "read arrays of ids, write strings");
+  tokenize_cmd->add_flag("--skip-special", tokenize.skip_special, "with --decode: leave special tokens out");
+  tokenize_cmd
+      ->add_flag("--chat", tokenize.chat,
+                 "read conversations {\"messages\": [...], \"tools\", \"add_generation_prompt\", ...} "
+                 "and write the ids of their chat-template prompts (the template writes the special tokens)")
+      ->excludes(special_flag)
+      ->excludes(decode_flag);
+  tokenize.text.add_to(*tokenize_cmd, "encode");
+  tokenize_cmd->callback([options, &status] { status = run_tokenize(*options); });
 }
 
 }  // namespace dew::cli

@@ -54,4 +54,28 @@ int run_tokenizer_train(const TokenizerTrainOptions& o) {
   return 0;
 }
 
+void add_tokenizer(CLI::App& app, int& status) {
+  auto options = std::make_shared<TokenizerTrainOptions>();
+  TokenizerTrainOptions& tokenizer_train = *options;
+  auto* tokenizer_cmd = app.add_subcommand("tokenizer", "tokenizer tools");
+  tokenizer_cmd->require_subcommand(1);
+  auto* tokenizer_train_cmd = tokenizer_cmd->add_subcommand(
+      "train",
+      "learn a byte-level BPE from text files; writes a tokenizer.json the Hugging Face tokenizers load");
+  tokenizer_train_cmd->add_option("files", tokenizer_train.files, "text files (UTF-8), each one document")
+      ->required();
+  tokenizer_train_cmd->add_option("--output", tokenizer_train.output, "the directory to write")->required();
+  tokenizer_train_cmd->add_flag("--force", tokenizer_train.force, "overwrite a tokenizer.json in --output");
+  tokenizer_train_cmd->add_option("--vocab-size", tokenizer_train.vocab_size, "tokens in all")
+      ->default_val(8192);
+  tokenizer_train_cmd
+      ->add_option("--min-frequency", tokenizer_train.min_frequency, "fewest sightings of a merged pair")
+      ->default_val(2);
+  tokenizer_train_cmd
+      ->add_option("--special", tokenizer_train.special_tokens,
+                   "special tokens, after the merges (the first is also the EOS)")
+      ->allow_extra_args(false);
+  tokenizer_train_cmd->callback([options, &status] { status = run_tokenizer_train(*options); });
+}
+
 }  // namespace dew::cli

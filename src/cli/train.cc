@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "ceilings.h"
 #include "cli/commands.h"
 #include "io/files.h"
+#include "train/clock_time.h"
 #include "io/toml.h"
 
 namespace dew::cli {
@@ -68,29 +68,25 @@ int train_with(const TrainOptions& options) {
   train::TrainerConfig config = train::trainer_config_from_toml(options.config, options.overrides);
   if (!options.restart.empty())
     config.init_from = std::filesystem::absolute(options.restart).lexically_normal().string();
-  // For MFU, measured now (the host drifts): the host's sgemm, or the GPU's product in the compute dtype.
-  config.peak_flops = bench::training_peak_flops(config.device, config.compute);
+  config.peak_flops = train::peak_flops(config.device, config.compute);
   std::function<data::Chain()> held_out;
   if (config.eval_every)
     held_out = [&options] { return data::chain_from_config(options.config, options.overrides, "eval.data"); };
   train::Trainer trainer(config, data::chain_from_config(options.config, options.overrides), run_dir,
                          held_out);
-  // On a terminal one live line (step, loss, rate, ETA) is rewritten each step and the log's step lines
-  // stay in metrics.jsonl; otherwise every log line is printed as it comes.
+  // On a terminal one live line (step, loss, lr, tokens/s, ETA) is rewritten each step and the log's
+  // step lines stay in metrics.jsonl; otherwise every log line is printed as it comes, with its elapsed
+  // time and ETA.
   const bool terminal = ::isatty(::fileno(stderr));
-  const auto started = std::chrono::steady_clock::now();
-  int64_t first_step = -1;
-  trainer.on_step = [&](int64_t step, double loss) {
+  trainer.on_step = [&](const train::Trainer::Progress& p) {
     if (!terminal) return;
-    if (first_step < 0) first_step = step - 1;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const double per_step = elapsed / double(step - first_step);
-    const int64_t eta = int64_t(per_step * double(config.steps - step));
-    fmt::print(stderr, "\r\033[Kstep {}/{}  loss {:.4f}  {:.2f} s/step  ETA {}:{:02d}:{:02d}", step,
-               config.steps, loss, per_step, eta / 3600, eta / 60 % 60, eta % 60);
+    fmt::print(stderr, "\r\033[Kstep {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} tokens/s  ETA {}", p.step, p.steps,
+               p.loss, p.lr, p.tokens_per_s, train::clock_time(p.eta_s));
   };
   trainer.on_log = [&](const std::string& line) {
-    if (terminal && line.rfind("step ", 0) == 0) return;  // the live line shows it
+    const bool step_line =
+        line.rfind("step ", 0) == 0 && line.find('/') < line.find(' ', 5);  // "step 20/360 ..."
+    if (terminal && step_line) return;                                      // the live line shows it
     fmt::print(stderr, "{}{}\n", terminal ? "\r\033[K" : "", line);
   };
   std::signal(SIGINT, request_stop);
@@ -99,6 +95,14 @@ int train_with(const TrainOptions& options) {
   if (terminal) fmt::print(stderr, "\n");
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::fflush(stderr);
+  if (outcome.finished_already) {
+    fmt::print(
+        "{} finished at step {} of {} already (checkpoint {}); nothing to do. Train it further with "
+        "--set train.steps=N, or give another --run-dir for a new run\n",
+        run_dir, outcome.step, config.steps, outcome.checkpoint);
+    return 0;
+  }
   if (outcome.stopped)
     fmt::print("stopped at step {} of {}; checkpoint {}; run `dew train` in {} again to resume\n",
                outcome.step, config.steps, outcome.checkpoint, run_dir);
@@ -108,12 +112,39 @@ int train_with(const TrainOptions& options) {
   if (!std::isnan(outcome.eval_loss))
     fmt::print("held-out loss {:.4f} nats; the held-out tokens' unigram entropy {:.4f} nats\n",
                outcome.eval_loss, outcome.unigram_entropy);
+  std::fflush(stdout);
   return 0;
 }
 
 int run_report(const std::string& run_dir) {
   fmt::print("{}\n", train::write_report(run_dir));
   return 0;
+}
+
+void add_train(CLI::App& app, int& status) {
+  auto options = std::make_shared<TrainOptions>();
+  TrainOptions& train = *options;
+  auto* train_cmd =
+      app.add_subcommand("train", "train a config's model on its data, resuming a run directory");
+  train_cmd->add_option(
+      "config", train.config,
+      "a TOML config: [model], [train], [optimizer], [schedule], [data]; none: the default job "
+      "(examples/default.toml)");
+  train_cmd->add_option("--run-dir", train.run_dir,
+                        "where metrics and checkpoints go (default: runs/CONFIG_NAME)");
+  train_cmd->add_option("--set", train.overrides, "override a config key: train.steps=200 (repeatable)")
+      ->allow_extra_args(false);
+  train_cmd->add_option("--restart", train.restart,
+                        "begin a new run from the weights (only) of a checkpoint, a run directory's newest "
+                        "checkpoint, or a model directory");
+  train_cmd->callback([options, &status] { status = run_train(*options); });
+}
+
+void add_report(CLI::App& app, int& status) {
+  auto run_dir = std::make_shared<std::string>();
+  auto* report_cmd = app.add_subcommand("report", "write RUN_DIR/report.html: charts of a run's metrics");
+  report_cmd->add_option("run_dir", *run_dir, "a `dew train` run directory")->required();
+  report_cmd->callback([run_dir, &status] { status = run_report(*run_dir); });
 }
 
 }  // namespace dew::cli

@@ -1,5 +1,5 @@
 // The CPU allocator: 64-byte aligned blocks, cached by exact size class for reuse, with counters.
-// Why cache: a fresh page costs about 7x a warm one on our machines (BENCHMARKS.md), every step.
+// Why cache: a fresh page costs several times a warm one (the kernel clears it), every step.
 // Size classes round up to 64 bytes below 1 MiB and to 1/8 of the power of two above, so that
 // cached blocks match again without wasting more than 12.5%.
 #include "core/allocator.h"

@@ -1,4 +1,4 @@
-// The differentiation state tensors carry (DESIGN.md "Differentiation"): whether a leaf requires a
+// The differentiation state tensors carry (docs/autodiff.md): whether a leaf requires a
 // gradient, its accumulated gradient, the recorded op that produced a tensor, and a forward-mode
 // tangent. Ops record in run_op (ops/op.h); src/autodiff/ walks the records. Nothing here knows an op.
 #pragma once

@@ -35,8 +35,7 @@ void for_each_offset(const Shape& shape, const Strides& strides, F&& f) {
 }
 
 // NOTE [copies over the threads]
-// A copy is memory-bound, and one core reaches about half the memory's bandwidth (a 25 MB permute on
-// the Zen 5 host: 0.55 ms on one thread or two, when the copy ran on one): so copies of at least
+// A copy is memory-bound, and one core reaches about half the memory's bandwidth: so copies of at least
 // kCopyGrainBytes spread over the pool, in chunks of whole rows (the last dim) that do not depend on the
 // thread count. A copy moves bits, so the result is the same whichever thread copies what.
 inline constexpr int64_t kCopyGrainBytes = int64_t(256) << 10;

@@ -19,7 +19,7 @@ namespace {
 thread_local bool inside_pool_body = false;
 
 // NOTE [spin before sleeping]: a decode step runs ~150 small parallel regions back to back; waking a
-// worker from a futex sleep for each cost about a fifth of the step (docs/perf.md). So a worker that
+// worker from a futex sleep for each costs a large share of the step. So a worker that
 // finishes polls for the next job, and the caller for its workers' completion, for a short while
 // before blocking on the condition variable — as OpenMP runtimes do. The condition variable still
 // carries every wake-up that a poll misses.

@@ -1,6 +1,6 @@
 // Files as Dew reads and writes them: a read-only memory map, and a file written whole or not at all
-// (DESIGN.md "Errors and bad input": a temporary name, flushed, renamed). Errors name the path and
-// the system's reason.
+// (a temporary name, flushed, renamed: docs/architecture.md, "Errors and bad input"). Errors name the path
+// and the system's reason.
 #pragma once
 
 #include <cstdint>

@@ -93,8 +93,16 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t size, const s
               source, size);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];  // little-endian
-  DEW_REQUIRE(n <= kMaxHeaderBytes, "{}: the header length is {} bytes; the format allows at most {}", source,
-              n, kMaxHeaderBytes);
+  // A file of another kind: its first bytes read as no header length a safetensors file could have, or
+  // its header as no JSON object.
+  const std::string_view start(reinterpret_cast<const char*>(bytes) + 8, std::min<uint64_t>(n, size - 8));
+  DEW_REQUIRE(
+      n <= kMaxHeaderBytes && (start.empty() || start[0] == '{'),
+      "{} is not a safetensors file: it does not begin with an 8-byte header length and a JSON header "
+      "(its first 8 bytes read as a length of {} bytes{})",
+      source, n,
+      n <= kMaxHeaderBytes ? ", and no '{{' follows them"
+                           : fmt::format(", over the format's {}", kMaxHeaderBytes));
   DEW_REQUIRE(n <= size - 8, "{}: the header length is {} bytes but only {} follow it; the file is truncated",
               source, n, size - 8);
   const std::string_view text(reinterpret_cast<const char*>(bytes) + 8, n);

@@ -1,6 +1,8 @@
 // Loading TOML configs with overrides, and reading their members by type.
 #include "io/toml.h"
 
+#include "core/nearest_name.h"
+
 #include <dew/error.h>
 
 #include <algorithm>
@@ -30,6 +32,37 @@ std::string kind_of(const toml::node& node) {
   }
 }
 
+// " (given by --set)" for a value an override put in place: it has no source file.
+std::string origin(const toml::node& node) {
+  return node.source().path ? "" : " (given by --set)";
+}
+
+// The entry of an array of tables that `part` names: its index, or the one table whose kind is `part`
+// (a data stage by its kind: data.stage.tokenize.workers=2).
+size_t array_entry(const toml::array& array, const std::string& part, const std::string& assignment) {
+  const bool digits = part.size() < 10 && part.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) {
+    DEW_REQUIRE(std::stoul(part) < array.size(),
+                "--set {}: {} is an array of {} entries; expected an index below {}", assignment, part,
+                array.size(), array.size());
+    return std::stoul(part);
+  }
+  std::vector<size_t> matches;
+  std::vector<std::string> kinds;
+  for (size_t i = 0; i < array.size(); ++i) {
+    const toml::table* entry = array.get(i)->as_table();
+    const std::optional<std::string_view> kind =
+        entry ? (*entry)["kind"].value<std::string_view>() : std::nullopt;
+    if (!kind) continue;
+    kinds.emplace_back(*kind);
+    if (*kind == part) matches.push_back(i);
+  }
+  DEW_REQUIRE(matches.size() == 1, "--set {}: {} entries of kind {}; expected an index below {}{}",
+              assignment, matches.size(), part, array.size(),
+              kinds.empty() ? std::string() : fmt::format(" or one of the kinds {}", fmt::join(kinds, ", ")));
+  return matches[0];
+}
+
 void apply_override(toml::table& root, const std::string& path, const std::string& assignment) {
   const size_t equals = assignment.find('=');
   DEW_REQUIRE(equals != std::string::npos && equals > 0,
@@ -50,14 +83,11 @@ void apply_override(toml::table& root, const std::string& path, const std::strin
     DEW_REQUIRE(!part.empty(), "--set {}: an empty part in the key", assignment);
     const bool last = i + 1 == parts.size();
     if (toml::array* array = at->as_array()) {
-      const bool digits = part.size() < 10 && part.find_first_not_of("0123456789") == std::string::npos;
-      DEW_REQUIRE(digits && std::stoul(part) < array->size(),
-                  "--set {}: {} is an array of {} entries; expected an index below {}", assignment, part,
-                  array->size(), array->size());
+      const size_t entry = array_entry(*array, part, assignment);
       if (last)
-        array->replace(array->begin() + long(std::stoul(part)), *parsed["v"].node());
+        array->replace(array->begin() + long(entry), *parsed["v"].node());
       else
-        at = array->get(std::stoul(part));
+        at = array->get(entry);
       continue;
     }
     toml::table* table = at->as_table();
@@ -84,42 +114,17 @@ toml::table load_toml(const std::string& path, const std::vector<std::string>& o
   return root;
 }
 
-namespace {
-
-// The number of single-character edits between two keys (Levenshtein), for "did you mean".
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
-
 void TomlFields::only(std::initializer_list<const char*> known) const {
   for (const auto& [key, value] : table_) {
     bool found = false;
     for (const char* k : known) found |= key.str() == k;
     if (found) continue;
-    std::string list;
-    const char* nearest = nullptr;
-    size_t best = SIZE_MAX;
-    for (const char* k : known) {
-      list += (list.empty() ? "" : ", ") + std::string(k);
-      const size_t d = edit_distance(key.str(), k);
-      if (d < best) best = d, nearest = k;
-    }
-    if (nearest && best <= std::max<size_t>(2, key.str().size() / 3))
-      fail("{}: unknown key {}; did you mean {}? (expected one of {})", where_, key.str(), nearest, list);
-    fail("{}: unknown key {}; expected one of {}", where_, key.str(), list);
+    const std::vector<std::string> names(known.begin(), known.end());
+    const std::string list = fmt::format("{}", fmt::join(names, ", "));
+    if (const std::string nearest = nearest_name(key.str(), names); !nearest.empty())
+      fail("{}: unknown key {}{}; did you mean {}? (expected one of {})", where_, key.str(), origin(value),
+           nearest, list);
+    fail("{}: unknown key {}{}; expected one of {}", where_, key.str(), origin(value), list);
   }
 }
 
@@ -131,14 +136,16 @@ std::string TomlFields::text(const char* key) const {
 std::string TomlFields::text_or(const char* key, const std::string& fallback) const {
   const toml::node* node = table_.get(key);
   if (!node) return fallback;
-  DEW_REQUIRE(node->is_string(), "{}: {} is {}; expected a string", where_, key, kind_of(*node));
+  DEW_REQUIRE(node->is_string(), "{}: {} is {}{}; expected a string", where_, key, kind_of(*node),
+              origin(*node));
   return node->as_string()->get();
 }
 
 std::optional<int64_t> TomlFields::integer(const char* key) const {
   const toml::node* node = table_.get(key);
   if (!node) return std::nullopt;
-  DEW_REQUIRE(node->is_integer(), "{}: {} is {}; expected an integer", where_, key, kind_of(*node));
+  DEW_REQUIRE(node->is_integer(), "{}: {} is {}{}; expected an integer", where_, key, kind_of(*node),
+              origin(*node));
   return node->as_integer()->get();
 }
 
@@ -149,14 +156,16 @@ int64_t TomlFields::integer_or(const char* key, int64_t fallback) const {
 double TomlFields::number_or(const char* key, double fallback) const {
   const toml::node* node = table_.get(key);
   if (!node) return fallback;
-  DEW_REQUIRE(node->is_number(), "{}: {} is {}; expected a number", where_, key, kind_of(*node));
+  DEW_REQUIRE(node->is_number(), "{}: {} is {}{}; expected a number", where_, key, kind_of(*node),
+              origin(*node));
   return node->value<double>().value();
 }
 
 bool TomlFields::flag_or(const char* key, bool fallback) const {
   const toml::node* node = table_.get(key);
   if (!node) return fallback;
-  DEW_REQUIRE(node->is_boolean(), "{}: {} is {}; expected true or false", where_, key, kind_of(*node));
+  DEW_REQUIRE(node->is_boolean(), "{}: {} is {}{}; expected true or false", where_, key, kind_of(*node),
+              origin(*node));
   return node->as_boolean()->get();
 }
 

@@ -193,8 +193,8 @@ void copy_rows(const Tensor& from, Tensor& to, int64_t at, int64_t count) {
 
 // NOTE [kv cache]: each layer's keys and values go into a buffer with room to spare, written in place,
 // and attention reads the view of its filled part. Growing by concatenation instead copied the whole
-// cache, into fresh pages, at every token — most of a decode step's time at a few hundred tokens
-// (docs/perf.md). The buffer doubles when full. Written in place, it cannot be differentiated through.
+// cache, into fresh pages, at every token — most of a decode step's time at a few hundred tokens. The
+// buffer doubles when full. Written in place, it cannot be differentiated through.
 std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor& k, const Tensor& v) {
   if (!cache) return {k, v};
   DEW_REQUIRE(!k.requires_grad() && !v.requires_grad(),

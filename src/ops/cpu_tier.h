@@ -3,8 +3,8 @@
 // the cpu_has requirement the selector checks before any of the tier's code runs.
 #pragma once
 
-#include "ops/isa.h"
 #include "select/requirements.h"
+#include "simd/isa.h"
 
 namespace dew::ops::DEW_KERNEL_NS {
 

@@ -1,4 +1,4 @@
-// How an op joins differentiation (DESIGN.md "Differentiation"): after run_op computes its outputs, a
+// How an op joins differentiation (docs/autodiff.md): after run_op computes its outputs, a
 // node goes onto the tape when an input needs a gradient (grad mode on), and output tangents are
 // computed when an input carries one. The op supplies the rules, written with ops:
 //   static Differentiation differentiation(std::string_view op);

@@ -16,9 +16,9 @@
 #include <immintrin.h>
 #endif
 
-#include "ops/float_vec.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
+#include "simd/float_vec.h"
+#include "simd/isa.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -31,14 +31,13 @@ namespace dew::ops::DEW_KERNEL_NS {
 // exact either way; f32x16.h's store_vec). Maps whose function has a FloatVec form narrow in registers
 // on F32x16 (not on F32x8: NOTE [maps on F32x8]); the others compute float chunks in L1 and narrow those.
 
-inline constexpr int64_t kMapChunk = 256;  // floats per output: fastest of 128-2048 here (bf16 exp)
+inline constexpr int64_t kMapChunk = 256;  // floats per output: stays in L1 beside the inputs
 
 // NOTE [prefetching maps]
 // A map whose function costs about what its memory does (a sigmoid, a GELU, a bf16 log) ran at the sum
-// of the two, not the larger: out of cache, one core, bf16 sigmoid took 0.90 ns per element against
-// 0.37 in L2 and exp 0.52 against 0.23 (dev/f32x16_ab). The hardware prefetchers stop at page ends and
-// fall behind a loop this slow; so maps ask for their inputs (and, for writing, their outputs)
-// kPrefetchBytes ahead, which brought those two to 0.39 and 0.25. Prefetches are hints that never
+// of the two, not the larger: the hardware prefetchers stop at page ends and fall behind a loop this
+// slow. So maps ask for their inputs (and, for writing, their outputs) kPrefetchBytes ahead, which
+// brings them near their in-cache time. Prefetches are hints that never
 // fault, so addresses past a row's end are computed as integers and asked for: in a contiguous tensor
 // they are the next row's, the one the next call reads.
 // A burst of prefetches stalls the loop once the line-fill buffers are full (cross_entropy spent a
@@ -173,10 +172,9 @@ inline void map_elements_vec(const std::array<const T*, NIn>& x, const std::arra
 
 // NOTE [maps on F32x8]
 // AVX2 has sixteen vector registers, AVX-512 thirty-two. Maps on F32x8 that held more at once spilled:
-// two vectors a step (F32x16's loop) made f32 tanh-GELU 50% slower and erf-GELU 20% slower than one
-// vector a step, and bf16 maps that narrowed in registers (a dozen integer instructions and their
-// constants beside the function's) ran bf16 exp, log, tanh and sigmoid 10-20% slower than the scalar
-// body's float chunks (docs/perf.md). So F32x8 maps take one vector a step, and a bf16 map computes a
+// two vectors a step (F32x16's loop) is slower than one for the longer functions, and bf16 maps that
+// narrow in registers (a dozen integer instructions and their constants beside the function's) are
+// slower than the scalar body's float chunks. So F32x8 maps take one vector a step, and a bf16 map computes a
 // chunk of float results on vectors into L1 and narrows the chunk in a second loop.
 #if DEW_HAS_F32X8
 template <class T, size_t NIn, size_t NOut, class F, size_t... K>
@@ -235,7 +233,7 @@ inline void map_elements_f16_chunks(const std::array<const f16*, NIn>& x, const 
 
 // What a map's function costs, for bf16 on F32x8 (NOTE [maps on F32x8]): one that computes narrows its
 // results by chunks; one of a few instructions (an add, a maximum) narrows in registers, which spill
-// nothing there (bf16 add and mul 20-40% faster that way: docs/perf.md "Binary ops on FloatVec").
+// nothing there and saves the chunk's second pass.
 enum class MapWork { computes, few_instructions };
 
 // y_k[i] = f(widened x_0[i], x_1[i], ...)[k] for i in [0, n), narrowed to T; f returns one value

@@ -8,14 +8,14 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
+#include "simd/isa.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // A buffer from Dew's caching allocator: a fresh std::vector of many megabytes pays a page fault per
-// 4 KB on every call (first touch costs about 7x a warm block, BENCHMARKS.md); these come back warm.
+// 4 KB on every call (first touch costs several times a warm block); these come back warm.
 // The pointer and size are kept: kernels index scratch in inner loops, and Tensor::data is a call.
 template <class Acc>
 class Scratch {

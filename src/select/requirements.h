@@ -45,7 +45,7 @@ Requirement<Args> on_cuda(int min_sm = 80) {
           }};
 }
 
-// The instruction-set tiers kernels are built for (NOTE [instruction-set regions], src/ops/isa.h).
+// The instruction-set tiers kernels are built for (NOTE [instruction-set regions], src/simd/isa.h).
 enum class Isa { avx2, avx512 };
 
 inline bool cpu_supports(Isa isa) {

@@ -25,7 +25,7 @@ struct StringHash {
 using TokenIds = std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>>;
 
 // Merges by (left id, right id): open addressing in a power-of-two table, one probe sequence per
-// lookup. std::unordered_map's node per entry made the lookup BPE's largest cost (docs/perf.md).
+// lookup: std::unordered_map's node per entry made the lookup BPE's largest cost.
 class MergeTable {
  public:
   struct Merge {

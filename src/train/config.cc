@@ -41,8 +41,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.accumulation = train.integer_or("accumulation", 1);
   c.grad_clip = train.number_or("grad_clip", c.grad_clip);
   c.z_loss = train.number_or("z_loss", 0);
-  // auto: bf16 where the CPU multiplies bf16 natively (AVX-512 BF16), where it measured faster at the
-  // same loss (docs/perf.md, "Mixed precision"); f32 elsewhere, where bf16 products are widened first.
+  // auto: bf16 where the CPU multiplies bf16 natively (AVX-512 BF16), faster at the same loss (docs/perf.md,
+  // "Mixed precision"); f32 elsewhere, where bf16 products are widened first.
   const std::string device = train.text_or("device", "cpu");
   try {
     c.device = Device::parse(device);

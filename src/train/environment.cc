@@ -3,6 +3,7 @@
 #include "train/environment.h"
 
 #include <dew/runtime.h>
+#include <dew_commit.h>
 
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -57,7 +58,10 @@ nlohmann::json environment_description() {
   return {
       {"libraries",
        {{"dew", DEW_VERSION},
+        {"commit", DEW_COMMIT},
+        {"build_type", DEW_BUILD_TYPE},
         {"compiler", __VERSION__},
+        {"cuda_backend", DEW_CUDA_BACKEND ? "built" : "not built"},
         {"onednn", fmt::format("{}.{}.{}", dnnl->major, dnnl->minor, dnnl->patch)},
         {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
         {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
@@ -72,6 +76,7 @@ nlohmann::json environment_description() {
         {"threads", num_threads()},
         {"memory_bytes", memory},
         {"instruction_sets", instruction_sets()},
+        {"cuda_devices", cuda_device_count()},
         {"os", fmt::format("{} {} {}", os.sysname, os.release, os.machine)}}},
   };
 }

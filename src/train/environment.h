@@ -1,4 +1,4 @@
-// What a run ran on, for run.json (DESIGN.md "Training"): Dew's and its libraries' versions, the
+// What a run ran on, for run.json (docs/training.md): Dew's and its libraries' versions, the
 // compiler, and the machine (CPU model, cores, threads used, memory, instruction sets, OS). Not the
 // routes: those are the route log's (ops.h), read when run.json is written.
 #pragma once

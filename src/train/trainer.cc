@@ -9,9 +9,11 @@
 
 #include "core/strided.h"
 #include "io/files.h"
+#include "train/clock_time.h"
 #include "io/json.h"
 #include "train/environment.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -63,6 +65,32 @@ void copy_weights(CausalLM& from, CausalLM& into, const std::string& source) {
   }
 }
 
+// Wall-clock seconds since the Unix epoch, for the metrics' timestamps.
+double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int64_t parameter_count(const CausalLM& model) {
+  int64_t n = 0;
+  for (const auto& [name, p] : model.parameters()) n += p.numel();
+  return n;
+}
+
+// "steps 360 -> 400, schedule.total_steps 360 -> 400": what differs between two resolved configs
+// (describe_config), leaf by leaf.
+std::string config_changes(const nlohmann::json& before, const nlohmann::json& now) {
+  std::vector<std::string> changes;
+  const nlohmann::json a = before.flatten(), b = now.flatten();
+  for (const auto& [key, value] : b.items()) {
+    const auto was = a.find(key);
+    if (was == a.end() || *was != value)
+      changes.push_back(
+          fmt::format("{} {} -> {}", key.substr(1), was == a.end() ? "(none)" : was->dump(), value.dump()));
+  }
+  for (std::string& c : changes) std::replace(c.begin(), c.end(), '/', '.');
+  return fmt::format("{}", fmt::join(changes, ", "));
+}
+
 nlohmann::json route_list() {
   nlohmann::json out = nlohmann::json::array();
   for (const RouteRecord& r : routes())
@@ -109,221 +137,71 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
       config_.steps, config_.accumulation, config_.log_every, config_.checkpoint_every, config_.grad_clip,
       config_.max_skips);
   if (config_.schedule.total_steps <= 1) config_.schedule.total_steps = config_.steps;
+  if (config_.schedule.warmup_steps > config_.schedule.total_steps) {  // a smoke run shorter than the warm-up
+    notes_.push_back(fmt::format("the warm-up of {} steps is longer than the run's {}; it is clipped to {}",
+                                 config_.schedule.warmup_steps, config_.schedule.total_steps,
+                                 config_.schedule.total_steps));
+    config_.schedule.warmup_steps = config_.schedule.total_steps;
+  }
   config_.schedule.at(0);  // validates the schedule before any work
 }
 
-Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
-  const auto say = [&](const std::string& line) {
-    if (on_log) on_log(line);
-  };
-  fs::create_directories(run_dir_);
-  CausalLM model =
-      CausalLM::init(parse_model_config(config_.model_json, "model config"), DType::f32, config_.seed);
-  for (auto& [name, p] : model.parameters()) p.requires_grad_();
-  // The master weights, the optimizer's state and every step live on the configured device.
-  if (config_.device.kind != Device::Kind::cpu) model = model.to(config_.device);
-  const std::vector<Param> params = default_groups(model.parameters(), config_.weight_decay);
-  std::unique_ptr<Optimizer> optimizer = make_optimizer(config_, params);
-  int64_t step = 0, tokens = 0, skipped = 0;
+// One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
+struct Trainer::Run {
+  CausalLM model;
+  std::vector<Param> params;
+  std::unique_ptr<Optimizer> optimizer;
+  int64_t step = 0, tokens = 0, skipped = 0, consecutive_skips = 0;
+  int64_t first_step = 0;       // where this process began (0, or the resumed checkpoint's step)
+  std::string last_checkpoint;  // the newest committed one: intact whatever goes wrong next
+  std::ofstream metrics;
+  double flops_per_token = 0;
+  Clock::time_point started = Clock::now();
+  Outcome outcome;
+};
 
-  const CheckpointScan scan = find_checkpoints(run_dir_);
-  for (const std::string& why : scan.ignored) say("ignored " + why);
-  if (!scan.latest.empty()) {
-    LoadedCheckpoint loaded = load_checkpoint(scan.latest);
-    copy_weights(loaded.model, model, scan.latest);
-    optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
-    const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
-    DEW_REQUIRE(state.value("init_from", std::string()) == config_.init_from,
-                "[train] {} already holds a run (checkpoint {}){}; a new run from {} needs a run directory "
-                "of its own",
-                run_dir_, scan.latest,
-                state.value("init_from", std::string()).empty()
-                    ? std::string()
-                    : " begun from " + state.value("init_from", std::string()),
-                config_.init_from.empty() ? "a fresh initialization" : config_.init_from);
-    const uint64_t seed = state.at("seed").get<uint64_t>();
-    DEW_REQUIRE(
-        seed == config_.seed,
-        "[train] {} was trained with seed {} and the config now says {}; resume with the same seed, or "
-        "train in a new run directory",
-        scan.latest, seed, config_.seed);
-    step = state.at("step").get<int64_t>();
-    tokens = state.at("tokens").get<int64_t>();
-    skipped = state.at("skipped").get<int64_t>();
-    chain_.resume(state.at("data").get<std::string>());
-    say(fmt::format("resumed from {} at step {}", scan.latest, step));
-  } else if (!config_.init_from.empty()) {
-    const std::string from = model_directory(config_.init_from);
-    CausalLM initial = CausalLM::load(from, DType::f32);
-    copy_weights(initial, model, from);
-    say("initialized from the weights of " + from);
+Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
+  fs::create_directories(run_dir_);
+  Run run;
+  resume_or_initialize(run);
+  for (const std::string& note : notes_) say(note);
+  if (run.step >= config_.steps) {  // nothing left to do: say so, change nothing
+    run.outcome.finished_already = true;
+    run.outcome.checkpoint = run.last_checkpoint;
+    run.outcome.step = run.step;
+    return run.outcome;
   }
   reset_routes();
-  const auto run_description = [&] {
-    nlohmann::json run = environment_description();
-    run["config"] = nlohmann::json::parse(describe_config(config_));
-    run["source"] =
-        config_.source_json.empty() ? nlohmann::json() : nlohmann::json::parse(config_.source_json);
-    run["data"] = nlohmann::json::parse(chain_.description());
-    run["routes"] = route_list();
-    return run.dump(2);
-  };
-  write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
+  write_text_file((fs::path(run_dir_) / "run.json").string(), run_description(run));
   const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
-  truncate_metrics(metrics_path, step);
-  std::ofstream metrics(metrics_path, std::ios::app);
-
-  const auto checkpoint = [&] {
-    const nlohmann::json state = {{"step", step},
-                                  {"tokens", tokens},
-                                  {"skipped", skipped},
-                                  {"seed", config_.seed},
-                                  {"init_from", config_.init_from},
-                                  {"data", chain_.position()}};
-    const std::string run = run_description();
-    write_text_file((fs::path(run_dir_) / "run.json").string(), run);
-    return save_checkpoint(run_dir_, step, {&model, optimizer.get(), state.dump(), config_.tokenizer, run},
-                           config_.keep);
-  };
-
-  Outcome outcome;
-  int64_t consecutive_skips = 0;
-  double flops_per_token = 0;
+  truncate_metrics(metrics_path, run.step);
+  run.metrics.open(metrics_path, std::ios::app);
   reset_peak_memory();
+  run.started = Clock::now();
   // Running out of memory ends the run; a checkpoint is renamed into place only whole, so the last
   // committed one is intact whatever was being allocated.
-  std::string last_checkpoint = scan.latest;
-  const int64_t first_step = step;
   const auto out_of_memory = [&](const std::string& what) {
     fail(
         "[train] out of memory at step {} of {} ({}; {:.1f} MiB in use at the peak): fewer tokens per "
         "microbatch (a smaller batch or T, with accumulation for the same update) or a smaller model need "
         "less; {}",
-        step + 1, config_.steps, what, double(cpu_memory_stats().peak_bytes) / (1 << 20),
-        last_checkpoint.empty() ? "no checkpoint had been written"
-                                : "the last checkpoint " + last_checkpoint + " is intact");
+        run.step + 1, config_.steps, what, double(cpu_memory_stats().peak_bytes) / (1 << 20),
+        run.last_checkpoint.empty() ? "no checkpoint had been written"
+                                    : "the last checkpoint " + run.last_checkpoint + " is intact");
   };
   try {
-    while (step < config_.steps) {
-      const auto start = Clock::now();
-      const double lr = config_.schedule.at(step);
-      const StepResult result = train_step(model, params, *optimizer,
-                                           {.accumulation = config_.accumulation,
-                                            .lr = lr,
-                                            .grad_clip = config_.grad_clip,
-                                            .z_loss = config_.z_loss,
-                                            .compute = config_.compute},
-                                           [&] { return chain_.next_batch(); });
-      DEW_REQUIRE(result.complete,
-                  "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
-                  step, config_.steps);
-      const double loss = result.loss, norm = result.grad_norm, data_wait = result.data_wait_s;
-      const int64_t step_tokens = result.tokens;
-      if (flops_per_token == 0) flops_per_token = training_flops_per_token(model, result.T);
-      if (result.applied) {
-        consecutive_skips = 0;
-      } else {
-        ++skipped;
-        say(fmt::format(
-            "step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped", step + 1,
-            loss, norm));
-        DEW_REQUIRE(++consecutive_skips < config_.max_skips,
-                    "[train] stopped at step {}: {} consecutive steps had a non-finite loss or gradient norm "
-                    "(lower the learning rate, or check the data); the last checkpoint is intact",
-                    step + 1, consecutive_skips);
-      }
-      ++step;
-      tokens += step_tokens;
-      outcome.last_loss = loss;
-      if (on_step) on_step(step, loss);
-      if (step == first_step + 1)
-        write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());  // routes now known
-      const double step_s = seconds_since(start), rate = double(step_tokens) / step_s;
-      const double mfu = config_.peak_flops > 0 ? rate * flops_per_token / config_.peak_flops : 0;
-      if (step % config_.log_every == 0 || step == config_.steps) {
-        nlohmann::json line = {
-            {"step", step},
-            {"tokens", tokens},
-            {"loss", loss},
-            {"lr", lr},
-            {"grad_norm", norm},
-            {"tokens_per_s", rate},
-            {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
-            {"step_s", step_s},
-            {"data_wait_s", data_wait},
-            {"peak_bytes", cpu_memory_stats().peak_bytes},
-            {"skipped", skipped},
-            {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
-            {"perplexity", std::exp(loss)}};
-        metrics << line.dump() << "\n" << std::flush;
-        say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}", step,
-                        config_.steps, loss, lr, norm, rate,
-                        mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : ""));
-      }
-      if (config_.eval_every && step % config_.eval_every == 0) {
-        // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
-        NoGrad no_grad;
-        data::Chain held_out = eval_chain_();
-        double weighted = 0;
-        int64_t targets = 0, correct = 0;
-        std::map<int64_t, int64_t> counts;  // of the held-out targets, for their unigram entropy
-        for (int64_t b = 0; b < config_.eval_batches; ++b) {
-          std::optional<data::Batch> batch = held_out.next_batch();
-          if (!batch) break;
-          const LmLoss lm = lm_loss(model, *batch);
-          weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
-          targets += lm.targets;
-          correct += lm.correct;
-          const Tensor& y = lm.target_ids;
-          for (int64_t i = 0; i < y.numel(); ++i)
-            if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
-        }
-        double entropy = 0;
-        for (const auto& [id, n] : counts)
-          entropy -= double(n) / double(targets) * std::log(double(n) / double(targets));
-        outcome.eval_loss = targets ? weighted / double(targets) : NAN;
-        outcome.unigram_entropy = entropy;
-        metrics << nlohmann::json{{"step", step},
-                                  {"eval_loss", outcome.eval_loss},
-                                  {"eval_targets", targets},
-                                  {"eval_accuracy", targets ? double(correct) / double(targets) : 0.0},
-                                  {"eval_perplexity", std::exp(outcome.eval_loss)},
-                                  {"unigram_entropy", entropy}}
-                       .dump()
-                << "\n"
-                << std::flush;
-        say(fmt::format(
-            "step {}: eval loss {:.4f} nats over {} held-out targets (their unigram entropy {:.4f})", step,
-            outcome.eval_loss, targets, entropy));
-      }
-      if (config_.sample_every && step % config_.sample_every == 0) {
-        const Tokenizer* tokenizer = chain_.tokenizer();
-        DEW_REQUIRE(tokenizer,
-                    "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
-        NoGrad no_grad;
-        std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
-        for (const std::string& prompt : config_.sample_prompts) {
-          GenerationOptions options{.max_new_tokens = config_.sample_tokens};
-          if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
-          const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
-          // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
-          std::vector<int64_t> produced = generate(model, {ids}, options)[0];
-          std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
-          const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
-          samples << nlohmann::json{{"step", step}, {"prompt", prompt}, {"text", text}}.dump(
-                         -1, ' ', false, nlohmann::json::error_handler_t::replace)
-                  << "\n";
-          say(fmt::format("step {}: sample {} → {}", step, prompt, text));
-        }
-      }
+    while (run.step < config_.steps) {
+      step(run);
+      if (config_.eval_every && run.step % config_.eval_every == 0) evaluate(run);
+      if (config_.sample_every && run.step % config_.sample_every == 0) sample(run);
       const bool stopping = stop && stop->load();
-      if (stopping || step == config_.steps ||
-          (config_.checkpoint_every && step % config_.checkpoint_every == 0)) {
-        outcome.checkpoint = last_checkpoint = checkpoint();
-        say("checkpoint " + outcome.checkpoint);
+      if (stopping || run.step == config_.steps ||
+          (config_.checkpoint_every && run.step % config_.checkpoint_every == 0)) {
+        run.outcome.checkpoint = run.last_checkpoint = checkpoint(run);
+        say("checkpoint " + run.outcome.checkpoint);
       }
       if (stopping) {
-        outcome.stopped = true;
+        run.outcome.stopped = true;
         break;
       }
     }
@@ -332,8 +210,218 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   } catch (const std::bad_alloc&) {
     out_of_memory("the system refused an allocation");
   }
-  outcome.step = step;
-  return outcome;
+  run.outcome.step = run.step;
+  return run.outcome;
+}
+
+void Trainer::say(const std::string& line) const {
+  if (on_log) on_log(line);
+}
+
+void Trainer::resume_or_initialize(Run& run) {
+  run.model =
+      CausalLM::init(parse_model_config(config_.model_json, "model config"), DType::f32, config_.seed);
+  for (auto& [name, p] : run.model.parameters()) p.requires_grad_();
+  // The master weights, the optimizer's state and every step live on the configured device.
+  if (config_.device.kind != Device::Kind::cpu) run.model = run.model.to(config_.device);
+  run.params = default_groups(run.model.parameters(), config_.weight_decay);
+  run.optimizer = make_optimizer(config_, run.params);
+
+  const CheckpointScan scan = find_checkpoints(run_dir_);
+  for (const std::string& why : scan.ignored) say("ignored " + why);
+  if (scan.latest.empty()) {
+    if (!config_.init_from.empty()) {
+      const std::string from = model_directory(config_.init_from);
+      CausalLM initial = CausalLM::load(from, DType::f32);
+      copy_weights(initial, run.model, from);
+      say("initialized from the weights of " + from);
+    }
+    return;
+  }
+  LoadedCheckpoint loaded = load_checkpoint(scan.latest);
+  copy_weights(loaded.model, run.model, scan.latest);
+  run.optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
+  const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
+  DEW_REQUIRE(state.value("init_from", std::string()) == config_.init_from,
+              "[train] {} already holds a run (checkpoint {}){}; a new run from {} needs a run directory "
+              "of its own",
+              run_dir_, scan.latest,
+              state.value("init_from", std::string()).empty()
+                  ? std::string()
+                  : " begun from " + state.value("init_from", std::string()),
+              config_.init_from.empty() ? "a fresh initialization" : config_.init_from);
+  const uint64_t seed = state.at("seed").get<uint64_t>();
+  DEW_REQUIRE(seed == config_.seed,
+              "[train] {} was trained with seed {} and the config now says {}; resume with the same seed, or "
+              "train in a new run directory",
+              scan.latest, seed, config_.seed);
+  run.step = run.first_step = state.at("step").get<int64_t>();
+  run.tokens = state.at("tokens").get<int64_t>();
+  run.skipped = state.at("skipped").get<int64_t>();
+  run.last_checkpoint = scan.latest;
+  if (run.step >= config_.steps) return;  // finished: the caller says so
+  chain_.resume(state.at("data").get<std::string>());
+  std::string changed;
+  const fs::path previous_run = fs::path(scan.latest) / "run.json";
+  if (fs::exists(previous_run)) {
+    const nlohmann::json before = parse_json(read_text_file(previous_run.string()), previous_run.string());
+    if (before.contains("config"))
+      changed = config_changes(before["config"], nlohmann::json::parse(describe_config(config_)));
+  }
+  say(fmt::format("resumed from {} at step {}{}", scan.latest, run.step,
+                  changed.empty() ? std::string() : "; the config changed since: " + changed));
+}
+
+void Trainer::step(Run& run) {
+  const auto start = Clock::now();
+  const double lr = config_.schedule.at(run.step);
+  const StepResult result = train_step(run.model, run.params, *run.optimizer,
+                                       {.accumulation = config_.accumulation,
+                                        .lr = lr,
+                                        .grad_clip = config_.grad_clip,
+                                        .z_loss = config_.z_loss,
+                                        .compute = config_.compute},
+                                       [&] { return chain_.next_batch(); });
+  DEW_REQUIRE(result.complete,
+              "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
+              run.step, config_.steps);
+  if (run.flops_per_token == 0) run.flops_per_token = training_flops_per_token(run.model, result.T);
+  if (result.applied) {
+    run.consecutive_skips = 0;
+  } else {
+    ++run.skipped;
+    say(fmt::format("step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped",
+                    run.step + 1, result.loss, result.grad_norm));
+    DEW_REQUIRE(++run.consecutive_skips < config_.max_skips,
+                "[train] stopped at step {}: {} consecutive steps had a non-finite loss or gradient norm "
+                "(lower the learning rate, or check the data); the last checkpoint is intact",
+                run.step + 1, run.consecutive_skips);
+  }
+  ++run.step;
+  run.tokens += result.tokens;
+  run.outcome.last_loss = result.loss;
+  const double step_s = seconds_since(start);
+  if (run.step == run.first_step + 1) {
+    say(fmt::format(
+        "training {}: {:.1f} M parameters, {} tokens a step, {}, {} threads on {}; steps {} to {}",
+        run.model.config().model_type, double(parameter_count(run.model)) / 1e6, result.tokens,
+        config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute), num_threads(),
+        config_.device.str(), run.step, config_.steps));
+    write_text_file((fs::path(run_dir_) / "run.json").string(), run_description(run));  // routes now known
+  }
+  Progress progress;
+  progress.step = run.step;
+  progress.steps = config_.steps;
+  progress.loss = result.loss;
+  progress.lr = lr;
+  progress.tokens_per_s = double(result.tokens) / step_s;
+  progress.elapsed_s = seconds_since(run.started);
+  progress.eta_s = progress.elapsed_s / double(run.step - run.first_step) * double(config_.steps - run.step);
+  if (on_step) on_step(progress);
+  if (run.step % config_.log_every == 0 || run.step == config_.steps) log(run, result, progress, step_s);
+}
+
+void Trainer::log(Run& run, const StepResult& result, const Progress& progress, double step_s) {
+  const double mfu =
+      config_.peak_flops > 0 ? progress.tokens_per_s * run.flops_per_token / config_.peak_flops : 0;
+  const nlohmann::json line = {
+      {"step", run.step},
+      {"time", unix_time()},
+      {"tokens", run.tokens},
+      {"loss", result.loss},
+      {"lr", progress.lr},
+      {"grad_norm", result.grad_norm},
+      {"tokens_per_s", progress.tokens_per_s},
+      {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+      {"step_s", step_s},
+      {"data_wait_s", result.data_wait_s},
+      {"peak_bytes", cpu_memory_stats().peak_bytes},
+      {"skipped", run.skipped},
+      {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
+      {"perplexity", std::exp(result.loss)}};
+  run.metrics << line.dump() << "\n" << std::flush;
+  say(fmt::format(
+      "step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}  elapsed {}  ETA {}", run.step,
+      config_.steps, result.loss, progress.lr, result.grad_norm, progress.tokens_per_s,
+      mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : "", clock_time(progress.elapsed_s),
+      clock_time(progress.eta_s)));
+}
+
+void Trainer::evaluate(Run& run) {
+  // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
+  NoGrad no_grad;
+  data::Chain held_out = eval_chain_();
+  double weighted = 0;
+  int64_t targets = 0, correct = 0;
+  std::map<int64_t, int64_t> counts;  // of the held-out targets, for their unigram entropy
+  for (int64_t b = 0; b < config_.eval_batches; ++b) {
+    std::optional<data::Batch> batch = held_out.next_batch();
+    if (!batch) break;
+    const LmLoss lm = lm_loss(run.model, *batch);
+    weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
+    targets += lm.targets;
+    correct += lm.correct;
+    const Tensor& y = lm.target_ids;
+    for (int64_t i = 0; i < y.numel(); ++i)
+      if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
+  }
+  double entropy = 0;
+  for (const auto& [id, n] : counts)
+    entropy -= double(n) / double(targets) * std::log(double(n) / double(targets));
+  run.outcome.eval_loss = targets ? weighted / double(targets) : NAN;
+  run.outcome.unigram_entropy = entropy;
+  run.metrics << nlohmann::json{{"step", run.step},
+                                {"time", unix_time()},
+                                {"eval_loss", run.outcome.eval_loss},
+                                {"eval_targets", targets},
+                                {"eval_accuracy", targets ? double(correct) / double(targets) : 0.0},
+                                {"eval_perplexity", std::exp(run.outcome.eval_loss)},
+                                {"unigram_entropy", entropy}}
+                     .dump()
+              << "\n"
+              << std::flush;
+  say(fmt::format("step {}: eval loss {:.4f} nats over {} held-out targets (their unigram entropy {:.4f})",
+                  run.step, run.outcome.eval_loss, targets, entropy));
+}
+
+void Trainer::sample(Run& run) {
+  const Tokenizer* tokenizer = chain_.tokenizer();
+  DEW_REQUIRE(tokenizer, "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
+  NoGrad no_grad;
+  std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
+  for (const std::string& prompt : config_.sample_prompts) {
+    GenerationOptions options{.max_new_tokens = config_.sample_tokens};
+    if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
+    const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
+    // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
+    std::vector<int64_t> produced = generate(run.model, {ids}, options)[0];
+    std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
+    const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
+    samples << nlohmann::json{{"step", run.step}, {"prompt", prompt}, {"text", text}}.dump(
+                   -1, ' ', false, nlohmann::json::error_handler_t::replace)
+            << "\n";
+    say(fmt::format("step {}: sample {} → {}", run.step, prompt, text));
+  }
+}
+
+std::string Trainer::checkpoint(Run& run) {
+  const nlohmann::json state = {
+      {"step", run.step},     {"tokens", run.tokens},           {"skipped", run.skipped},
+      {"seed", config_.seed}, {"init_from", config_.init_from}, {"data", chain_.position()}};
+  const std::string description = run_description(run);
+  write_text_file((fs::path(run_dir_) / "run.json").string(), description);
+  return save_checkpoint(run_dir_, run.step,
+                         {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description},
+                         config_.keep);
+}
+
+std::string Trainer::run_description(const Run&) const {
+  nlohmann::json run = environment_description();
+  run["config"] = nlohmann::json::parse(describe_config(config_));
+  run["source"] = config_.source_json.empty() ? nlohmann::json() : nlohmann::json::parse(config_.source_json);
+  run["data"] = nlohmann::json::parse(chain_.description());
+  run["routes"] = route_list();
+  return run.dump(2);
 }
 
 }  // namespace dew::train

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "derivative_check.h"
+#include "gate/derivative_check.h"
 
 namespace dew::testing {
 

@@ -6,21 +6,7 @@
 #include <set>
 #include <string>
 
-#include "ops/attention/attention.h"
-#include "ops/binary/binary.h"
-#include "ops/cast/cast.h"
-#include "ops/cross_entropy/cross_entropy.h"
-#include "ops/glu/glu.h"
-#include "ops/index/index.h"
-#include "ops/layer_norm/layer_norm.h"
-#include "ops/layout/layout.h"
-#include "ops/matmul/matmul.h"
-#include "ops/reduce/reduce.h"
-#include "ops/rms_norm/rms_norm.h"
-#include "ops/rope/rope.h"
-#include "ops/softmax/softmax.h"
-#include "ops/unary/unary.h"
-#include "ops/where/where.h"
+#include "ops/op_headers.h"  // every op folder of ops.def (generated)
 
 namespace dew::ops {
 namespace {

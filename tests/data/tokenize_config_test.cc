@@ -134,12 +134,24 @@ size = 4
   Chain reseeded = chain_from_config(dir_.path("train.toml"), {"data.stage.0.seed=2"});
   EXPECT_NE(reseeded.description(), built.description());
   EXPECT_NE(reseeded.show().find("seed 2"), std::string::npos) << reseeded.show();
-
+  // A stage by its kind where it is the only one of that kind; a value's error names --set.
+  EXPECT_EQ(chain_from_config(dir_.path("train.toml"), {"data.stage.tokenize.workers=3"}).description(),
+            chain_from_config(dir_.path("train.toml"), {"data.stage.1.workers=3"}).description());
   EXPECT_NE(
-      error_of([&] {
-        chain_from_config(dir_.path("train.toml"), {"data.stage.3.windw=5"});
-      }).find("data.stage.3: unknown key windw; did you mean window? (expected one of kind, seed, window)"),
+      error_of([&] { chain_from_config(dir_.path("train.toml"), {"data.stage.shuffle.seed=2"}); })
+          .find(
+              "--set data.stage.shuffle.seed=2: 2 entries of kind shuffle; expected an index below 5 or one "
+              "of the kinds shuffle, tokenize, pack, shuffle, batch"),
       std::string::npos);
+  EXPECT_NE(error_of([&] {
+              chain_from_config(dir_.path("train.toml"), {"data.stage.pack.T=long"});
+            }).find("data.stage.2: T is a string (given by --set); expected an integer"),
+            std::string::npos);
+
+  EXPECT_NE(error_of([&] { chain_from_config(dir_.path("train.toml"), {"data.stage.3.windw=5"}); })
+                .find("data.stage.3: unknown key windw (given by --set); did you mean window? (expected one "
+                      "of kind, seed, window)"),
+            std::string::npos);
   EXPECT_NE(error_of([&] {
               chain_from_config(dir_.path("train.toml"), {"data.stage.9.seed=5"});
             }).find("expected an index below 5"),

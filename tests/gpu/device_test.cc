@@ -103,7 +103,8 @@ TEST_F(CudaDevice, ElementwiseOpsRunTheCudaKernels) {
 }
 
 // The SIMT kernels stay attention's default until the tensor-core ones have been timed on a GPU
-// (DESIGN.md); pinned, those run, and neither adds anything atomically: two launches, the same bits.
+// (docs/architecture.md); pinned, those run, and neither adds anything atomically: two launches, the same
+// bits.
 TEST_F(CudaDevice, AttentionRunsEitherKernelFamilyAndRepeatsItsBits) {
   const Tensor q = random_tensor({2, 70, 4, 128}, DType::bf16, 6).to(gpu),
                k = random_tensor({2, 100, 2, 128}, DType::bf16, 7).to(gpu),

@@ -3,7 +3,7 @@
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
-#include "catalog.h"
+#include "gate/catalog.h"
 
 namespace dew::gate {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "gate.h"
+#include "gate/gate.h"
 
 namespace dew::gate {
 namespace {

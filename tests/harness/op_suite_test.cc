@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "catalog.h"
+#include "gate/catalog.h"
 #include "select/requirements.h"
 
 namespace dew::gate {

@@ -12,10 +12,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "catalog.h"
-#include "derivative_check.h"
 #include "error_of.h"
-#include "gate.h"
+#include "gate/catalog.h"
+#include "gate/derivative_check.h"
+#include "gate/gate.h"
 #include "io/files.h"
 
 namespace dew {

@@ -13,8 +13,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "gate.h"
-#include "rule_gate.h"
+#include "gate/gate.h"
+#include "gate/rule_gate.h"
 
 namespace dew {
 namespace {

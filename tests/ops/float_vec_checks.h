@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/float_vec.h"
-#include "ops/vector_math.h"
 #include "select/requirements.h"
+#include "simd/float_vec.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS::float_vec_checks {

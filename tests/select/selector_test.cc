@@ -9,7 +9,7 @@
 #include <regex>
 #include <set>
 
-#include "catalog.h"
+#include "gate/catalog.h"
 #include "ops/matmul/matmul.h"
 #include "routes.h"
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "command.h"
+#include "io/command.h"
 
 namespace dew {
 namespace {
@@ -91,7 +91,7 @@ TEST(TokenizerTrain, TokenizersJsReadsTheFileToTheSameIds) {
   }
   const std::string command = "node " + (oracle / "encode.mjs").string() + " " + dir.string() + " < " +
                               (dir / "texts.jsonl").string();
-  const testing::CommandResult node = testing::run_command(command);
+  const CommandResult node = run_command(command);
   ASSERT_EQ(node.exit_code, 0) << node.out;
   const Tokenizer t = Tokenizer::load(dir.string());
   std::istringstream lines(node.out);

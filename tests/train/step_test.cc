@@ -1,7 +1,7 @@
 // train_step: accumulating microbatches gives the large batch's update within the float64 gate — the
 // accumulated step's error against the float64 gradient of the whole batch is within 1.5x the error of
-// one f32 step over the whole batch (RMS, as DESIGN.md's gate) — and a data source that runs dry
-// updates nothing.
+// one f32 step over the whole batch (RMS, as the float64 gate: docs/gate.md) — and a data source that runs
+// dry updates nothing.
 #include <dew/autodiff.h>
 #include <dew/runtime.h>
 #include <dew/train.h>

@@ -4,6 +4,8 @@
 #include <dew/train.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -46,9 +48,9 @@ class TrainerRuns : public ::testing::Test {
     Trainer trainer(config_, chain(), dir_.path(run_dir), [this] { return chain(); });
     std::map<int64_t, double> losses;
     std::atomic<bool> stop{false};
-    trainer.on_step = [&](int64_t step, double loss) {
-      losses[step] = loss;
-      if (step == stop_at) stop = true;
+    trainer.on_step = [&](const Trainer::Progress& p) {
+      losses[p.step] = p.loss;
+      if (p.step == stop_at) stop = true;
     };
     const Trainer::Outcome outcome = trainer.run(&stop);
     EXPECT_EQ(outcome.stopped, stop_at > 0);
@@ -93,7 +95,11 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
     std::vector<std::string> out;
     std::ifstream in(dir_.path(run + "/metrics.jsonl"));
     for (std::string line; std::getline(in, line);)
-      if (line.find("eval_loss") != std::string::npos) out.push_back(line);
+      if (line.find("eval_loss") != std::string::npos) {
+        nlohmann::json j = nlohmann::json::parse(line);
+        j.erase("time");  // the wall clock differs; everything else is the same
+        out.push_back(j.dump());
+      }
     return out;
   };
   EXPECT_EQ(eval_lines("interrupted"), eval_lines("straight"));
@@ -118,8 +124,55 @@ TEST_F(TrainerRuns, StoppedAndResumedIsTheSameRunBitForBit) {
     for (const char* key :
          {"tokens", "lr", "grad_norm", "tokens_per_s", "step_s", "data_wait_s", "peak_bytes", "accuracy"})
       EXPECT_TRUE(j.contains(key)) << key;
+    // A wall-clock timestamp, within the last hour.
+    const double now = double(
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+    EXPECT_GT(j["time"].get<double>(), now - 3600);
+    EXPECT_LE(j["time"].get<double>(), now + 1);
   }
   EXPECT_EQ(steps, (std::vector<int64_t>{2, 4, 6, 8}));
+}
+
+// A finished run is left as it is, and says so; a resume with a longer run says what changed; a run
+// shorter than its warm-up clips the warm-up, with a note.
+TEST_F(TrainerRuns, FinishedRunsAreLeftAloneAndChangedResumesAreNamed) {
+  config_.eval_every = config_.sample_every = 0;
+  config_.steps = 4;
+  config_.schedule.warmup_steps = 6;
+  std::vector<std::string> said;
+  const auto run = [&] {
+    said.clear();
+    Trainer trainer(config_, chain(), dir_.path("finished"));
+    trainer.on_log = [&](const std::string& line) { said.push_back(line); };
+    return trainer.run();
+  };
+  const auto has = [&](const std::string& text) {
+    return std::any_of(said.begin(), said.end(),
+                       [&](const std::string& l) { return l.find(text) != l.npos; });
+  };
+  const Trainer::Outcome trained = run();
+  EXPECT_FALSE(trained.finished_already);
+  EXPECT_TRUE(has("the warm-up of 6 steps is longer than the run's 4; it is clipped to 4")) << said.front();
+  const auto metrics_text = [&] {
+    std::ifstream in(dir_.path("finished/metrics.jsonl"));
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string metrics = metrics_text();
+  const Trainer::Outcome again = run();
+  EXPECT_TRUE(again.finished_already);
+  EXPECT_EQ(again.step, 4);
+  EXPECT_EQ(again.checkpoint, dir_.path("finished/checkpoints/step-00000004"));
+  EXPECT_EQ(metrics_text(), metrics);
+  EXPECT_FALSE(has("step 5"));
+
+  config_.steps = 6;
+  config_.schedule.total_steps = 0;  // the run's length, as trainer_config_from_toml leaves it
+  const Trainer::Outcome longer = run();
+  EXPECT_EQ(longer.step, 6);
+  EXPECT_TRUE(has(
+      "the config changed since: schedule.total_steps 4 -> 6, schedule.warmup_steps 4 -> 6, steps 4 -> 6"))
+      << fmt::format("{}", fmt::join(said, "\n"));
 }
 
 TEST_F(TrainerRuns, OneThreadAndTwoThreadsTrainTheSame) {
@@ -221,8 +274,8 @@ TEST_F(TrainerRuns, OutOfMemoryEndsTheRunAndLeavesTheLastCheckpointIntact) {
   config_.checkpoint_every = 2;
   config_.eval_every = config_.sample_every = 0;
   Trainer trainer(config_, chain(), dir_.path("oom"));
-  trainer.on_step = [](int64_t step, double) {  // after step 3, nothing more fits
-    if (step == 3) set_memory_limit(cpu_memory_stats().bytes_in_use + 1);
+  trainer.on_step = [](const Trainer::Progress& p) {  // after step 3, nothing more fits
+    if (p.step == 3) set_memory_limit(cpu_memory_stats().bytes_in_use + 1);
   };
   const std::string e = testing::error_of([&] { trainer.run(); });
   set_memory_limit(0);

@@ -15,16 +15,15 @@ namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
 constexpr int64_t kQueryBlock = 128, kKeyBlock = 256;
-// The forward's query blocks take keys 512 at a time: fewer, wider sgemm calls ran the GPT-2 layer 5-7%
-// faster than 256 (llama8b_layer alike; docs/perf.md). The backward keeps 256: its two score blocks of
-// 128 x 512 floats would fill a Zen 3's 512 KB L2, and here 512 measured no faster.
+// The forward's query blocks take keys 512 at a time: fewer, wider sgemm calls. The backward keeps 256:
+// its two score blocks of 128 x 512 floats would fill a 512 KB L2.
 constexpr int64_t kForwardKeyBlock = 512;
 
 // NOTE [key blocks outside in the backward]
 // The backward walks a head's key blocks in the outer loop and the query blocks that see each in the
 // inner one (FlashAttention-2's order), so a key block's K, V, dK and dV (4 x 64 KB at D = 64) stay in
 // L2 while the query blocks stream past; queries outside made every query block sweep all of a head's
-// keys and their gradients (1 MB at T = 1024) and ran the GPT-2 layer 2-5% slower (docs/perf.md). dQ
+// keys and their gradients (1 MB at T = 1024) from memory. dQ
 // and dK/dV each still sum their blocks in ascending order.
 
 void check_sgemm(dnnl_status_t s) {
@@ -50,8 +49,8 @@ void mask_segments(const AttentionMask& mask, int64_t t, int64_t j0, int64_t c_l
 }
 
 // Key block j0 (cols keys) of KV head hk: f32 read in place; bf16 widened into the thread's buffers.
-// Widening the whole of K and V per call (a decode step's whole cache) cost more than the attention
-// itself, in fresh memory at every step (docs/perf.md).
+// Widening the whole of K and V per call would widen a decode step's whole cache, into fresh memory, at
+// every step.
 struct KeyBlock {
   const float *k, *v;
   int64_t ld;
@@ -158,9 +157,8 @@ void finish_row(float* acc_row, float m, float l, const Scratch<float>& sinks, i
 // [B,T,H,D] into [B,H,T,D] floats, each head's rows contiguous: a block of 128 or 256 rows of one head
 // then spans 32-64 KB of consecutive memory instead of rows at a stride of H·D floats (a 128-row block
 // over 384 KB and 96 pages at GPT-2's 768), which the sgemm calls' packing read five times a block
-// pair. With the copies (a pass over each tensor) the backward ran 2-13% faster; the forward, whose
-// query block stays put across its key blocks, measured no faster and keeps the stored layout
-// (docs/perf.md). This VM exposes no performance counters: the pages' part is inferred, not counted.
+// pair; one pass over each tensor is cheaper. The forward, whose query block stays put across its key
+// blocks, gains nothing from it and keeps the stored layout.
 template <class T>
 Scratch<float> heads_first(const Tensor& x) {  // (B,T,H,D) -> (B,H,T,D) floats
   const Tensor c = x.contiguous();

@@ -1,7 +1,7 @@
 // attention, attention_backward and attention_jvp on CUDA: registration of cuda.flash_simt (kernels in
 // cuda_simt.cu; head dims up to 32 lanes x kMaxDimsPerLane) and cuda.flash_mma (cuda_mma.cu; bf16, D 64
 // or 128). flash_mma comes second: it becomes the default once a GPU run has gated and timed it
-// (DESIGN.md; tools/gpu-qualify.sh); until then DEW_IMPL=attention:cuda.flash_mma selects it.
+// (docs/cuda.md; tools/gpu-qualify.sh); until then DEW_IMPL=attention:cuda.flash_mma selects it.
 #include "ops/attention/cuda.h"
 
 #include "ops/attention/attention.h"

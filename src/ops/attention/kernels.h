@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "ops/attention/attention.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
-#include "ops/lanes.h"
 #include "ops/scratch.h"
-#include "ops/vector_math.h"
+#include "simd/isa.h"
+#include "simd/lanes.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -25,7 +25,7 @@ inline Acc capped(Acc s, Acc cap) {
   return cap > 0 ? cap * std::tanh(s / cap) : s;
 }
 
-template <int L, bool FastExp, class T>
+template <int L, bool VectorMathExp, class T>
 void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   const AttentionOptions& o = a.options;
@@ -64,12 +64,12 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
           const int64_t r = t - t0;
           const Acc new_m = std::max(m[size_t(r)], tile_max);
           if (new_m == -std::numeric_limits<Acc>::infinity()) continue;  // nothing visible yet
-          const Acc correction = exp_with<FastExp>(m[size_t(r)] - new_m);
+          const Acc correction = exp_with<VectorMathExp>(m[size_t(r)] - new_m);
           Acc* ar = acc.data() + r * D;
           for (int64_t d = 0; d < D; ++d) ar[d] *= correction;
           Acc sum = 0;
           for (int64_t j = j0; j < j1; ++j) {
-            const Acc p = exp_with<FastExp>(st[j - j0] - new_m);
+            const Acc p = exp_with<VectorMathExp>(st[j - j0] - new_m);
             sum += p;
             const Acc* vj = v.data() + ((b * S + j) * Hkv + hk) * D;
             for (int64_t d = 0; d < D; ++d) ar[d] += p * vj[d];
@@ -83,9 +83,9 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
         Acc* ar = acc.data() + r * D;
         if (!sinks.empty()) {  // the sink joins the denominator with no value
           const Acc new_m = std::max(m[size_t(r)], sinks[size_t(h)]);
-          const Acc correction = exp_with<FastExp>(m[size_t(r)] - new_m);
+          const Acc correction = exp_with<VectorMathExp>(m[size_t(r)] - new_m);
           for (int64_t d = 0; d < D; ++d) ar[d] *= correction;
-          l[size_t(r)] = l[size_t(r)] * correction + exp_with<FastExp>(sinks[size_t(h)] - new_m);
+          l[size_t(r)] = l[size_t(r)] * correction + exp_with<VectorMathExp>(sinks[size_t(h)] - new_m);
           m[size_t(r)] = new_m;
         }
         const Acc inv = l[size_t(r)] > 0 ? Acc(1) / l[size_t(r)] : Acc(0);
@@ -98,7 +98,7 @@ void attention_forward(const AttentionArgs& a, std::vector<Tensor>& outs) {
   });
 }
 
-template <int L, bool FastExp, class T>
+template <int L, bool VectorMathExp, class T>
 void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   const AttentionOptions& o = a.options;
@@ -123,7 +123,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
           const Acc Dt = dot<L>(dot_, out.data() + ((b * T_ + t) * H + h) * D, D);  // sum_d dout * out
           Acc* dqt = dq.data() + ((b * T_ + t) * H + h) * D;
           if (!sinks.empty())
-            dsink_parts[size_t(b * H + h)] -= exp_with<FastExp>(sinks[size_t(h)] - lse_t) * Dt;
+            dsink_parts[size_t(b * H + h)] -= exp_with<VectorMathExp>(sinks[size_t(h)] - lse_t) * Dt;
           auto [j_lo, j_hi] = mask.key_range(t);
           for (int64_t j = j_lo; j < j_hi; ++j) {
             if (!mask.visible(t, j)) continue;
@@ -131,7 +131,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
             const Acc* vj = v.data() + ((b * S + j) * Hkv + hk) * D;
             const Acc raw = scale * dot<L>(qt, kj, D);
             const Acc sc = capped(raw, cap);
-            const Acc p = exp_with<FastExp>(sc - lse_t);
+            const Acc p = exp_with<VectorMathExp>(sc - lse_t);
             Acc ds = p * (dot<L>(dot_, vj, D) - Dt);
             if (cap > 0) {
               const Acc th = sc / cap;
@@ -169,7 +169,7 @@ void attention_backward(const AttentionBackwardArgs& a, std::vector<Tensor>& out
 
 // NOTE [attention tangent]: threads over (B, H); each query row is one pass over its keys with p_j
 // recomputed from the saved lse and normalized by their own sum, so every output row has one writer.
-template <int L, bool FastExp, class T>
+template <int L, bool VectorMathExp, class T>
 void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   const AttentionOptions& o = a.options;
@@ -209,7 +209,7 @@ void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
           const Acc *kj = k.data() + key, *vj = v.data() + key, *tkj = tk.data() + key,
                     *tvj = tv.data() + key;
           const Acc sc = capped(scale * dot<L>(qt, kj, D), cap);
-          const Acc p = exp_with<FastExp>(sc - lse_t);
+          const Acc p = exp_with<VectorMathExp>(sc - lse_t);
           Acc ds = scale * (dot<L>(tqt, kj, D) + dot<L>(qt, tkj, D));
           if (cap > 0) {
             const Acc th = sc / cap;
@@ -223,7 +223,7 @@ void attention_jvp(const AttentionJvpArgs& a, std::vector<Tensor>& outs) {
           }
         }
         if (!sinks.empty()) {
-          const Acc p_sink = exp_with<FastExp>(sinks[size_t(h)] - lse_t);
+          const Acc p_sink = exp_with<VectorMathExp>(sinks[size_t(h)] - lse_t);
           l += p_sink;
           mu += p_sink * t_sinks[size_t(h)];
         }

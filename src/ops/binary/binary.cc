@@ -1,5 +1,4 @@
-// Binary ops: output rule, float64 reference with error magnitudes, portable implementation (any
-// dtype, broadcasting through strided rows), cases and the public functions.
+// Binary ops: names, the output rule (broadcasting), the registry, cases and the public functions.
 #include "ops/binary/binary.h"
 
 #include <cmath>
@@ -12,13 +11,6 @@ namespace {
 
 constexpr std::array<std::string_view, 13> kNames{"add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                                   "eq",  "ne",  "lt",  "le",  "gt",  "ge"};
-
-template <class T>
-T binary_value(BinaryFn f, T a, T b) {
-  T y{};
-  with_binary_fn(f, [&](auto fn) { y = binary_apply<decltype(fn)::value>(a, b); });
-  return y;
-}
 
 }  // namespace
 
@@ -46,26 +38,6 @@ std::vector<OutputSpec> Binary::infer(const Args& a) {
                     a.fn == BinaryFn::mul || a.fn == BinaryFn::maximum || a.fn == BinaryFn::minimum,
                 "[{}] a is {}; expected a floating dtype", op, a.a.describe());
   return {{broadcast_shapes(a.a.shape(), a.b.shape(), op), is_comparison(a.fn) ? DType::boolean : a.dtype()}};
-}
-
-std::vector<Truth> Binary::reference(const Args& args) {
-  Shape shape = infer(args)[0].shape;
-  Tensor a = args.a.expand(shape).contiguous(), b = args.b.expand(shape).contiguous();
-  std::vector<double> av = a.to_f64_vector(), bv = b.to_f64_vector(), y(av.size()), m(av.size());
-  for (size_t i = 0; i < av.size(); ++i) {
-    y[i] = binary_value<double>(args.fn, av[i], bv[i]);
-    // One rounding of the exact result, but for add/sub the scale is |a|+|b| (cancellation) and for
-    // pow = exp(b log a) the error of log a is amplified by |b log a|.
-    if (args.fn == BinaryFn::add || args.fn == BinaryFn::sub)
-      m[i] = std::fabs(av[i]) + std::fabs(bv[i]);
-    else if (args.fn == BinaryFn::pow)
-      m[i] = std::fabs(y[i]) * (1 + std::fabs(bv[i] * std::log(av[i])));
-    else
-      m[i] = std::fabs(y[i]);
-  }
-  if (is_comparison(args.fn)) return {{Tensor::from_values(y, shape, DType::boolean), Tensor(), 0}};
-  return {{Tensor::from_values(y, shape, DType::f64), Tensor::from_values(m, shape, DType::f64),
-           args.fn == BinaryFn::pow ? 4 : 1}};
 }
 
 const select::Registry<BinaryArgs>& Binary::registry() {

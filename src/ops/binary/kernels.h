@@ -5,9 +5,9 @@
 #include "ops/binary/pow.h"
 #include "ops/binary/scalar.h"
 #include "ops/elementwise.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
+#include "simd/isa.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -29,9 +29,9 @@ template <BinaryFn F>
     return binary_apply<F>(a, b);
 }
 
-// y[i] = a[i] F b[i] (a comparison) for f16 rows, compared as floats on widened chunks (lt f16 took
-// three times bf16's time through dtype.h's conversion). Not asking ahead for the inputs: that took
-// 20% longer (dev/map_time lt 3145728 f16, in-process).
+// y[i] = a[i] F b[i] (a comparison) for f16 rows, compared as floats on widened chunks (dtype.h's
+// scalar conversion would set the row's time). Not asking ahead for the inputs: a loop this short keeps
+// the hardware prefetchers ahead by itself.
 template <BinaryFn F>
 inline void compare_f16_chunks(const f16* a, const f16* b, bool* y, int64_t n) {
   for_each_widened_f16_chunk(std::array<const f16*, 2>{a, b}, n,

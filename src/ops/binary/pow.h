@@ -10,12 +10,12 @@
 #include <limits>
 
 #include "ops/binary/pow_tables.h"
-#include "ops/double_vec.h"
-#include "ops/float_vec.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
-#include "ops/vector_math.h"
+#include "simd/double_vec.h"
+#include "simd/float_vec.h"
+#include "simd/isa.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -39,8 +39,7 @@ namespace dew::ops::DEW_KERNEL_NS {
 // The polynomials go by Estrin's scheme. p 2^(q/16) is a normal double and its conversion to float rounds
 // overflow to inf and underflow to subnormals or 0, once. The tables sit in registers (one vpermt2pd a
 // lookup on AVX-512; four vpermps and three blends on AVX2). The same expression at every lane and thread
-// count, so the same bits. The atanh series with a division and exp to degree 11 it replaced took twice the
-// time (docs/perf.md).
+// count, so the same bits. No division (an atanh series has one) and a short exp.
 // log2(1 + r) / r = sum over n of (-1)^n r^n / ((n + 1) ln 2).
 constexpr double log2_series(int n) {
   return (n % 2 ? -kInverseLn2 : kInverseLn2) / (n + 1);
@@ -114,8 +113,7 @@ template <class T>
 // y[i] = pow(a[i], b[i * b_stride]) for i in [0, n), b_stride 0 (one exponent) or 1, a vector at a
 // time straight from T, the lanes outside exp(b ln a)'s domain (checked on the vector) redone by
 // std::pow. T's rows must be on FloatVec here (rows_on_float_vec). Whole vectors load and store
-// unmasked, the tail alone masked: masked stores are slow on Zen 4 and 5, and a loop that masked every
-// vector took bf16 pow 34 us where whole vectors take 25 (65,536 values in L2, one thread; docs/perf.md).
+// unmasked, the tail alone masked: masked stores are slow on AMD's AVX-512 cores.
 template <class T>
 void pow_row(const T* a, const T* b, int64_t b_stride, T* y, int64_t n) {
   const PowTables& tables = pow_tables();

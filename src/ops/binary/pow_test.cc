@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "gate/rule_gate.h"
 #include "routes.h"
-#include "rule_gate.h"
 #include "select/requirements.h"
 
 namespace dew {

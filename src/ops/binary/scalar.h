@@ -49,11 +49,19 @@ void with_binary_fn(BinaryFn f, Body&& body) {
     return body(std::integral_constant<BinaryFn, BinaryFn::name>{});
     DEW_BINARY_CASE(add)
     DEW_BINARY_CASE(sub)
-    DEW_BINARY_CASE(mul) DEW_BINARY_CASE(div) DEW_BINARY_CASE(pow) DEW_BINARY_CASE(maximum)
-        DEW_BINARY_CASE(minimum) DEW_BINARY_CASE(eq) DEW_BINARY_CASE(ne) DEW_BINARY_CASE(lt)
-            DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt) DEW_BINARY_CASE(ge)
+    DEW_BINARY_CASE(mul)
+    DEW_BINARY_CASE(div) DEW_BINARY_CASE(pow) DEW_BINARY_CASE(maximum) DEW_BINARY_CASE(minimum)
+        DEW_BINARY_CASE(eq) DEW_BINARY_CASE(ne) DEW_BINARY_CASE(lt) DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt)
+            DEW_BINARY_CASE(ge)
 #undef DEW_BINARY_CASE
   }
+}
+
+template <class T>
+T binary_value(BinaryFn f, T a, T b) {
+  T y{};
+  with_binary_fn(f, [&](auto fn) { y = binary_apply<decltype(fn)::value>(a, b); });
+  return y;
 }
 
 }  // namespace dew::ops

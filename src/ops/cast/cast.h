@@ -21,6 +21,9 @@ struct Cast {
   DEW_OP_RULES;
 };
 
+// The portable cast into `out`; the float64 reference takes it for integer targets, where it is exact.
+void cast_portable(const CastArgs& args, Tensor& out);
+void add_cast_portable(select::Registry<CastArgs>& r);
 void add_cast_cuda(select::Registry<CastArgs>& r);
 
 // Casts into an existing contiguous tensor of x's shape (its dtype is the target).

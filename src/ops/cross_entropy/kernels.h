@@ -1,6 +1,6 @@
 // cross_entropy's row kernels, written once and compiled per instruction set (NOTE [kernel
 // namespaces]): L partial lanes for the max and the sum, one exp per logit (kept for the gradient), one
-// pass over the logits, and FastExp choosing exp_f32 over libm.
+// pass over the logits, and VectorMathExp choosing exp_f32 over libm.
 #pragma once
 
 #include <algorithm>
@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "ops/cross_entropy/cross_entropy.h"
-#include "ops/float_vec.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
-#include "ops/lanes.h"
 #include "ops/map_elements.h"
 #include "ops/scratch.h"
-#include "ops/vector_math.h"
+#include "simd/float_vec.h"
+#include "simd/isa.h"
+#include "simd/lanes.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -34,7 +34,7 @@ inline constexpr int64_t kLogitBlock = 1024;
 // as they are loaded; masked tails. f32 rows sum the exps in double lanes. bf16 and f16 rows sum them in
 // one float vector (1024 / kVecWidth terms a lane in a 1024-logit block, a relative error near 128 *
 // 2^-24 at most, far below the 2^-9 or 2^-11 of their gradients), widened to double at the block's end:
-// the widening per vector of exps cost bf16 rows 15-20% of their time (docs/perf.md).
+// widening per vector of exps would cost a share of the row's time.
 template <class T>
 inline float block_max_and_exps_vec(const T* x, float running_max, float* e, int64_t n, double& sum) {
   const float bm = row_max_vec(x, n);
@@ -81,11 +81,11 @@ inline void scale_block_vec(const float* e, float scale, T* d, int64_t n, bool s
 
 // One block of a row (NOTE [one pass over the logits]): its max, then e[i] = exp(x[i] - m) with the
 // running max m and their sum in double. Returns the block's max; `sum` receives the sum.
-template <int L, bool FastExp, class T, class Acc>
+template <int L, bool VectorMathExp, class T, class Acc>
 [[gnu::always_inline]] inline Acc block_max_and_exps(const T* x, Acc running_max, Acc* e, int64_t n,
                                                      double& sum) {
 #if DEW_HAS_FLOAT_VEC
-  if constexpr (FastExp && std::is_same_v<Acc, float>) {
+  if constexpr (VectorMathExp && std::is_same_v<Acc, float>) {
     if (rows_on_float_vec<T>()) return block_max_and_exps_vec(x, running_max, e, n, sum);
   }
 #endif
@@ -94,17 +94,17 @@ template <int L, bool FastExp, class T, class Acc>
   const Acc mb = bm > running_max ? bm : running_max;  // a const: stores to e could alias a reference
   // The sums in double: their rounding would scale a whole row of gradients by one shared error,
   // which dominates when one logit dominates (large_logits); they cost little next to the exps.
-  sum = lane_sum<L, double>(n, [&](int64_t i) { return double(e[i] = exp_with<FastExp>(xb[i] - mb)); });
+  sum = lane_sum<L, double>(n, [&](int64_t i) { return double(e[i] = exp_with<VectorMathExp>(xb[i] - mb)); });
   return bm;
 }
 
 // d[i] = narrow<T>(scale e[i]) for one block; e may be scaled in place. `stream`: NOTE [streaming large
 // outputs], where the tier can.
-template <bool FastExp, class T, class Acc>
+template <bool VectorMathExp, class T, class Acc>
 [[gnu::always_inline]] inline void scale_block(Acc* e, Acc scale, T* d, int64_t n,
                                                [[maybe_unused]] bool stream) {
 #if DEW_HAS_FLOAT_VEC
-  if constexpr (FastExp && std::is_same_v<Acc, float>) {
+  if constexpr (VectorMathExp && std::is_same_v<Acc, float>) {
     if (rows_on_float_vec<T>()) return scale_block_vec(e, scale, d, n, stream);
   }
 #endif
@@ -139,7 +139,7 @@ struct PendingRow {
 
 // Block b of a pending row's gradient: d = scale (1 + 2 z lse) softmax(x) - scale [i = target], with
 // softmax(x) = e exp(m_b - m) / sum folded into one factor per block.
-template <bool FastExp, class T, class Acc>
+template <bool VectorMathExp, class T, class Acc>
 void write_gradient_block(PendingRow<T, Acc>& p, int64_t b, int64_t V, bool stream) {
   const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
   const Acc p_scale = Acc(p.row_scale * p.block_factor[size_t(b)]);
@@ -147,11 +147,11 @@ void write_gradient_block(PendingRow<T, Acc>& p, int64_t b, int64_t V, bool stre
   T* db = p.d + i0;
   const bool has_target = p.counted && p.target >= i0 && p.target < i0 + n;
   const Acc p_target = has_target ? p_scale * eb[p.target - i0] : Acc(0);
-  scale_block<FastExp>(eb, p_scale, db, n, stream);
+  scale_block<VectorMathExp>(eb, p_scale, db, n, stream);
   if (has_target) db[p.target - i0] = narrow<T>(p_target - p.scale);
 }
 
-template <int L, bool FastExp, class T>
+template <int L, bool VectorMathExp, class T>
 void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   using R = AccumulatorOf<T>;  // loss and lse dtype: f32, or f64 for f64 logits
@@ -183,11 +183,11 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       Acc m = -std::numeric_limits<Acc>::infinity();
       for (int64_t b = 0; b < blocks; ++b) {  // NOTE [one pass over the logits]
         const int64_t i0 = b * kLogitBlock, n = std::min(kLogitBlock, V - i0);
-        const Acc bm =
-            block_max_and_exps<L, FastExp>(x + r * V + i0, m, row.e.data() + i0, n, row.block_sum[size_t(b)]);
+        const Acc bm = block_max_and_exps<L, VectorMathExp>(x + r * V + i0, m, row.e.data() + i0, n,
+                                                            row.block_sum[size_t(b)]);
         m = bm > m ? bm : m;
         row.block_max[size_t(b)] = m;
-        if (previous.d) write_gradient_block<FastExp>(previous, b, V, stream);
+        if (previous.d) write_gradient_block<VectorMathExp>(previous, b, V, stream);
       }
       if (previous.d) fence();
       double sum = 0;
@@ -207,7 +207,7 @@ void cross_entropy_rows(const CrossEntropyArgs& a, std::vector<Tensor>& outs) {
       row.d = dx + r * V;
       std::swap(row, previous);
     }
-    for (int64_t b = 0; b < blocks; ++b) write_gradient_block<FastExp>(previous, b, V, stream);
+    for (int64_t b = 0; b < blocks; ++b) write_gradient_block<VectorMathExp>(previous, b, V, stream);
     fence();
   });
   double loss = 0;

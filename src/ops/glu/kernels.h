@@ -4,42 +4,42 @@
 
 #include "ops/activation.h"
 #include "ops/glu/glu.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
 #include "ops/unary/unary.h"
-#include "ops/vector_math.h"
+#include "simd/isa.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
-// With Fast, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
+// With VectorMath, SiLU and tanh-GELU go through exp_f32 so the loops vectorize; tanh-GELU is rewritten
 // with sigmoids (0.5 (1 + tanh y) = sigmoid(2y)), which need no tanh. (On bf16 and f16 the tiers take
 // act and act' from tables instead: NOTE [bf16 gates by table].)
-template <Activation A, bool Fast, class Acc>
+template <Activation A, bool VectorMath, class Acc>
 [[gnu::always_inline]] inline Acc act(Acc x) {
-  if constexpr (Fast && A == Activation::silu) {
+  if constexpr (VectorMath && A == Activation::silu) {
     return times_sigmoid_f32(x, x);
-  } else if constexpr (Fast && A == Activation::gelu_erf) {
-    return gelu_erf_f32(x);                                   // NOTE [erf-GELU in float]
-  } else if constexpr (Fast && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
+  } else if constexpr (VectorMath && A == Activation::gelu_erf) {
+    return gelu_erf_f32(x);                                         // NOTE [erf-GELU in float]
+  } else if constexpr (VectorMath && A == Activation::gelu_tanh) {  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return times_sigmoid_f32(x, Acc(2) * gelu_tanh_argument(x));
   } else {
     return apply_activation(A, x);
   }
 }
 
-// act(x) and act'(x) together, for the backward (d_up needs act, d_gate act'). With Fast, SiLU and
+// act(x) and act'(x) together, for the backward (d_up needs act, d_gate act'). With VectorMath, SiLU and
 // tanh-GELU take both from one exp and one division: sigmoid(z) and sigmoid(-z) of z = x or z = 2y
 // (sigmoid_pair_f32), so that 1 - sigmoid(z) never cancels and act needs no division of its own.
-template <Activation A, bool Fast, class Acc>
+template <Activation A, bool VectorMath, class Acc>
 [[gnu::always_inline]] inline std::array<Acc, 2> act_and_derivative(Acc x) {
-  if constexpr (Fast && A == Activation::silu) {  // silu' = s (1 + x (1 - s))
+  if constexpr (VectorMath && A == Activation::silu) {  // silu' = s (1 + x (1 - s))
     const SigmoidPair<Acc> p = sigmoid_pair_f32(x);
     return {x * p.s, p.s * (Acc(1) + x * p.s_neg)};
-  } else if constexpr (Fast && A == Activation::gelu_erf) {
+  } else if constexpr (VectorMath && A == Activation::gelu_erf) {
     return {gelu_erf_f32(x), gelu_erf_derivative_f32(x)};  // one erf: inlined, shared
-  } else if constexpr (Fast && A == Activation::gelu_tanh) {
+  } else if constexpr (VectorMath && A == Activation::gelu_tanh) {
     // (1 + t)/2 = sigmoid(2y) and 1 - t^2 = 4 sigmoid(2y) sigmoid(-2y): no cancellation near t = +-1;
     // x sigmoid(-2y) first, which is 0 where 2 x would overflow.
     const SigmoidPair<Acc> p = sigmoid_pair_f32(Acc(2) * gelu_tanh_argument(x));
@@ -50,20 +50,15 @@ template <Activation A, bool Fast, class Acc>
 }
 
 // NOTE [half gates computed on AVX-512]
-// Since the tables (NOTE [bf16 gates by table]) came, vector_math.h has grown forms of the activations
-// for results that round to bf16 or f16 (times_sigmoid_f32<T>, gelu_erf_rounding_to, gelu_tanh_rounding_to:
-// within a few float ulps, the forms cpu.avx512's unary maps compute), 13-30 vector operations where the
-// f32 forms took 20-35. On AVX-512 (with BF16 for bf16) the forward computes act(gate) so, one rounding of
-// the float product act * up to T: on a Zen 5 host, 7,340,032 values (the bench's llama8b_mlp), medians
-// of alternating runs, SwiGLU bf16 1.42-1.54 ms by the gathers -> 0.65-0.82 computed (its memory's
-// time), f16 1.14-1.64 -> 0.72-0.81, GEGLU bf16 1.20-1.57 -> 0.93-1.06, f16 1.08-1.72 -> 1.11-1.20,
-// tanh-GEGLU bf16 1.29-1.55 -> 0.76-1.00, f16 1.10-2.92 -> 0.77-1.36 (docs/perf.md, twenty-sixth
-// session): the gathers slow when a neighbour loads the core's integer and load side, the vector
-// arithmetic much less. The bf16 backward computes act and act' so too (act_and_derivative_rounding_to):
-// SwiGLU's 2.20-3.01 ms medians by the pairs' gathers -> 1.98-2.18, GEGLU's even (1.84-3.35 against
-// 2.00-2.90) in a slow hour. f16 keeps the pairs: a float act' misses its rounding near act''s zeros (x =
-// -0.75 for erf-GELU: Phi(x) + x phi(x) cancels), which f16's finer steps show (the every-gate test), and f16
-// SiLU its f32 arithmetic (NOTE [bf16 gates by table]). AVX2 keeps the tables.
+// vector_math.h has forms of the activations for results that round to bf16 or f16 (times_sigmoid_f32<T>,
+// gelu_erf_rounding_to, gelu_tanh_rounding_to: within a few float ulps, the forms cpu.avx512's unary maps
+// compute), 13-30 vector operations where the f32 forms take 20-35. On AVX-512 (with BF16 for bf16) the
+// forward computes act(gate) so, one rounding of the float product act * up to T: faster than gathering
+// act from a table (NOTE [bf16 gates by table]), and steadier when a neighbour loads the core's integer
+// and load side, which slows gathers far more than vector arithmetic. The bf16 backward computes act and
+// act' so too (act_and_derivative_rounding_to). f16 keeps the pairs: a float act' misses its rounding near
+// act''s zeros (x = -0.75 for erf-GELU: Phi(x) + x phi(x) cancels), which f16's finer steps show (the
+// every-gate test), and f16 SiLU its f32 arithmetic (NOTE [bf16 gates by table]). AVX2 keeps the tables.
 
 // act for products that round to T (bf16 or f16).
 template <Activation A, class T, class F>
@@ -93,8 +88,8 @@ template <Activation A, class T, class F>
 
 // The activations act and act_and_derivative write over F (NOTE [one body for scalar and vector float
 // functions]).
-template <Activation A, bool Fast>
-inline constexpr bool activation_has_float_vec_form = Fast &&
+template <Activation A, bool VectorMath>
+inline constexpr bool activation_has_float_vec_form = VectorMath &&
                                                       (A == Activation::silu || A == Activation::gelu_tanh ||
                                                        A == Activation::gelu_erf);
 
@@ -102,17 +97,12 @@ inline constexpr bool activation_has_float_vec_form = Fast &&
 // A bf16 (or f16) gate has 65,536 values, so act(gate) comes from a table of floats (function_values, the
 // double function rounded once) and only the product with up is arithmetic: out = bf16(act * up), one
 // rounding of a float product as before, from a correctly rounded act instead of one a few ulps off.
-// On AVX-512 a gather read sixteen entries at once (the forward is now computed there: NOTE [half gates
-// computed on AVX-512]); on AVX2, whose gathers are slow on some CPUs (Zen 2),
-// scalar loads fill a chunk in L1 and a vector loop multiplies and narrows it. Either way the forward
-// runs at its memory's time, where the arithmetic did not: SwiGLU, GEGLU and tanh-GEGLU bf16 on AVX-512
-// 1.4-1.5, 2.0-2.1 and 2.2-2.3 ms on the bench, by gathers 1.0 for each; on AVX2 3.3, 3.6-3.9 and
-// 4.1-4.5, by the chunk 1.9. The backward takes act and act' from one table of pairs
-// (activation_value_derivative_pairs): tanh-GEGLU's 3.6-3.8 ms on AVX-512 became 2.0-2.3 by two tables,
-// on AVX2 6.1-6.3 became 3.7-4.2; on a Zen 5 host the pairs took SwiGLU's 2.6-3.2 ms (medians) by two tables
-// to 1.7-2.0, near its memory's time (docs/perf.md).
-// f16 gates the same, but SiLU's backward: its arithmetic narrows f16 in registers (vcvtps2ph), and
-// on a Zen 3 AVX2 host took 5.8-6.1 ms against the tables' 7.9-8.5 (bf16's: 8.8-15 against 7.4-8.5).
+// On AVX2, whose gathers are slow on some CPUs, scalar loads fill a chunk in L1 and a vector loop
+// multiplies and narrows it (AVX-512 computes the forward instead: NOTE [half gates computed on
+// AVX-512]). Either way the forward runs at its memory's time, where the f32 arithmetic does not. The
+// backward takes act and act' from one table of pairs (activation_value_derivative_pairs): one gather
+// where two tables take two. f16 gates the same, but SiLU's backward: its arithmetic narrows f16 in
+// registers (vcvtps2ph), faster than the tables on AVX2.
 template <class T>
 void glu_forward_by_table(const float* act_table, const T* g, const T* u, T* out, int64_t n) {
   alignas(64) float chunk[kMapChunk];
@@ -198,7 +188,7 @@ void glu_backward_by_table(const float* pairs, const T* g, const T* u, const T* 
   }
 }
 
-template <Activation A, bool Fast, class T>
+template <Activation A, bool VectorMath, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
   Tensor gc = a.gate.contiguous(), uc = a.up.contiguous(), dc = a.backward ? a.dy.contiguous() : Tensor();
@@ -207,7 +197,7 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   const T* dy = a.backward ? dc.data<T>() : nullptr;
   T* o0 = outs[0].data<T>();
   T* o1 = a.backward ? outs[1].data<T>() : nullptr;
-  if constexpr (Fast && is_half_type<T>) {  // NOTE [bf16 gates by table]
+  if constexpr (VectorMath && is_half_type<T>) {  // NOTE [bf16 gates by table]
     if (!(a.backward && A == Activation::silu && std::is_same_v<T, f16>)) {
 #if DEW_HAS_F32X16
       if (!a.backward && rows_on_float_vec<T>()) {  // NOTE [half gates computed on AVX-512]
@@ -253,31 +243,31 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
       map_elements<T>(
           std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
           []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
-              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
-            return act<A, Fast>(gi) * ui;
+              std::is_same_v<V, Acc> || activation_has_float_vec_form<A, VectorMath>) {
+            return act<A, VectorMath>(gi) * ui;
           });
       return;
     }
     map_elements<T>(
         std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
         []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
-            std::is_same_v<V, Acc> || activation_has_float_vec_form<A, Fast>) {
+            std::is_same_v<V, Acc> || activation_has_float_vec_form<A, VectorMath>) {
           // d_gate = dy * up * act'(gate); d_up = dy * act(gate)
-          const auto [value, derivative] = act_and_derivative<A, Fast>(gi);
+          const auto [value, derivative] = act_and_derivative<A, VectorMath>(gi);
           return std::array<V, 2>{di * ui * derivative, di * value};
         });
   });
 }
 
-template <bool Fast, class T>
+template <bool VectorMath, class T>
 void glu(const GluArgs& a, std::vector<Tensor>& outs) {
   switch (a.activation) {
     case Activation::silu:
-      return glu_loop<Activation::silu, Fast, T>(a, outs);
+      return glu_loop<Activation::silu, VectorMath, T>(a, outs);
     case Activation::gelu_erf:
-      return glu_loop<Activation::gelu_erf, Fast, T>(a, outs);
+      return glu_loop<Activation::gelu_erf, VectorMath, T>(a, outs);
     default:
-      return glu_loop<Activation::gelu_tanh, Fast, T>(a, outs);
+      return glu_loop<Activation::gelu_tanh, VectorMath, T>(a, outs);
   }
 }
 

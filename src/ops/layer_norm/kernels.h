@@ -5,13 +5,13 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/float_vec.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
-#include "ops/lanes.h"
 #include "ops/layer_norm/layer_norm.h"
 #include "ops/map_elements.h"
 #include "ops/scratch.h"
+#include "simd/float_vec.h"
+#include "simd/isa.h"
+#include "simd/lanes.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {

@@ -1,5 +1,4 @@
-// Layout ops: validation, output rules, the portable implementation (strided copies through
-// core's copy_strided), float64 references, cases and public functions.
+// Layout ops: validation, output rules, the registry, cases and public functions.
 #include "ops/layout/layout.h"
 
 #include <cmath>
@@ -7,84 +6,15 @@
 #include "core/strided.h"
 
 namespace dew::ops {
-
-Tensor padded_interior(const Tensor& out, const LayoutArgs& a) {
-  Tensor v = out;
-  for (size_t p = 0; p < a.ints.size() / 2; ++p) {
-    int64_t d = out.dim() - 1 - int64_t(p);
-    v = v.slice(d, a.ints[2 * p], out.size(d) - a.ints[2 * p + 1]);
-  }
-  return v;
-}
-
 namespace {
 
 constexpr std::array<std::string_view, 8> kNames{"concat", "split", "pad",  "permute_copy",
                                                  "tril",   "triu",  "fill", "arange"};
 
-int64_t arange_length(const LayoutArgs& a) {
-  return int64_t(std::ceil((a.value - a.start) / a.step));
-}
-
-// The region of `out` that input k of concat (or output k of split) occupies, as a view.
-Tensor piece(const Tensor& whole, int64_t axis, int64_t begin, int64_t length) {
-  return whole.slice(axis, begin, begin + length);
-}
-
-void copy_into(const Tensor& src, const Tensor& dst) {
-  detail::copy_strided(src, dst);
-}
-
 }  // namespace
 
-void layout_copies(const LayoutArgs& a, std::vector<Tensor>& outs) {
-  switch (a.fn) {
-    case LayoutFn::concat: {
-      const int64_t axis = normalize_axis(a.axis, a.xs[0].dim(), "concat");
-      int64_t at = 0;
-      for (const Tensor& x : a.xs) copy_into(x, piece(outs[0], axis, at, x.size(axis))), at += x.size(axis);
-      return;
-    }
-    case LayoutFn::split: {
-      const int64_t axis = normalize_axis(a.axis, a.xs[0].dim(), "split");
-      int64_t at = 0;
-      for (size_t k = 0; k < outs.size(); ++k)
-        copy_into(piece(a.xs[0], axis, at, a.ints[k]), outs[k]), at += a.ints[k];
-      return;
-    }
-    case LayoutFn::pad: {
-      outs[0].fill(a.value);
-      copy_into(a.xs[0], padded_interior(outs[0], a));
-      return;
-    }
-    case LayoutFn::permute_copy:
-      return copy_into(a.xs[0].permute(a.ints), outs[0]);
-    case LayoutFn::tril:
-    case LayoutFn::triu: {
-      copy_into(a.xs[0], outs[0]);
-      DEW_REQUIRE(outs[0].device().kind == Device::Kind::cpu, "[{}] layout_copies zeroes on the cpu only",
-                  kNames[size_t(a.fn)]);
-      const int64_t R = outs[0].size(-2), C = outs[0].size(-1),
-                    mats = outs[0].numel() / std::max<int64_t>(R * C, 1);
-      const size_t es = dtype_size(outs[0].dtype());
-      char* p = static_cast<char*>(outs[0].raw_data());
-      for (int64_t m = 0; m < mats; ++m)
-        for (int64_t i = 0; i < R; ++i)
-          for (int64_t j = 0; j < C; ++j)
-            if (a.fn == LayoutFn::tril ? j > i + a.axis : j < i + a.axis)
-              std::memset(p + size_t((m * R + i) * C + j) * es, 0, es);  // all-zero bits are 0 in every dtype
-      return;
-    }
-    case LayoutFn::fill:
-      return outs[0].fill(a.value);
-    case LayoutFn::arange: {
-      std::vector<double> v(static_cast<size_t>(outs[0].numel()));
-      for (size_t i = 0; i < v.size(); ++i) v[i] = a.start + double(i) * a.step;
-      Tensor t = Tensor::from_values(v, outs[0].shape(), outs[0].dtype());
-      std::memcpy(outs[0].raw_data(), t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
-      return;
-    }
-  }
+int64_t arange_length(const LayoutArgs& a) {
+  return int64_t(std::ceil((a.value - a.start) / a.step));
 }
 
 std::vector<const Tensor*> LayoutArgs::inputs() const {
@@ -168,88 +98,11 @@ std::vector<OutputSpec> Layout::infer(const Args& a) {
   }
 }
 
-std::vector<Truth> Layout::reference(const Args& a) {
-  // Each output element by its own multi-index arithmetic: independent of copy_strided and views.
-  std::vector<OutputSpec> specs = infer(a);
-  std::vector<Truth> truths;
-  auto unravel = [](int64_t i, const Shape& s) {
-    std::vector<int64_t> at(s.size());
-    for (size_t d = s.size(); d-- > 0;) at[d] = i % s[d], i /= s[d];
-    return at;
-  };
-  auto ravel = [](const std::vector<int64_t>& at, const Shape& s) {
-    int64_t i = 0;
-    for (size_t d = 0; d < s.size(); ++d) i = i * s[d] + at[d];
-    return i;
-  };
-  std::vector<std::vector<double>> xs;
-  for (const Tensor& x : a.xs) xs.push_back(x.to_f64_vector());
-  for (size_t k = 0; k < specs.size(); ++k) {
-    const Shape& s = specs[k].shape;
-    std::vector<double> y(static_cast<size_t>(numel_of(s)));
-    for (int64_t i = 0; i < int64_t(y.size()); ++i) {  // output elements
-      auto at = unravel(i, s);
-      double v = 0;
-      switch (a.fn) {
-        case LayoutFn::concat: {
-          const int64_t axis = normalize_axis(a.axis, int64_t(s.size()), "concat");
-          size_t t = 0;
-          while (at[size_t(axis)] >= a.xs[t].size(axis)) at[size_t(axis)] -= a.xs[t].size(axis), ++t;
-          v = xs[t][size_t(ravel(at, a.xs[t].shape()))];
-          break;
-        }
-        case LayoutFn::split: {
-          const int64_t axis = normalize_axis(a.axis, int64_t(s.size()), "split");
-          for (size_t j = 0; j < k; ++j) at[size_t(axis)] += a.ints[j];
-          v = xs[0][size_t(ravel(at, a.xs[0].shape()))];
-          break;
-        }
-        case LayoutFn::pad: {
-          bool inside = true;
-          for (size_t p = 0; p < a.ints.size() / 2; ++p) {
-            size_t d = s.size() - 1 - p;
-            at[d] -= a.ints[2 * p];
-            inside &= at[d] >= 0 && at[d] < a.xs[0].size(int64_t(d));
-          }
-          v = inside ? xs[0][size_t(ravel(at, a.xs[0].shape()))] : a.value;
-          break;
-        }
-        case LayoutFn::permute_copy: {
-          std::vector<int64_t> src(at.size());
-          for (size_t d = 0; d < at.size(); ++d)
-            src[size_t(normalize_axis(a.ints[d], int64_t(at.size()), "permute"))] = at[d];
-          v = xs[0][size_t(ravel(src, a.xs[0].shape()))];
-          break;
-        }
-        case LayoutFn::tril:
-        case LayoutFn::triu: {
-          const int64_t r = at[at.size() - 2], c = at.back();
-          const bool keep = a.fn == LayoutFn::tril ? c <= r + a.axis : c >= r + a.axis;
-          v = keep ? xs[0][size_t(i)] : 0.0;
-          break;
-        }
-        case LayoutFn::fill:
-          v = a.value;
-          break;
-        case LayoutFn::arange:
-          v = a.start + double(i) * a.step;
-          break;
-      }
-      y[size_t(i)] = v;
-    }
-    if (is_floating(specs[k].dtype))
-      truths.push_back({Tensor::from_values(y, s, DType::f64), Tensor::zeros(s, DType::f64), 0});
-    else
-      truths.push_back({Tensor::from_values(y, s, specs[k].dtype), Tensor(), 0});
-  }
-  return truths;
-}
-
 const select::Registry<LayoutArgs>& Layout::registry() {
   static const select::Registry<LayoutArgs> r = [] {
     select::Registry<LayoutArgs> reg;
     DEW_CUDA_IMPLEMENTATIONS(add_layout_cuda, reg);
-    reg.add({"portable", {select::on_cpu<LayoutArgs>()}, layout_copies});
+    reg.add({"portable", {select::on_cpu<LayoutArgs>()}, layout_copies});  // portable.cc
     return reg;
   }();
   return r;

@@ -36,6 +36,8 @@ struct Layout {
 
 // The view of pad's output `out` where its input lands (pad's args a).
 Tensor padded_interior(const Tensor& out, const LayoutArgs& a);
+// arange's element count: ceil((end - start) / step), negative when the range is empty.
+int64_t arange_length(const LayoutArgs& a);
 
 // The layout ops by views and strided copies (any device), but tril/triu's zeroing (the cpu's).
 void layout_copies(const LayoutArgs& a, std::vector<Tensor>& outs);

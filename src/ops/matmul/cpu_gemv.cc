@@ -1,18 +1,18 @@
 // matmul's one-row case, y = x W^T with W (N,K) rows — every linear layer of a decode step at batch 1
 // — for each CPU tier (built once per tier, NOTE [instruction-set regions]): each output is the dot
 // product of x with one contiguous row of W, so W streams from memory once, split across threads by
-// rows. A general GEMM library pays packing and blocking meant for many rows (docs/perf.md).
+// rows. A general GEMM library pays packing and blocking meant for many rows.
 #include <immintrin.h>
 
 #include <dew/runtime.h>
 
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
-#include "ops/lanes.h"
 #include "ops/map_elements.h"
 #include "ops/matmul/epilogue.h"
 #include "ops/matmul/matmul.h"
 #include "ops/scratch.h"
+#include "simd/lanes.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -41,7 +41,7 @@ void for_each_output(const MatmulArgs& args, Tensor& out, Dot dot) {
 #if DEW_HAS_FLOAT_VEC
 // x . row on FloatVec in four partial sums, asking for the lines kPrefetchBytes ahead a step at a time:
 // a thread's rows follow one another in memory, and the hardware prefetchers stop at page ends (NOTE
-// [prefetching maps]); the LM head's f32 GEMV read 27 GB/s of weights where oneDNN's read 34.
+// [prefetching maps]).
 template <class T>
 float dot_vec(const float* x, const T* row, int64_t K) {
   constexpr int64_t W = kVecWidth;
@@ -82,7 +82,7 @@ void gemv_rows(const MatmulArgs& args, Tensor& out) {
 #if DEW_ISA_CONCAT(DEW_LANES_, DEW_KERNEL_NS) == 16
 // bf16 rows through AVX512-BF16's vdpbf16ps: 32 bf16 products per instruction, summed into 16 f32
 // lanes (each product exact, as in the widened path; inputs below 2^-126 count as zero). Widening
-// bf16 to f32 first made the GEMV compute-bound at about half the bandwidth f32 rows get (docs/perf.md).
+// bf16 to f32 first would make the GEMV compute-bound, below the bandwidth f32 rows get.
 void gemv_rows_dpbf16(const MatmulArgs& args, Tensor& out) {
   const int64_t K = args.a.size(-1);
   const Tensor x_tensor = args.a.contiguous();

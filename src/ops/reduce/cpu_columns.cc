@@ -10,11 +10,11 @@
 #include <limits>
 
 #include "ops/cpu_tier.h"
-#include "ops/float_vec.h"
 #include "ops/kernel_types.h"
 #include "ops/reduce/reduce.h"
 #include "ops/scratch.h"
-#include "ops/vector_math.h"
+#include "simd/float_vec.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "ops/cpu_tier.h"
-#include "ops/float_vec.h"
 #include "ops/kernel_types.h"
 #include "ops/reduce/reduce.h"
 #include "ops/scratch.h"
-#include "ops/vector_math.h"
+#include "simd/float_vec.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -118,7 +118,6 @@ void reduce_rows(const ReduceArgs& a, const ReducedRun& run, Tensor& out) {
     }
     case ReduceFn::logsumexp: {
       // The row's maximum first (NaN passed over), then the exps' sum against it, as the portable path.
-      // (Both in one task for rows of one piece, while the row is in L1, measured 5% slower.)
       for_each_piece(x, rows, n, pieces, part.data(),
                      [](int64_t, const T* p, int64_t k) { return row_max_vec(p, k); });
       Scratch<float> m(rows, -std::numeric_limits<float>::infinity());

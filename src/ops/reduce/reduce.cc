@@ -1,5 +1,4 @@
-// Reductions: output rule, float64 reference with error magnitudes, portable implementation over
-// contiguous rows (axes moved last), cases and public functions.
+// Reductions: names, output rule, the registry, cases and public functions.
 #include "ops/reduce/reduce.h"
 
 #include <cmath>
@@ -12,57 +11,6 @@ namespace dew::ops {
 namespace {
 
 constexpr std::array<std::string_view, 6> kNames{"sum", "mean", "max", "min", "logsumexp", "argmax"};
-
-// One row's result in the compute type Acc (argmax returns the index as Acc).
-template <class Acc, class T>
-Acc reduce_row(ReduceFn f, const T* x, int64_t n) {
-  switch (f) {
-    case ReduceFn::sum:
-    case ReduceFn::mean: {
-      Acc s = 0;
-      for (int64_t i = 0; i < n; ++i) s += widen<Acc>(x[i]);
-      return f == ReduceFn::mean ? s / Acc(n) : s;
-    }
-    case ReduceFn::max:
-    case ReduceFn::min:
-    case ReduceFn::argmax: {
-      Acc best = widen<Acc>(x[0]);
-      int64_t at = 0;
-      for (int64_t i = 1; i < n; ++i) {
-        Acc v = widen<Acc>(x[i]);
-        bool better = f == ReduceFn::min ? v < best : v > best;
-        if (better || (v != v && best == best)) best = v, at = i;  // NaN wins, as in PyTorch
-      }
-      return f == ReduceFn::argmax ? Acc(at) : best;
-    }
-    case ReduceFn::logsumexp: {
-      Acc m = -std::numeric_limits<Acc>::infinity();
-      for (int64_t i = 0; i < n; ++i) m = std::max(m, widen<Acc>(x[i]));
-      if (std::isinf(m)) return m;
-      Acc s = 0;
-      for (int64_t i = 0; i < n; ++i) s += std::exp(widen<Acc>(x[i]) - m);
-      return m + std::log(s);
-    }
-  }
-  return 0;
-}
-
-template <class T>
-void reduce_portable(const ReduceArgs& a, Tensor& out) {
-  using Acc = AccumulatorOf<T>;
-  RowLayout l = rows_along(a.x, a.axes);
-  const T* x = l.rows.data<T>();
-  const int64_t rows = numel_of(l.kept_shape), n = l.length;
-  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n)), [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      Acc v = reduce_row<Acc>(a.fn, x + r * n, n);
-      if (a.fn == ReduceFn::argmax)
-        out.data<int64_t>()[r] = int64_t(v);
-      else
-        out.data<T>()[r] = narrow<T>(v);
-    }
-  });
-}
 
 }  // namespace
 
@@ -120,38 +68,6 @@ std::vector<OutputSpec> Reduce::infer(const Args& a) {
   return {{s, a.fn == ReduceFn::argmax ? DType::i64 : a.dtype()}};
 }
 
-std::vector<Truth> Reduce::reference(const Args& args) {
-  // Magnitudes (NOTE [certified bound]): a sum of n terms scales with sum |x|; max/min/argmax are
-  // exact; logsumexp's error is absolute, from exp's argument (|x - max|) and the log of the sum.
-  Shape out_shape = infer(args)[0].shape;
-  RowLayout l = rows_along(args.x, normalize_axes(args.axes, args.x.dim(), "reduce"));
-  const double* x = l.rows.data<double>();
-  const int64_t rows = numel_of(l.kept_shape), n = l.length;
-  std::vector<double> y(static_cast<size_t>(rows)), m(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {  // rows of the kept axes
-    const double* row = x + r * n;
-    y[size_t(r)] = reduce_row<double>(args.fn, row, n);
-    double abs_sum = 0, mx = reduce_row<double>(ReduceFn::max, row, n), spread = 0;
-    for (int64_t i = 0; i < n; ++i) abs_sum += std::fabs(row[i]), spread = std::max(spread, mx - row[i]);
-    switch (args.fn) {
-      case ReduceFn::sum:
-        m[size_t(r)] = abs_sum;
-        break;
-      case ReduceFn::mean:
-        m[size_t(r)] = abs_sum / double(n);
-        break;
-      case ReduceFn::logsumexp:
-        m[size_t(r)] = std::fabs(y[size_t(r)]) + std::fabs(mx) + 1 + spread;
-        break;
-      default:
-        m[size_t(r)] = 0;
-    }
-  }
-  if (args.fn == ReduceFn::argmax) return {{Tensor::from_values(y, out_shape, DType::i64), Tensor(), 0}};
-  return {
-      {Tensor::from_values(y, out_shape, DType::f64), Tensor::from_values(m, out_shape, DType::f64), n + 4}};
-}
-
 const select::Registry<ReduceArgs>& Reduce::registry() {
   static const select::Registry<ReduceArgs> r = [] {
     select::Registry<ReduceArgs> reg;
@@ -160,11 +76,7 @@ const select::Registry<ReduceArgs>& Reduce::registry() {
     avx512::add_reduce_columns_cpu(reg);
     avx2::add_reduce_rows_cpu(reg);
     avx2::add_reduce_columns_cpu(reg);
-    reg.add({"portable", {select::on_cpu<ReduceArgs>()}, [](const ReduceArgs& a, std::vector<Tensor>& outs) {
-               ReduceArgs n = a;
-               n.axes = normalize_axes(a.axes, a.x.dim(), reduce_name(a.fn).data());
-               visit_floating(a.dtype(), [&](auto zero) { reduce_portable<decltype(zero)>(n, outs[0]); });
-             }});
+    add_reduce_portable(reg);
     return reg;
   }();
   return r;

@@ -33,6 +33,7 @@ select::Requirement<ReduceArgs> reduced_run_requirement(ReducedRunKind kind);
 // run: cpu_columns.cc).
 DEW_DECLARE_CPU_TIERS(void add_reduce_rows_cpu(select::Registry<ReduceArgs>& r))
 DEW_DECLARE_CPU_TIERS(void add_reduce_columns_cpu(select::Registry<ReduceArgs>& r))
+void add_reduce_portable(select::Registry<ReduceArgs>& r);
 void add_reduce_cuda(select::Registry<ReduceArgs>& r);
 
 struct Reduce {

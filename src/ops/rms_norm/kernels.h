@@ -8,12 +8,12 @@
 
 #include <cmath>
 
-#include "ops/float_vec.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
-#include "ops/lanes.h"
 #include "ops/rms_norm/rms_norm.h"
 #include "ops/scratch.h"
+#include "simd/float_vec.h"
+#include "simd/isa.h"
+#include "simd/lanes.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
@@ -23,7 +23,7 @@ namespace dew::ops::DEW_KERNEL_NS {
 // widened on load and narrowed on store, where the general body widens the row into a buffer first and
 // narrows element by element. The same sums in the same order as lane_sum's kLanes partials (kVecWidth
 // = kLanes; tail last), the same roundings per element. For bf16 and f16 rows only: f32 rows, which
-// need no widening, measured 5-8% faster on the general body (docs/perf.md). Returns the row's rstd.
+// need no widening, run faster on the general body. Returns the row's rstd.
 template <class T>
 inline float rms_norm_row_vec(const T* x, const float* w, float eps, int64_t C, T* y) {
   static_assert(kVecWidth == kLanes, "the sums' partials are lane_sum's");

@@ -3,11 +3,11 @@
 // widened into float first where the tier's vectors convert them).
 #pragma once
 
-#include "ops/float_vec.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/rope/rope.h"
 #include "ops/scratch.h"
+#include "simd/float_vec.h"
+#include "simd/isa.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {

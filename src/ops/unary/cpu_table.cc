@@ -1,14 +1,14 @@
 // Unary ops on bf16 and f16 by table with AVX-512 gathers (cpu.avx512.table): cpu.table's tables
 // (unary_table_bits), sixteen entries a gather, for the functions cpu.avx512 does not compute (NOTE
 // [cheap functions on AVX-512 vectors]). The avx2 build registers nothing: AVX2's gathers are
-// slow on some CPUs (Zen 2), where cpu.table's scalar loads are not (NOTE [unary maps by table]).
+// slow on some CPUs, where cpu.table's scalar loads are not (NOTE [unary maps by table]).
 #include <cstring>
 
 #include "ops/cpu_tier.h"
 #include "ops/elementwise.h"
-#include "ops/f32x16.h"
 #include "ops/map_elements.h"
 #include "ops/unary/unary.h"
+#include "simd/f32x16.h"
 
 // The kernels exist on the avx512 tier only: an instruction-set region with no function in it (the
 // avx2 build) is an error to clang.
@@ -27,9 +27,8 @@ namespace {
 }
 
 // y[i] = t[x[i]] for n 16-bit values, 32 a step: sixteen by a gather, sixteen by scalar loads, four to a
-// 64-bit store (lookup4s). A gather alone runs at about one entry a cycle on Zen 5, its loads one at a
-// time; the scalar loads go beside it on the other load ports: bf16 tanh and GELU 1.95 -> 1.4 ms on
-// gpt2_mlp (docs/perf.md, twenty-first session); on Zen 4 the two took the same time as the gathers alone.
+// 64-bit store (lookup4s). A gather runs at about one entry a cycle, its loads one at a time; the scalar
+// loads go beside it on the other load ports.
 [[gnu::always_inline]] inline void gather_row(const uint16_t* t, const uint16_t* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {

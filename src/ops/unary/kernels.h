@@ -1,6 +1,6 @@
 // The unary ops' loop, written once and compiled per instruction set (NOTE [kernel namespaces]).
-// With Fast, exp, sigmoid, silu and tanh-GELU go through the exps, and tanh, log and erf-GELU through the
-// float functions of vector_math.h, in the forms for the dtype results round to (exp_rounding_to,
+// With VectorMath, exp, sigmoid, silu and tanh-GELU go through the exps, and tanh, log and erf-GELU through
+// the float functions of vector_math.h, in the forms for the dtype results round to (exp_rounding_to,
 // tanh_rounding_to, gelu_erf_rounding_to, ...), so every loop vectorizes; contiguous rows run through
 // map_elements. (On bf16 the tiers take only the functions cpu.table does not, and cpu.avx512 the cheap ones
 // it does: NOTE [unary maps by table], NOTE [cheap functions on AVX-512 vectors].)
@@ -9,32 +9,32 @@
 #include <cstring>
 
 #include "ops/elementwise.h"
-#include "ops/isa.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
 #include "ops/unary/scalar.h"
 #include "ops/unary/unary.h"
-#include "ops/vector_math.h"
+#include "simd/isa.h"
+#include "simd/vector_math.h"
 
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 
 // T: the dtype results round to, which picks the exp (exp_rounding_to).
-template <UnaryFn F, bool Fast, class T, class Acc>
+template <UnaryFn F, bool VectorMath, class T, class Acc>
 [[gnu::always_inline]] inline Acc unary_kernel_value(Acc x) {
-  if constexpr (Fast && F == UnaryFn::exp)
+  if constexpr (VectorMath && F == UnaryFn::exp)
     return exp_rounding_to<T>(x);
-  else if constexpr (Fast && F == UnaryFn::sigmoid)
+  else if constexpr (VectorMath && F == UnaryFn::sigmoid)
     return times_sigmoid_f32<T>(Acc(1), x);
-  else if constexpr (Fast && F == UnaryFn::silu)
+  else if constexpr (VectorMath && F == UnaryFn::silu)
     return times_sigmoid_f32<T>(x, x);
-  else if constexpr (Fast && F == UnaryFn::tanh)
+  else if constexpr (VectorMath && F == UnaryFn::tanh)
     return tanh_rounding_to<T>(x);
-  else if constexpr (Fast && F == UnaryFn::log)
+  else if constexpr (VectorMath && F == UnaryFn::log)
     return log_rounding_to<T>(x);
-  else if constexpr (Fast && F == UnaryFn::gelu)
+  else if constexpr (VectorMath && F == UnaryFn::gelu)
     return gelu_erf_rounding_to<T>(x);
-  else if constexpr (Fast && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
+  else if constexpr (VectorMath && F == UnaryFn::gelu_tanh)  // 0.5 x (1 + tanh y) = x sigmoid(2y)
     return gelu_tanh_rounding_to<T>(x);
   else if constexpr (F == UnaryFn::abs && !std::is_floating_point_v<Acc>)  // FloatVec
     return magnitude(x);
@@ -49,8 +49,8 @@ template <UnaryFn F, bool Fast, class T, class Acc>
 template <UnaryFn F>
 inline constexpr bool unary_fn_of_few_instructions =
     F == UnaryFn::neg || F == UnaryFn::abs || F == UnaryFn::square || F == UnaryFn::relu;
-template <UnaryFn F, bool Fast>
-inline constexpr bool unary_fn_has_float_vec_form = Fast &&
+template <UnaryFn F, bool VectorMath>
+inline constexpr bool unary_fn_has_float_vec_form = VectorMath &&
                                                     (F == UnaryFn::exp || F == UnaryFn::sigmoid ||
                                                      F == UnaryFn::silu || F == UnaryFn::gelu_tanh ||
                                                      F == UnaryFn::gelu || F == UnaryFn::log ||
@@ -65,16 +65,10 @@ inline constexpr bool unary_fn_has_float_vec_form = Fast &&
 // every input (kernel_results_table): each input gets the same bits wherever it sits in a row, and on
 // bf16, where those are cpu.table's correctly rounded bits (table_test.cc), the table is cpu.table's in
 // effect. bf16 steps eighty values, sixty-four computed by even and odd and sixteen looked up; f16
-// sixty-four, forty-eight computed (vcvtph2ps, not even and odd) and sixteen looked up. A 65,536-value
-// row in L1 on one core: bf16 erf-GELU computed alone 12.6-12.9 us, by the gathers 14.3-14.9, mixed 10.3
-// (32 + 8 the same, 32 + 16 11.3-11.8, 32 + 32 13.4-14.3); on the bench's 12,582,912 values, two
-// threads, 1.33 -> 1.04-1.10 ms, tanh 0.95 -> 0.88-0.93, tanh-GELU 1.00 -> 0.89-0.92 (minimums); f16
-// erf-GELU 17.2-17.5 -> 13.3-13.8 us (64 + 16 14.0-15.4; f16 tanh and tanh-GELU gain under 10% and are
-// left out, as SiLU, near its memory's time). In minutes when a neighbour contends the core's integer
-// and load side (the gathers at 25 us, not 15) the lookups cost instead: bf16 erf-GELU 15.4-15.8 us
-// computed alone, 18.8-19.6 so; those minutes' triad is low and the row passes either way, where in
-// fast-memory minutes only this form reached 60% of a 63-69 GB/s triad (docs/perf.md, twenty-fifth and
-// twenty-sixth sessions; dev/erf_gelu).
+// sixty-four, forty-eight computed (vcvtph2ps, not even and odd) and sixteen looked up: the proportions
+// that ran fastest. The functions are those the mix speeds up (bf16 erf-GELU, tanh and tanh-GELU; f16
+// erf-GELU); f16 tanh and tanh-GELU gain little and SiLU is near its memory's time. When a neighbour
+// contends the core's integer and load side the lookups cost instead, but then the memory is slow too.
 template <UnaryFn F, class T>
 struct VectorsAndLookups {
   static constexpr int64_t kVector = std::is_same_v<T, bf16> ? 32 : 16;  // values a compute() takes
@@ -121,7 +115,7 @@ void row_by_vectors_and_lookups(const uint16_t* table, const T* x, T* y, int64_t
 }
 #endif
 
-template <bool Fast, class T>
+template <bool VectorMath, class T>
 void unary_rows(const UnaryArgs& a, Tensor& out) {
   using Acc = AccumulatorOf<T>;
   T* y = out.data<T>();
@@ -130,7 +124,7 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
     constexpr UnaryFn F = Fn::value;
 #if DEW_HAS_F32X16
     constexpr bool kLooksUp =
-        Fast && is_half_type<T> &&
+        VectorMath && is_half_type<T> &&
         unary_by_vectors_and_lookups(F, std::is_same_v<T, bf16> ? DType::bf16 : DType::f16);
     const uint16_t* table = nullptr;
     if constexpr (kLooksUp) table = kernel_results_table<F, T>();
@@ -147,12 +141,12 @@ void unary_rows(const UnaryArgs& a, Tensor& out) {
         map_elements<T, unary_fn_of_few_instructions<F> ? MapWork::few_instructions : MapWork::computes>(
             std::array<const T*, 1>{x}, std::array<T*, 1>{yo}, v.length,
             []<class V>(V xi) __attribute__((always_inline)) requires(
-                std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, Fast>) {
-              return unary_kernel_value<Fn::value, Fast, T>(xi);
+                std::is_same_v<V, Acc> || unary_fn_has_float_vec_form<Fn::value, VectorMath>) {
+              return unary_kernel_value<Fn::value, VectorMath, T>(xi);
             });
       else
         for (int64_t i = 0; i < v.length; ++i)
-          yo[i] = narrow<T>(unary_kernel_value<F, Fast, T>(widen<Acc>(x[i * v.stride[0]])));
+          yo[i] = narrow<T>(unary_kernel_value<F, VectorMath, T>(widen<Acc>(x[i * v.stride[0]])));
     });
   });
 }

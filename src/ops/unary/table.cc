@@ -21,13 +21,11 @@ namespace {
 // NOTE [unary maps by table]
 // A bf16 or f16 input has 65,536 values, so a unary function of one is a table of the double function
 // rounded once: correctly rounded, the same bits on every CPU, and one load an element whatever the
-// function. A bf16 erf-GELU cost 0.53 ns an element in AVX-512 float arithmetic (one core, in L2)
-// against its memory's 0.36 (two cores sharing 22 GB/s), so the arithmetic set its time; by table the
-// bench's bf16 maps run at their memory's time (docs/perf.md "Unary maps by table"). Two loops read the
-// tables: cpu.avx512.table sixteen entries a gather (1.1-1.4 ms on the bench), cpu.table, for every
-// other CPU, one scalar load an element, four to a 64-bit load and store (1.9-2.3 ms; AVX2's gathers
-// are slow on some CPUs, Zen 2). A table is 128 KB; activations touch a few KB of it (a few dozen
-// exponents), which stay in L1. Tables are built on first use (65,536 double evaluations) and never
+// function. Where a function's float arithmetic costs more than the memory it streams (erf-GELU, say),
+// the table makes the map run at its memory's time. Two loops read the tables: cpu.avx512.table sixteen
+// entries a gather, cpu.table, for every other CPU, one scalar load an element, four to a 64-bit load and
+// store (AVX2's gathers are slow on some CPUs). A table is 128 KB; activations touch a few KB of it (a few
+// dozen exponents), which stay in L1. Tables are built on first use (65,536 double evaluations) and never
 // change: constants that cost nothing until a program asks for them.
 using Table = std::array<uint16_t, 65536 + 1>;  // one entry past the last, which gathers of 32 bits read
 
@@ -85,7 +83,7 @@ const std::array<float, 65536>& float_table() {
 
 // The floats nearest value(x) and value'(x), side by side, at each x of T: 512 KB. The GLUs' backward
 // needs both of every gate, so one 8-byte entry serves it: one cache line and half the gathered
-// elements of two tables (docs/perf.md "GLU backward by pairs").
+// elements of two tables.
 template <UnaryFn F, class T>
 const std::array<float, 2 * 65536>& float_pair_table() {
   static const std::array<float, 2 * 65536> t = [] {
@@ -103,7 +101,7 @@ const std::array<float, 2 * 65536>& float_pair_table() {
 constexpr int64_t kLine = 32;  // 16-bit values in a 64-byte cache line
 
 // y = t[x] over the rows; contiguous rows four values a 64-bit load and store (half the memory
-// instructions of one at a time: 2.2-2.7 ms against 2.5-3.4 on the bench's erf-GELU), asking a line
+// instructions of one at a time), asking a line
 // ahead each 32 values (NOTE [prefetching maps]).
 template <class T>
 void map_by_table(const uint16_t* t, const UnaryArgs& a, Tensor& out) {
@@ -137,19 +135,12 @@ bool unary_by_table(UnaryFn f, DType dtype) {
 
 // NOTE [cheap functions on AVX-512 vectors]
 // exp, sqrt, rsqrt, sigmoid and silu cost an AVX-512 vector a dozen operations or a square root, and on
-// AMD's cores (Zen 4, Zen 5) that is less than a gather of sixteen table entries: on a Zen 5 host the
-// arithmetic (exps that round to bf16 or f16: exp_rounding_to) took bf16 exp 1.9-2.0 -> 0.9 ms on the
-// bench's gpt2_mlp, sqrt 1.9-2.0 -> 0.7-0.8, sigmoid and silu 1.9-2.0 -> 1.4, where 60% of triad asks
-// 1.9 (docs/perf.md, twenty-first session; since the table's loop loads beside its gathers, 1.35-1.45,
-// sigmoid and silu by arithmetic are still 3-5% ahead on bf16 and 20-25% on f16 there). On the Xeon the
-// tables were first measured on, whose gathers are twice as fast, the arithmetic of that day was 10-20%
-// slower for exp and sqrt and 2x for sigmoid, yet at 77-138% of its triad. tanh, tanh-GELU and log took
-// 30-45 operations in their f32 forms, more than a gather; in forms for results that round to bf16 or
-// f16 (tanh_rounding_to, gelu_tanh_rounding_to, log_rounding_to: 17-20 operations) they are ahead of it
-// on Zen 5 too: 1.45-1.5 -> 1.0-1.35 ms (docs/perf.md, twenty-third session). So cpu.avx512 computes
-// these eight and erf-GELU (NOTE [erf-GELU for bf16 and f16 results]: on bf16 the table's bits, 12% ahead
-// of the gathers; on f16 steadier than they are as the host's load moves) on f16 and, where the CPU
-// narrows bf16 natively (rows_on_float_vec), on bf16.
+// AMD's cores that is less than a gather of sixteen table entries (on Intel's, whose gathers are twice
+// as fast, the two are near, both above the memory's time). tanh, tanh-GELU and log take 30-45
+// operations in their f32 forms, more than a gather, but 17-20 in forms for results that round to bf16
+// or f16 (tanh_rounding_to, gelu_tanh_rounding_to, log_rounding_to), which are ahead of it. So
+// cpu.avx512 computes these eight and erf-GELU (NOTE [erf-GELU for bf16 and f16 results]: on bf16 the
+// table's bits) on f16 and, where the CPU narrows bf16 natively (rows_on_float_vec), on bf16.
 bool unary_computed_on_avx512(UnaryFn f, DType dtype) {
   const bool native_bf16 = dtype == DType::bf16 && cpu_features().avx512bf16;
   const bool cheap = f == UnaryFn::exp || f == UnaryFn::sqrt || f == UnaryFn::rsqrt || f == UnaryFn::tanh ||

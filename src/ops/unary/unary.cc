@@ -1,5 +1,4 @@
-// Unary ops: names, output rule, float64 reference with error magnitudes, portable implementation,
-// cases and the public functions.
+// Unary ops: names, output rule, the registry, cases and the public functions.
 #include "ops/unary/unary.h"
 
 #include "ops/unary/scalar.h"
@@ -33,36 +32,6 @@ std::vector<OutputSpec> Unary::infer(const Args& a) {
   DEW_REQUIRE(is_floating(a.dtype()), "[{}] x is {}; expected a floating dtype (f64, f32, bf16, f16)",
               unary_name(a.fn), a.x.describe());
   return {{a.x.shape(), a.dtype()}};
-}
-
-std::vector<Truth> Unary::reference(const Args& a) {
-  // Magnitudes (NOTE [certified bound]): relative error for most functions; log's error is absolute
-  // near 1, so its scale adds 1; the activations carry their argument's error by a Lipschitz bound.
-  std::vector<double> x = a.x.to_f64_vector(), y(x.size()), m(x.size());
-  int64_t steps = 1;
-  for (size_t i = 0; i < x.size(); ++i) {
-    y[i] = unary_value<double>(a.fn, x[i]);
-    switch (a.fn) {
-      case UnaryFn::neg:
-      case UnaryFn::abs:
-      case UnaryFn::square:
-      case UnaryFn::relu:
-        m[i] = std::fabs(y[i]);
-        break;
-      case UnaryFn::log:
-        m[i] = std::fabs(y[i]) + 1.0, steps = 4;
-        break;
-      case UnaryFn::silu:
-      case UnaryFn::gelu:
-      case UnaryFn::gelu_tanh:
-        m[i] = 1.13 * std::fabs(x[i]) + std::fabs(y[i]), steps = 8;
-        break;
-      default:
-        m[i] = std::fabs(y[i]), steps = 4;
-    }
-  }
-  return {{Tensor::from_values(y, a.x.shape(), DType::f64), Tensor::from_values(m, a.x.shape(), DType::f64),
-           steps}};
 }
 
 const select::Registry<UnaryArgs>& Unary::registry() {

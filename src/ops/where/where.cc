@@ -1,25 +1,7 @@
-// where: output rule, reference, portable implementation (a selection, so exact), cases.
+// where: the output rule, the registry, the cases and the public function.
 #include "ops/where/where.h"
 
-#include "ops/elementwise.h"
-
 namespace dew::ops {
-namespace {
-
-template <class T>
-void where_portable(const WhereArgs& args, Tensor& out) {
-  T* y = out.data<T>();
-  for_each_row<3>(out.shape(), {args.condition, args.a, args.b}, [&](const RowView<3>& v, int64_t o) {
-    const bool* c = static_cast<const bool*>(v.in[0]);
-    const T* a = static_cast<const T*>(v.in[1]);
-    const T* b = static_cast<const T*>(v.in[2]);
-    for (int64_t i = 0; i < v.length; ++i)
-      y[o + i] = c[i * v.stride[0]] ? a[i * v.stride[1]] : b[i * v.stride[2]];
-  });
-}
-
-}  // namespace
-
 std::vector<OutputSpec> Where::infer(const Args& a) {
   require_same_device("where", a.inputs());
   DEW_REQUIRE(a.condition.dtype() == DType::boolean, "[where] condition is {}; expected a bool tensor",
@@ -31,23 +13,11 @@ std::vector<OutputSpec> Where::infer(const Args& a) {
   return {{s, a.dtype()}};
 }
 
-std::vector<Truth> Where::reference(const Args& args) {
-  Shape s = infer(args)[0].shape;
-  auto c = args.condition.expand(s).to_f64_vector(), a = args.a.expand(s).to_f64_vector(),
-       b = args.b.expand(s).to_f64_vector();
-  std::vector<double> y(c.size());
-  for (size_t i = 0; i < c.size(); ++i) y[i] = c[i] != 0 ? a[i] : b[i];
-  DType out = is_floating(args.dtype()) ? DType::f64 : args.dtype();
-  return {{Tensor::from_values(y, s, out), is_floating(out) ? Tensor::zeros(s, DType::f64) : Tensor(), 0}};
-}
-
 const select::Registry<WhereArgs>& Where::registry() {
   static const select::Registry<WhereArgs> r = [] {
     select::Registry<WhereArgs> reg;
     DEW_CUDA_IMPLEMENTATIONS(add_where_cuda, reg);
-    reg.add({"portable", {select::on_cpu<WhereArgs>()}, [](const WhereArgs& a, std::vector<Tensor>& outs) {
-               visit_dtype(a.dtype(), [&](auto zero) { where_portable<decltype(zero)>(a, outs[0]); });
-             }});
+    add_where_portable(reg);
     return reg;
   }();
   return r;

@@ -24,6 +24,7 @@ struct Where {
   DEW_OP_RULES;
 };
 
+void add_where_portable(select::Registry<WhereArgs>& r);
 void add_where_cuda(select::Registry<WhereArgs>& r);
 
 }  // namespace dew::ops
