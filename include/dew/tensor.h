@@ -84,6 +84,10 @@ class Tensor {
 
   // Sets every element to value, rounded to the dtype; the tensor must be contiguous.
   void fill(double value);
+  // Copies src's elements into this tensor in place (a view writes through to its storage): the same
+  // shape and dtype, any strides on either side; src on another device is brought over first. Not
+  // recorded for differentiation (as fill): for weights, optimizer state and caches.
+  void copy_from(const Tensor& src);
 
   // Views: share storage, never copy.
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;

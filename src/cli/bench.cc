@@ -23,7 +23,7 @@ void add_bench(CLI::App& app, int& status) {
       bench_cmd->add_subcommand("ops", "every op's bench cases against this machine's ceilings");
   bench_ops_cmd->add_option("--op", bench_ops.op, "only this op");
   bench_ops_cmd->add_option("--impl", bench_ops.implementation, "only this implementation");
-  bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype");
+  bench_ops_cmd->add_option("--dtype", bench_ops.dtype, "only this dtype (f64, f32, bf16, f16)");
   bench_ops_cmd->add_option("--reps", bench_ops.reps, "timed repetitions, at least")->default_val(5);
   bench_ops_cmd->add_option("--min-ms", bench_ops.min_ms, "and at least this many ms of timed calls a row")
       ->default_val(20);

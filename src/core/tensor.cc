@@ -91,6 +91,13 @@ void Tensor::fill(double value) {
   bump_version();
 }
 
+void Tensor::copy_from(const Tensor& src) {
+  DEW_REQUIRE(src.shape() == shape() && src.dtype() == dtype_,
+              "[tensor] copy_from {} into {}: expected the same shape and dtype", src.describe(), describe());
+  detail::copy_strided(src.device() == device() ? src : src.to(device()), *this);
+  bump_version();
+}
+
 Tensor Tensor::from_values(const std::vector<double>& values, const Shape& shape, DType dtype) {
   DEW_REQUIRE(int64_t(values.size()) == numel_of(shape),
               "[tensor] from_values: {} values for shape {}; expected {}", values.size(), shape_str(shape),

@@ -13,7 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/strided.h"
 #include "io/files.h"
 #include "models/families.h"
 
@@ -180,7 +179,7 @@ namespace models {
 // position `at`; both contiguous.
 void copy_rows(const Tensor& from, Tensor& to, int64_t at, int64_t count) {
   if (from.device().kind != Device::Kind::cpu) {  // on a GPU: one strided copy there
-    dew::detail::copy_strided(from.slice(1, 0, count), to.slice(1, at, at + count));
+    to.slice(1, at, at + count).copy_from(from.slice(1, 0, count));
     return;
   }
   const size_t position_bytes = size_t(from.size(2) * from.size(3)) * dtype_size(from.dtype());

@@ -112,4 +112,18 @@ std::vector<Tensor> run_op(const typename Op::Args& args) {
 // Every input on one device; refuses naming both devices.
 void require_same_device(const char* op, const std::vector<const Tensor*>& inputs);
 
+// The members every op type declares: its Args, its output rule (validation included), its float64
+// reference (reference.cc), its registry and its cases. An op type adds its name, its case_label
+// (DEW_CASE_LABEL_BY_DTYPE where the dtype says enough) and how it is differentiated (DEW_OP_RULES).
+#define DEW_OP_TYPE_MEMBERS(ArgsType)                      \
+  using Args = ArgsType;                                   \
+  static std::vector<OutputSpec> infer(const Args& a);     \
+  static std::vector<Truth> reference(const Args& args64); \
+  static const select::Registry<Args>& registry();         \
+  static std::vector<Case<Args>> cases(std::string_view op)
+#define DEW_CASE_LABEL_BY_DTYPE                  \
+  static std::string case_label(const Args& a) { \
+    return std::string(dtype_name(a.dtype()));   \
+  }
+
 }  // namespace dew::ops

@@ -61,9 +61,11 @@ std::string tick_label(double v) {
   return fmt::format("{:.6g}", v);
 }
 
-// A line chart of one or more series over the step: `unit` labels the value axis.
-std::string chart(const std::string& title, const std::string& unit, const std::vector<Series>& series) {
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+// A line chart of one or more series over the step: `unit` labels the value axis, which starts at 0 when
+// `from_zero` (quantities whose small changes would look large on a tight axis: memory, rates).
+std::string chart(const std::string& title, const std::string& unit, const std::vector<Series>& series,
+                  bool from_zero = false) {
+  double x0 = INFINITY, x1 = -INFINITY, y0 = from_zero ? 0 : INFINITY, y1 = -INFINITY;
   for (const Series& s : series)
     for (const auto& [x, y] : s.points)
       x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
@@ -237,12 +239,12 @@ std::string write_report(const std::string& run_dir) {
   html += chart("learning rate", "lr", {series_of(steps, "lr", "lr", "#2ca02c")});
   html += chart("gradient norm", "global L2 norm, before clipping",
                 {series_of(steps, "grad_norm", "norm", "#9467bd")});
-  html += chart("throughput", "tokens/s", {series_of(steps, "tokens_per_s", "tokens/s", "#ff7f0e")});
-  html += chart("model FLOPs utilization", "MFU, %", {series_of(steps, "mfu", "MFU", "#8c564b", 100)});
+  html += chart("throughput", "tokens/s", {series_of(steps, "tokens_per_s", "tokens/s", "#ff7f0e")}, true);
+  html += chart("model FLOPs utilization", "MFU, %", {series_of(steps, "mfu", "MFU", "#8c564b", 100)}, true);
   html += chart("step time", "s", {series_of(steps, "step_s", "step", "#17becf")});
   html += chart("data wait", "ms per step", {series_of(steps, "data_wait_s", "wait", "#bcbd22", 1e3)});
   html += chart("memory", "MiB of tensors at the peak",
-                {series_of(steps, "peak_bytes", "peak", "#e377c2", 1.0 / (1 << 20))});
+                {series_of(steps, "peak_bytes", "peak", "#e377c2", 1.0 / (1 << 20))}, true);
   html += "</div>\n";
 
   const std::vector<nlohmann::json> samples = read_lines(dir / "samples.jsonl");

@@ -8,8 +8,6 @@
 #include <cmath>
 #include <numbers>
 
-#include "core/strided.h"
-
 namespace dew::train {
 
 double LrSchedule::at(int64_t step) const {
@@ -79,7 +77,7 @@ double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
     for (Tensor& g : grads) {
       if (g.device().kind != Device::Kind::cpu) {
         NoGrad no_grad;
-        dew::detail::copy_strided(mul(g, Tensor::full({}, c, DType::f32, g.device())), g);
+        g.copy_from(mul(g, Tensor::full({}, c, DType::f32, g.device())));
         continue;
       }
       float* x = g.data<float>();

@@ -7,10 +7,9 @@
 #include <dew/runtime.h>
 #include <dew/train.h>
 
-#include "core/strided.h"
 #include "io/files.h"
-#include "train/clock_time.h"
 #include "io/json.h"
+#include "train/clock_time.h"
 #include "train/environment.h"
 
 #include <algorithm>
@@ -61,7 +60,7 @@ void copy_weights(CausalLM& from, CausalLM& into, const std::string& source) {
         it != from.parameters().end() && it->second.shape() == p.shape() && it->second.dtype() == DType::f32,
         "[train] {} holds no f32 {} of this model's shape {}; it is a checkpoint of another model", source,
         name, p.shape());
-    dew::detail::copy_strided(it->second.to(p.device()), p);  // into the weights wherever they are
+    p.copy_from(it->second);  // into the weights wherever they are
   }
 }
 
@@ -322,8 +321,18 @@ void Trainer::step(Run& run) {
 }
 
 void Trainer::log(Run& run, const StepResult& result, const Progress& progress, double step_s) {
-  const double mfu =
-      config_.peak_flops > 0 ? progress.tokens_per_s * run.flops_per_token / config_.peak_flops : 0;
+  const double model_flops = progress.tokens_per_s * run.flops_per_token;
+  if (config_.peak_flops > 0 && model_flops > config_.peak_flops) {
+    // A peak measured in a busy moment reads low and would put MFU over 100%: measure it again, and
+    // never take a peak below what the step itself did.
+    const double before = config_.peak_flops;
+    config_.peak_flops = std::max({before, peak_flops(config_.device, config_.compute), model_flops});
+    say(fmt::format(
+        "the peak MFU is measured against read {:.1f} GFLOP/s, below this step's {:.1f}; measured "
+        "again: {:.1f} GFLOP/s",
+        before / 1e9, model_flops / 1e9, config_.peak_flops / 1e9));
+  }
+  const double mfu = config_.peak_flops > 0 ? model_flops / config_.peak_flops : 0;
   const nlohmann::json line = {
       {"step", run.step},
       {"time", unix_time()},
@@ -421,6 +430,7 @@ std::string Trainer::run_description(const Run&) const {
   run["source"] = config_.source_json.empty() ? nlohmann::json() : nlohmann::json::parse(config_.source_json);
   run["data"] = nlohmann::json::parse(chain_.description());
   run["routes"] = route_list();
+  run["mfu_peak_flops"] = config_.peak_flops;  // what MFU is measured against (peak_flops, train.h)
   return run.dump(2);
 }
 

@@ -7,7 +7,6 @@
 #include <dew/runtime.h>
 #include <dew/train.h>
 
-#include "core/strided.h"
 #include "train/updates.h"
 
 #include <cmath>
@@ -46,11 +45,9 @@ void adamw_update_by_ops(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const
   const Tensor second = add(mul(v, c(k.beta2)), mul(mul(c(k.w2), g), g));
   const Tensor denom = add(div(sqrt(second), c(k.root)), c(k.eps));
   const Tensor next = add(mul(p, c(k.decay)), mul(c(k.step_size), div(mean, denom)));
-  dew::detail::copy_strided(mean, m);
-  dew::detail::copy_strided(second, v);
-  dew::detail::copy_strided(next, p);
-  m.bump_version();
-  v.bump_version();
+  m.copy_from(mean);
+  v.copy_from(second);
+  p.copy_from(next);
 }
 
 void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, const AdamWOptions& o,

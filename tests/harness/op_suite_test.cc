@@ -123,6 +123,11 @@ TEST(OpDerivativesReplay, SeedsThatOnceFailedPass) {
   const DerivativeReport r = find_op("sum")->derivatives("long_row", 25322312304720ull);
   ASSERT_TRUE(r.ran);
   for (const std::string& failure : r.failures) ADD_FAILURE() << failure;
+  // matmul with a ReLU epilogue: a pre-activation within a difference step of the kink (the case's bias
+  // now keeps every pre-activation clear of it).
+  const DerivativeReport relu = find_op("matmul")->derivatives("bias_relu_residual", 5035917235661ull);
+  ASSERT_TRUE(relu.ran);
+  for (const std::string& failure : relu.failures) ADD_FAILURE() << failure;
 }
 
 // Draws that once failed the gate, replayed with their seeds on every implementation this machine runs.

@@ -175,6 +175,29 @@ TEST_F(TrainerRuns, FinishedRunsAreLeftAloneAndChangedResumesAreNamed) {
       << fmt::format("{}", fmt::join(said, "\n"));
 }
 
+// MFU is never over 100%: a peak that reads below a step's own FLOP rate (measured in a busy moment)
+// is measured again, and never taken below what the step did.
+TEST_F(TrainerRuns, MfuStaysAtOrBelowOneWhenThePeakReadLow) {
+  config_.eval_every = config_.sample_every = 0;
+  config_.steps = 4;
+  config_.peak_flops = 1;  // one FLOP/s: below any step
+  std::vector<std::string> said;
+  Trainer trainer(config_, chain(), dir_.path("low_peak"));
+  trainer.on_log = [&](const std::string& line) { said.push_back(line); };
+  trainer.run();
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& l) {
+    return l.find("the peak MFU is measured against read 0.0 GFLOP/s") != l.npos;
+  }));
+  std::ifstream metrics(dir_.path("low_peak/metrics.jsonl"));
+  int lines = 0;
+  for (std::string line; std::getline(metrics, line); ++lines) {
+    const double mfu = nlohmann::json::parse(line)["mfu"].get<double>();
+    EXPECT_GT(mfu, 0);
+    EXPECT_LE(mfu, 1);
+  }
+  EXPECT_EQ(lines, 2);
+}
+
 TEST_F(TrainerRuns, OneThreadAndTwoThreadsTrainTheSame) {
   const auto [one, two] = at_one_and_two_threads("threads");
   EXPECT_EQ(one, two);

@@ -23,14 +23,10 @@ struct AttentionArgs {
 };
 
 struct Attention {
-  using Args = AttentionArgs;
+  DEW_OP_TYPE_MEMBERS(AttentionArgs);
   static std::string_view name(const Args&) { return "attention"; }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
   static double flops(const Args& a);  // 4 B H T S D, halved when causal
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   DEW_OP_RULES;
 };
 
@@ -44,14 +40,10 @@ struct AttentionBackwardArgs {
 };
 
 struct AttentionBackward {
-  using Args = AttentionBackwardArgs;
+  DEW_OP_TYPE_MEMBERS(AttentionBackwardArgs);
   static std::string_view name(const Args&) { return "attention_backward"; }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
   static double flops(const Args& a);  // 2.5 x the forward's
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   // Composite: on inputs that need a derivative, attention_backward() computes with the dense pieces
   // around the given out and lse (dense.h), whose ops carry the derivatives; the fused kernel runs only
   // where none is needed.
@@ -80,14 +72,10 @@ struct AttentionJvpArgs {
 };
 
 struct AttentionJvp {
-  using Args = AttentionJvpArgs;
+  DEW_OP_TYPE_MEMBERS(AttentionJvpArgs);
   static std::string_view name(const Args&) { return "attention_jvp"; }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
   static double flops(const Args& a);  // 1.5 x the forward's
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   // Composite, as attention_backward.
   static Differentiation differentiation(std::string_view) { return Differentiation::composite; }
 };

@@ -20,13 +20,9 @@ struct BinaryArgs {
 };
 
 struct Binary {
-  using Args = BinaryArgs;
+  DEW_OP_TYPE_MEMBERS(BinaryArgs);
   static std::string_view name(const Args& a) { return binary_name(a.fn); }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   DEW_OP_RULES;
 };
 

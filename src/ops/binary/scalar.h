@@ -50,9 +50,9 @@ void with_binary_fn(BinaryFn f, Body&& body) {
     DEW_BINARY_CASE(add)
     DEW_BINARY_CASE(sub)
     DEW_BINARY_CASE(mul)
-    DEW_BINARY_CASE(div) DEW_BINARY_CASE(pow) DEW_BINARY_CASE(maximum) DEW_BINARY_CASE(minimum)
-        DEW_BINARY_CASE(eq) DEW_BINARY_CASE(ne) DEW_BINARY_CASE(lt) DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt)
-            DEW_BINARY_CASE(ge)
+    DEW_BINARY_CASE(div)
+    DEW_BINARY_CASE(pow) DEW_BINARY_CASE(maximum) DEW_BINARY_CASE(minimum) DEW_BINARY_CASE(eq)
+        DEW_BINARY_CASE(ne) DEW_BINARY_CASE(lt) DEW_BINARY_CASE(le) DEW_BINARY_CASE(gt) DEW_BINARY_CASE(ge)
 #undef DEW_BINARY_CASE
   }
 }

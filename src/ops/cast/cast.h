@@ -11,13 +11,9 @@ struct CastArgs : OneInputArgs {
 };
 
 struct Cast {
-  using Args = CastArgs;
+  DEW_OP_TYPE_MEMBERS(CastArgs);
   static std::string_view name(const Args&) { return "cast"; }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   DEW_OP_RULES;
 };
 

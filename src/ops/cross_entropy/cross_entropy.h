@@ -20,13 +20,9 @@ struct CrossEntropyArgs {
 };
 
 struct CrossEntropy {
-  using Args = CrossEntropyArgs;
+  DEW_OP_TYPE_MEMBERS(CrossEntropyArgs);
   static std::string_view name(const Args&) { return "cross_entropy"; }
-  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_CASE_LABEL_BY_DTYPE;
   DEW_OP_RULES;
 };
 

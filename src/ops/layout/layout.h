@@ -24,13 +24,9 @@ struct LayoutArgs {
 };
 
 struct Layout {
-  using Args = LayoutArgs;
+  DEW_OP_TYPE_MEMBERS(LayoutArgs);
   static std::string_view name(const Args& a);
-  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_CASE_LABEL_BY_DTYPE;
   DEW_OP_RULES;
 };
 

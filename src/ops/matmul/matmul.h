@@ -32,15 +32,11 @@ MatmulGeometry matmul_geometry(const MatmulArgs& args);
 std::vector<int64_t> batch_offsets(const Tensor& t, size_t batch_rank);
 
 struct Matmul {
-  using Args = MatmulArgs;
+  DEW_OP_TYPE_MEMBERS(MatmulArgs);
   static std::string_view name(const Args&) { return "matmul"; }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
   static double flops(const Args& a);                     // 2 M N K per batch entry
   static std::vector<int64_t> gemm_shape(const Args& a);  // {M, N, K, batch, transpose_b}
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   DEW_OP_RULES;
 };
 

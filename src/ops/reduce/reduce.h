@@ -37,13 +37,9 @@ void add_reduce_portable(select::Registry<ReduceArgs>& r);
 void add_reduce_cuda(select::Registry<ReduceArgs>& r);
 
 struct Reduce {
-  using Args = ReduceArgs;
+  DEW_OP_TYPE_MEMBERS(ReduceArgs);
   static std::string_view name(const Args& a) { return reduce_name(a.fn); }
-  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_CASE_LABEL_BY_DTYPE;
   DEW_OP_RULES;
 };
 

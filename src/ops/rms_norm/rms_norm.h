@@ -18,13 +18,9 @@ struct RmsNormArgs {
 };
 
 struct RmsNorm {
-  using Args = RmsNormArgs;
+  DEW_OP_TYPE_MEMBERS(RmsNormArgs);
   static std::string_view name(const Args&) { return "rms_norm"; }
-  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_CASE_LABEL_BY_DTYPE;
   DEW_OP_RULES;
 };
 
@@ -37,13 +33,9 @@ struct RmsNormBackwardArgs {
 };
 
 struct RmsNormBackward {
-  using Args = RmsNormBackwardArgs;
+  DEW_OP_TYPE_MEMBERS(RmsNormBackwardArgs);
   static std::string_view name(const Args&) { return "rms_norm_backward"; }
-  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_CASE_LABEL_BY_DTYPE;
   DEW_OP_RULES;  // second derivatives through the fused backward (rules.cc)
 };
 

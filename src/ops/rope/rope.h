@@ -18,13 +18,9 @@ struct RopeArgs {
 };
 
 struct Rope {
-  using Args = RopeArgs;
+  DEW_OP_TYPE_MEMBERS(RopeArgs);
   static std::string_view name(const Args&) { return "rope"; }
   static std::string case_label(const Args& a);
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
   DEW_OP_RULES;
 };
 

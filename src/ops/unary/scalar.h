@@ -53,7 +53,8 @@ void with_unary_fn(UnaryFn f, Body&& body) {
     DEW_UNARY_CASE(neg)
     DEW_UNARY_CASE(abs)
     DEW_UNARY_CASE(exp)
-    DEW_UNARY_CASE(log) DEW_UNARY_CASE(sqrt) DEW_UNARY_CASE(rsqrt) DEW_UNARY_CASE(square) DEW_UNARY_CASE(tanh)
+    DEW_UNARY_CASE(log)
+    DEW_UNARY_CASE(sqrt) DEW_UNARY_CASE(rsqrt) DEW_UNARY_CASE(square) DEW_UNARY_CASE(tanh)
         DEW_UNARY_CASE(sigmoid) DEW_UNARY_CASE(silu) DEW_UNARY_CASE(gelu) DEW_UNARY_CASE(gelu_tanh)
             DEW_UNARY_CASE(relu)
 #undef DEW_UNARY_CASE

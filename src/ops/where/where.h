@@ -14,13 +14,9 @@ struct WhereArgs {
 };
 
 struct Where {
-  using Args = WhereArgs;
+  DEW_OP_TYPE_MEMBERS(WhereArgs);
   static std::string_view name(const Args&) { return "where"; }
-  static std::string case_label(const Args& a) { return std::string(dtype_name(a.dtype())); }
-  static std::vector<OutputSpec> infer(const Args& a);
-  static std::vector<Truth> reference(const Args& args64);
-  static const select::Registry<Args>& registry();
-  static std::vector<Case<Args>> cases(std::string_view op);
+  DEW_CASE_LABEL_BY_DTYPE;
   DEW_OP_RULES;
 };
 
