@@ -284,7 +284,7 @@ class Trainer {
   void evaluate(Run& run);
   void sample(Run& run);
   std::string checkpoint(Run& run);
-  std::string run_description(const Run& run) const;  // run.json
+  std::string run_description() const;  // run.json
   void say(const std::string& line) const;
 
   TrainerConfig config_;

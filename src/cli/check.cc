@@ -90,10 +90,9 @@ int run_check(const CheckOptions& o) {
 }
 
 void add_check(CLI::App& app, int& status) {
-  auto options = std::make_shared<CheckOptions>();
-  CheckOptions& check = *options;
   auto* check_cmd =
       app.add_subcommand("check", "run the float64 gate over every op, implementation, dtype and case");
+  CheckOptions& check = runs(check_cmd, status, run_check);
   check_cmd->add_option("--op", check.op, "only this op");
   check_cmd->add_option("--impl", check.implementation,
                         "only this implementation, or a backend's (cuda: every cuda.* implementation)");
@@ -102,7 +101,6 @@ void add_check(CLI::App& app, int& status) {
   check_cmd->add_option("--seed", check.seed, "replay a seed printed by a failure");
   check_cmd->add_flag("--forward-only", check.forward_only,
                       "only the implementations' outputs (no rule rows, no float64 derivative rows)");
-  check_cmd->callback([options, &status] { status = run_check(*options); });
 }
 
 }  // namespace dew::cli

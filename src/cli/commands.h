@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,14 @@ void add_inspect(CLI::App& app, int& status);
 void add_check(CLI::App& app, int& status);
 void add_ops(CLI::App& app, int& status);
 void add_bench(CLI::App& app, int& status);
+// The options a command's flags fill, and its callback, which runs `run` with them once the line is
+// parsed and leaves the exit status in `status`.
+template <class Options>
+Options& runs(CLI::App* command, int& status, int (*run)(const Options&)) {
+  auto options = std::make_shared<Options>();
+  command->callback([options, &status, run] { status = run(*options); });
+  return *options;
+}
 // `dew --version`: Dew's version and commit, the build, the compiler, this CPU's instruction sets and the
 // libraries found.
 std::string version_text();

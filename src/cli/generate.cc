@@ -114,9 +114,8 @@ int run_generate(const GenerateOptions& o) {
 }
 
 void add_generate(CLI::App& app, int& status) {
-  auto options = std::make_shared<GenerateOptions>();
-  GenerateOptions& gen = *options;
   auto* generate_cmd = app.add_subcommand("generate", "continue a prompt, streaming the text to stdout");
+  GenerateOptions& gen = runs(generate_cmd, status, run_generate);
   generate_cmd
       ->add_option(
           "-m,--model", gen.model,
@@ -145,7 +144,6 @@ void add_generate(CLI::App& app, int& status) {
                    "with --chat: a template variable KEY=VALUE, VALUE as JSON if it parses "
                    "(enable_thinking=false); repeatable")
       ->allow_extra_args(false);
-  generate_cmd->callback([options, &status] { status = run_generate(*options); });
 }
 
 }  // namespace dew::cli

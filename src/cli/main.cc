@@ -31,12 +31,12 @@ std::string nearest_option(const CLI::App& command, const std::string& word) {
 int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   const CLI::App* command = chosen_command(app);
   const std::string name = command == &app ? "dew" : "dew " + command->get_name();
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
   std::string unknown;
   for (const std::string& arg : app.remaining(true)) {
     const bool flag = arg.rfind("-", 0) == 0;
     if (!flag && command != &app) continue;  // a command's positional arguments speak for themselves
-    std::vector<std::string> commands;
-    for (const CLI::App* sub : app.get_subcommands({})) commands.push_back(sub->get_name());
     const std::string near = flag ? nearest_option(*command, arg) : dew::nearest_name(arg, commands);
     unknown += fmt::format("{}unknown {} {}{}", unknown.empty() ? "" : "; ", flag ? "option" : "command", arg,
                            near.empty() ? "" : fmt::format(" (did you mean {}?)", near));

@@ -135,10 +135,9 @@ int run_score(const ScoreOptions& o) {
 }
 
 void add_score(CLI::App& app, int& status) {
-  auto options = std::make_shared<ScoreOptions>();
-  ScoreOptions& score = *options;
   auto* score_cmd = app.add_subcommand(
       "score", "log-likelihoods: JSONL {\"context\", \"continuation\"} in, lm-eval's loglikelihood out");
+  ScoreOptions& score = runs(score_cmd, status, run_score);
   score_cmd
       ->add_option("-m,--model", score.model,
                    "a Hugging Face model directory (config.json + safetensors), or a run directory")
@@ -147,7 +146,6 @@ void add_score(CLI::App& app, int& status) {
   score_cmd->add_option("--dtype", score.dtype,
                         "cast the weights (f64, f32, bf16 or f16); default: the config's");
   score.text.add_to(*score_cmd, "score");
-  score_cmd->callback([options, &status] { status = run_score(*options); });
 }
 
 }  // namespace dew::cli

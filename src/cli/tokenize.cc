@@ -94,10 +94,9 @@ int run_tokenize(const TokenizeOptions& o) {
 }
 
 void add_tokenize(CLI::App& app, int& status) {
-  auto options = std::make_shared<TokenizeOptions>();
-  TokenizeOptions& tokenize = *options;
   auto* tokenize_cmd = app.add_subcommand(
       "tokenize", "JSONL strings in, one JSON array of token ids per line out (--decode: the other way)");
+  TokenizeOptions& tokenize = runs(tokenize_cmd, status, run_tokenize);
   tokenize_cmd->add_option("--tokenizer", tokenize.tokenizer, "a tokenizer.json, or a directory holding one")
       ->required();
   auto* special_flag = tokenize_cmd->add_flag("--special", tokenize.special,
@@ -112,7 +111,6 @@ void add_tokenize(CLI::App& app, int& status) {
       ->excludes(special_flag)
       ->excludes(decode_flag);
   tokenize.text.add_to(*tokenize_cmd, "encode");
-  tokenize_cmd->callback([options, &status] { status = run_tokenize(*options); });
 }
 
 }  // namespace dew::cli

@@ -55,13 +55,12 @@ int run_tokenizer_train(const TokenizerTrainOptions& o) {
 }
 
 void add_tokenizer(CLI::App& app, int& status) {
-  auto options = std::make_shared<TokenizerTrainOptions>();
-  TokenizerTrainOptions& tokenizer_train = *options;
   auto* tokenizer_cmd = app.add_subcommand("tokenizer", "tokenizer tools");
   tokenizer_cmd->require_subcommand(1);
   auto* tokenizer_train_cmd = tokenizer_cmd->add_subcommand(
       "train",
       "learn a byte-level BPE from text files; writes a tokenizer.json the Hugging Face tokenizers load");
+  TokenizerTrainOptions& tokenizer_train = runs(tokenizer_train_cmd, status, run_tokenizer_train);
   tokenizer_train_cmd->add_option("files", tokenizer_train.files, "text files (UTF-8), each one document")
       ->required();
   tokenizer_train_cmd->add_option("--output", tokenizer_train.output, "the directory to write")->required();
@@ -75,7 +74,6 @@ void add_tokenizer(CLI::App& app, int& status) {
       ->add_option("--special", tokenizer_train.special_tokens,
                    "special tokens, after the merges (the first is also the EOS)")
       ->allow_extra_args(false);
-  tokenizer_train_cmd->callback([options, &status] { status = run_tokenizer_train(*options); });
 }
 
 }  // namespace dew::cli

@@ -14,8 +14,8 @@
 
 #include "cli/commands.h"
 #include "io/files.h"
-#include "train/clock_time.h"
 #include "io/toml.h"
+#include "train/clock_time.h"
 
 namespace dew::cli {
 namespace {
@@ -122,10 +122,9 @@ int run_report(const std::string& run_dir) {
 }
 
 void add_train(CLI::App& app, int& status) {
-  auto options = std::make_shared<TrainOptions>();
-  TrainOptions& train = *options;
   auto* train_cmd =
       app.add_subcommand("train", "train a config's model on its data, resuming a run directory");
+  TrainOptions& train = runs(train_cmd, status, run_train);
   train_cmd->add_option(
       "config", train.config,
       "a TOML config: [model], [train], [optimizer], [schedule], [data]; none: the default job "
@@ -137,7 +136,6 @@ void add_train(CLI::App& app, int& status) {
   train_cmd->add_option("--restart", train.restart,
                         "begin a new run from the weights (only) of a checkpoint, a run directory's newest "
                         "checkpoint, or a model directory");
-  train_cmd->callback([options, &status] { status = run_train(*options); });
 }
 
 void add_report(CLI::App& app, int& status) {

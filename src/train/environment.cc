@@ -56,13 +56,14 @@ nlohmann::json environment_description() {
   ::uname(&os);
   const double memory = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
   return {
-      {"libraries",
+      {"build",
        {{"dew", DEW_VERSION},
         {"commit", DEW_COMMIT},
         {"build_type", DEW_BUILD_TYPE},
         {"compiler", __VERSION__},
-        {"cuda_backend", DEW_CUDA_BACKEND ? "built" : "not built"},
-        {"onednn", fmt::format("{}.{}.{}", dnnl->major, dnnl->minor, dnnl->patch)},
+        {"cuda_backend", DEW_CUDA_BACKEND ? "built" : "not built"}}},
+      {"libraries",
+       {{"onednn", fmt::format("{}.{}.{}", dnnl->major, dnnl->minor, dnnl->patch)},
         {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100)},
         {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                       NLOHMANN_JSON_VERSION_PATCH)},

@@ -1,6 +1,6 @@
-// What a run ran on, for run.json (docs/training.md): Dew's and its libraries' versions, the
-// compiler, and the machine (CPU model, cores, threads used, memory, instruction sets, OS). Not the
-// routes: those are the route log's (ops.h), read when run.json is written.
+// What a run ran on, for run.json (docs/training.md): Dew's build (version, commit, build type,
+// compiler, CUDA backend), its libraries' versions, and the machine (CPU model, cores, threads used, memory,
+// instruction sets, OS). Not the routes: those are the route log's (ops.h), read when run.json is written.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -256,6 +256,7 @@ std::string write_report(const std::string& run_dir) {
   }
   if (run.contains("config")) html += "<h2>Config (resolved)</h2>\n" + table_of(run["config"]);
   if (run.contains("machine")) html += "<h2>Machine</h2>\n" + table_of(run["machine"]);
+  if (run.contains("build")) html += "<h2>Build</h2>\n" + table_of(run["build"]);
   if (run.contains("libraries")) html += "<h2>Libraries</h2>\n" + table_of(run["libraries"]);
   html += "</body></html>\n";
   const std::string path = (dir / "report.html").string();

@@ -171,7 +171,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     return run.outcome;
   }
   reset_routes();
-  write_text_file((fs::path(run_dir_) / "run.json").string(), run_description(run));
+  write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
   const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
   truncate_metrics(metrics_path, run.step);
   run.metrics.open(metrics_path, std::ios::app);
@@ -306,7 +306,7 @@ void Trainer::step(Run& run) {
         run.model.config().model_type, double(parameter_count(run.model)) / 1e6, result.tokens,
         config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute), num_threads(),
         config_.device.str(), run.step, config_.steps));
-    write_text_file((fs::path(run_dir_) / "run.json").string(), run_description(run));  // routes now known
+    write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());  // routes now known
   }
   Progress progress;
   progress.step = run.step;
@@ -417,14 +417,14 @@ std::string Trainer::checkpoint(Run& run) {
   const nlohmann::json state = {
       {"step", run.step},     {"tokens", run.tokens},           {"skipped", run.skipped},
       {"seed", config_.seed}, {"init_from", config_.init_from}, {"data", chain_.position()}};
-  const std::string description = run_description(run);
+  const std::string description = run_description();
   write_text_file((fs::path(run_dir_) / "run.json").string(), description);
   return save_checkpoint(run_dir_, run.step,
                          {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description},
                          config_.keep);
 }
 
-std::string Trainer::run_description(const Run&) const {
+std::string Trainer::run_description() const {
   nlohmann::json run = environment_description();
   run["config"] = nlohmann::json::parse(describe_config(config_));
   run["source"] = config_.source_json.empty() ? nlohmann::json() : nlohmann::json::parse(config_.source_json);

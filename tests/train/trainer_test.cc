@@ -258,6 +258,7 @@ TEST_F(TrainerRuns, RunJsonRecordsConfigChainRoutesLibrariesAndMachine) {
   for (const char* op : {"matmul", "attention", "rms_norm", "cross_entropy"})
     EXPECT_TRUE(ops.count(op)) << op;
   EXPECT_FALSE(run["libraries"]["onednn"].get<std::string>().empty());
+  EXPECT_FALSE(run["build"]["commit"].get<std::string>().empty());
   EXPECT_EQ(run["machine"]["threads"], num_threads());
   EXPECT_GT(run["machine"]["memory_bytes"].get<double>(), 0);
   // The checkpoint carries the same record.
