@@ -121,12 +121,15 @@ struct SamplingOptions {
 int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& options,
                      const std::vector<int64_t>& history, uint64_t sequence, uint64_t step);
 
+// The most tokens one generate() call produces: past it a request is a mistake, not a continuation.
+inline constexpr int64_t kMaxNewTokens = int64_t(1) << 20;
+
 // Continues prompts with the KV cache: a prefill, then one token per step for every row, sampled by
 // sample_token with the row's sequence id (so a prompt's tokens do not depend on its batch), until
 // every row has produced an end-of-sequence id (kept in its output) or max_new_tokens. Prompts of
 // different lengths are left-padded (NOTE [padding]): each row gets the tokens it gets alone.
 struct GenerationOptions {
-  int64_t max_new_tokens = 32;
+  int64_t max_new_tokens = 32;  // 1 to kMaxNewTokens
   SamplingOptions sampling;
   std::vector<int64_t> eos_ids;
   std::vector<uint64_t> sequence_ids;  // one per prompt; empty: 0 for every row

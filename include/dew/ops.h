@@ -174,6 +174,28 @@ struct LayerNormGradients {
 LayerNormGradients layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                        const LayerNormResult& forward);
 
+// Optimizer updates, in place: one step for a parameter and its state (contiguous, of the parameter's
+// shape and dtype, f32 or f64; grad may be any layout), in torch.optim's single-tensor order, each
+// step rounded to the dtype. Weight decay is decoupled for AdamW and Lion, added to the gradient for SGD.
+struct AdamWStep {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  int64_t step = 1;  // 1-based: the bias corrections' exponent
+};
+void adamw_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamWStep& s);
+struct SgdStep {
+  double lr = 1e-3, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first = true;  // the momentum buffer starts as the first step's direction (as torch.optim.SGD)
+};
+// momentum_buffer is undefined when momentum is 0.
+void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buffer, const SgdStep& s);
+struct LionStep {
+  double lr = 1e-4, beta1 = 0.9, beta2 = 0.99, weight_decay = 0;
+};
+void lion_update(Tensor& param, const Tensor& grad, Tensor& exp_avg, const LionStep& s);
+// sum(x^2) as an f64 scalar, accumulated in double over fixed blocks: the same bits at any thread count.
+Tensor squared_norm(const Tensor& x);
+
 // The route log (docs/architecture.md).
 struct RouteRecord {
   std::string op, implementation, case_label;

@@ -68,9 +68,8 @@ class Optimizer {
  protected:
   explicit Optimizer(std::vector<Param> params, std::vector<std::string> buffers);
   // Buffer `k` (in the order given to the constructor) of parameter `i`, zeros until first used, on
-  // the parameter's device; buffer() is its data (a host pointer for a cpu parameter).
+  // the parameter's device.
   Tensor& buffer_tensor(size_t k, size_t i);
-  float* buffer(size_t k, size_t i) { return buffer_tensor(k, i).data<float>(); }
   std::vector<Param> params_;
   int64_t steps_ = 0;
 
@@ -167,6 +166,10 @@ struct CheckpointScan {
   std::vector<std::string> ignored;  // "path: why" for each partial or unmarked one
 };
 CheckpointScan find_checkpoints(const std::string& run_dir);
+// For the run directory's one trainer (it holds the lock): removes what killed writes left under
+// checkpoints/ (`.partial-*` directories, and checkpoint directories renamed into place whose commit
+// marker was never written, whose steps are then redone). Returns a line for each.
+std::vector<std::string> clear_unfinished_checkpoints(const std::string& run_dir);
 // A model directory to load: `path` itself, or, for a run directory, its newest committed checkpoint
 // (`dew generate --model runs/default`). A run directory without one is an error saying so.
 std::string model_directory(const std::string& path);

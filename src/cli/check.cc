@@ -3,6 +3,9 @@
 // on any failure.
 #include <dew/runtime.h>
 
+#include <algorithm>
+#include <set>
+
 #include "cli/commands.h"
 #include "gate/catalog.h"
 
@@ -34,6 +37,19 @@ int run_check(const CheckOptions& o) {
     for (const auto& e : gate::catalog()) names.push_back(e.name);
     fail("--op {} is not an operation; expected one of: {}", o.op, fmt::join(names, ", "));
   }
+  // A name that selects nothing is a typo, not a pass: say what would have matched.
+  std::set<std::string> impls, tags;
+  for (const auto& e : gate::catalog()) {
+    if (!o.op.empty() && e.name != o.op) continue;
+    for (const auto& impl : e.implementations) impls.insert(impl.name);
+    for (const auto& c : e.cases) tags.insert(c.tags.begin(), c.tags.end());
+  }
+  DEW_REQUIRE(std::any_of(impls.begin(), impls.end(),
+                          [&](const std::string& i) { return selected(o.implementation, i); }),
+              "--impl {} names no implementation{}; expected one of: {}", o.implementation,
+              o.op.empty() ? "" : " of " + o.op, fmt::join(impls, ", "));
+  DEW_REQUIRE(tags.count(o.tag), "--tag {} names no case{}; expected one of: {}", o.tag,
+              o.op.empty() ? "" : " of " + o.op, fmt::join(tags, ", "));
   std::optional<DType> only_dtype;
   if (!o.dtype.empty()) only_dtype = parse_dtype(o.dtype);
   uint64_t seed = o.seed ? *o.seed : gate::gate_seed();

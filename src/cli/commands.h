@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -108,7 +109,8 @@ struct TrainOptions {
   std::vector<std::string> overrides;
 };
 int run_train(const TrainOptions& options);  // no config: examples/default.toml (the default job)
-int train_with(const TrainOptions& options);
+// Trains options.config until done or until `stop` is set (after a step, with a checkpoint).
+int train_with(const TrainOptions& options, const std::atomic<bool>& stop);
 int run_report(const std::string& run_dir);
 
 }  // namespace dew::cli

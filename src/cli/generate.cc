@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "io/files.h"
 #include "io/json.h"
 
@@ -63,9 +64,9 @@ std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptio
 
 int run_generate(const GenerateOptions& o) {
   namespace fs = std::filesystem;
-  const std::string model_dir = train::model_directory(o.model);  // a run directory: its newest checkpoint
-  const CausalLM model =
-      CausalLM::load(model_dir, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
+  const InferenceModel loaded = load_inference_model(o.model, o.dtype);
+  const std::string& model_dir = loaded.directory;
+  const CausalLM& model = loaded.model;
   const Tokenizer tokenizer = Tokenizer::load(model_dir);
   const fs::path generation_path = fs::path(model_dir) / "generation_config.json";
   const nlohmann::json generation = read_json_if_present(generation_path);
@@ -125,7 +126,8 @@ void add_generate(CLI::App& app, int& status) {
       ->add_option("-p,--prompt", gen.prompt, "the text to continue (BOS added as the tokenizer says)")
       ->required();
   generate_cmd->add_option("-n,--max-new-tokens", gen.max_new_tokens, "at most this many tokens")
-      ->default_val(256);
+      ->default_val(256)
+      ->check(CLI::Range(int64_t(1), kMaxNewTokens));
   generate_cmd->add_option("-s,--seed", gen.seed, "the sampling seed (same seed, same text)")->default_val(0);
   generate_cmd->add_option("--temperature", gen.temperature, "0: greedy (default: generation_config.json's)");
   generate_cmd->add_option("--top-k", gen.top_k, "keep the k likeliest tokens (0: off)");

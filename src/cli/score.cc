@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/inference_model.h"
 #include "io/json.h"
 #include "tokenize/utf8.h"
 
@@ -106,9 +107,9 @@ nlohmann::json score_text(const CausalLM& model, const Tokenizer& tokenizer, con
 }  // namespace
 
 int run_score(const ScoreOptions& o) {
-  const std::string model_dir = train::model_directory(o.model);  // a run directory: its newest checkpoint
-  const CausalLM model =
-      CausalLM::load(model_dir, o.dtype.empty() ? std::optional<DType>() : parse_dtype(o.dtype));
+  const InferenceModel loaded = load_inference_model(o.model, o.dtype);
+  const std::string& model_dir = loaded.directory;
+  const CausalLM& model = loaded.model;
   const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(model_dir));
   NoGrad inference;
   if (const std::optional<std::string> text = o.text.get()) {

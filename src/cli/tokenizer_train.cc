@@ -20,13 +20,19 @@ void write_trained_tokenizer(const std::vector<std::string_view>& documents, con
   DEW_REQUIRE(o.force || !std::filesystem::exists(tokenizer_path),
               "{} exists already; give --force to overwrite it, or another --output directory",
               tokenizer_path.string());
+  // The output directory first, so that a path that cannot be one fails before the training.
+  std::error_code error;
+  std::filesystem::create_directories(o.output, error);
+  DEW_REQUIRE(
+      !error && std::filesystem::is_directory(o.output),
+      "--output {} cannot be a directory to write tokenizer.json into ({}); expected a new or existing "
+      "directory",
+      o.output, error ? error.message() : "a file of that name exists");
   BpeTrainOptions options;
   options.vocab_size = o.vocab_size;
   options.min_frequency = o.min_frequency;
   options.special_tokens = o.special_tokens;
   const std::string tokenizer_json = train_byte_level_bpe(documents, options);
-
-  std::filesystem::create_directories(o.output);
   const auto write = [&](const std::string& name, const std::string& text) {
     write_text_file((std::filesystem::path(o.output) / name).string(), text);
   };

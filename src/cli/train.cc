@@ -1,5 +1,6 @@
 // dew train CONFIG: trains the config's model on its data in a run directory, resuming from the
-// newest committed checkpoint there. SIGINT or SIGTERM finish the step, write a checkpoint and exit 0.
+// newest committed checkpoint there. SIGINT or SIGTERM finish the step, write a checkpoint and exit 0
+// (NOTE [signals by sigwait]).
 #include <dew/data.h>
 #include <dew/error.h>
 #include <dew/train.h>
@@ -8,23 +9,17 @@
 
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/stop_signals.h"
 #include "io/files.h"
 #include "io/toml.h"
 #include "train/clock_time.h"
 
 namespace dew::cli {
 namespace {
-
-std::atomic<bool> stop_requested{false};  // set by the signal handler, read after each step
-
-extern "C" void request_stop(int) {
-  stop_requested = true;
-}
 
 // A config's [tokenizer] table: unless `path` holds a tokenizer.json already, train a byte-level BPE
 // there on the text the [data] chain tokenizes (its source, one epoch, and the stages before tokenize).
@@ -52,16 +47,22 @@ void prepare_tokenizer(const std::string& config_path, const std::vector<std::st
 }  // namespace
 
 int run_train(const TrainOptions& options) {
+  const StopSignals stop;  // first: every thread started after it has the signals blocked
   TrainOptions with_config = options;
   if (with_config.config.empty()) {  // the default job
     with_config.config = std::string(DEW_SOURCE_DIR) + "/examples/default.toml";
+    // Its corpus and tokenizer live in the source tree too: an installed dew away from it needs a config.
+    DEW_REQUIRE(std::filesystem::is_regular_file(with_config.config),
+                "the default job is {} of the source tree this dew was built from, which is not here; give a "
+                "config: dew train CONFIG.toml (docs/training.md)",
+                with_config.config);
     if (with_config.run_dir.empty()) with_config.run_dir = "runs/default";
   }
   prepare_tokenizer(with_config.config, with_config.overrides);
-  return train_with(with_config);
+  return train_with(with_config, stop.requested());
 }
 
-int train_with(const TrainOptions& options) {
+int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   const std::string run_dir = options.run_dir.empty()
                                   ? "runs/" + std::filesystem::path(options.config).stem().string()
                                   : options.run_dir;
@@ -89,12 +90,8 @@ int train_with(const TrainOptions& options) {
     if (terminal && step_line) return;                                      // the live line shows it
     fmt::print(stderr, "{}{}\n", terminal ? "\r\033[K" : "", line);
   };
-  std::signal(SIGINT, request_stop);
-  std::signal(SIGTERM, request_stop);
-  const train::Trainer::Outcome outcome = trainer.run(&stop_requested);
+  const train::Trainer::Outcome outcome = trainer.run(&stop);
   if (terminal) fmt::print(stderr, "\n");
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   std::fflush(stderr);
   if (outcome.finished_already) {
     fmt::print(

@@ -26,13 +26,24 @@ constexpr size_t kWriteChunk = size_t(4) << 20;
 }  // namespace
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   DEW_REQUIRE(fd >= 0, "{}: cannot open ({})", path, reason());
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string why = S_ISDIR(st.st_mode) ? "a directory" : reason();
+  if (::fstat(fd, &st) != 0) {
+    const std::string why = reason();
     ::close(fd);
     fail("{}: cannot read it as a file ({})", path, why);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    fail("{} is {}; expected a regular file", path, kind);
   }
   size_ = uint64_t(st.st_size);
   if (size_ > 0) {

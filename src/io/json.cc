@@ -75,26 +75,66 @@ size_t invalid_utf8_at(std::string_view text) {
 
 namespace {
 
+// NOTE [strict JSON in two passes]: duplicate keys and depth are checked by a SAX pass that builds
+// nothing, then the document is parsed without a callback. nlohmann's callback parser scans the parent
+// object at every object's end (to drop discarded values), which made a safetensors header of 20,000
+// tensors take seconds and 200,000 minutes; both passes here are linear.
+class StrictChecks : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit StrictChecks(const std::string& source) : source_(source) {}
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    open();
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (!keys_.back().insert(key).second)
+      fail("{}: the key \"{}\" appears twice in one object; expected each key once", source_, key);
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    open();
+    return true;
+  }
+  bool end_array() override {
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    fail("{}: not valid JSON ({})", source_, e.what());
+  }
+
+ private:
+  void open() {
+    if (++depth_ > kMaxJsonDepth)
+      fail("{}: JSON nested deeper than {} levels; expected a flatter document", source_, kMaxJsonDepth);
+  }
+  const std::string& source_;
+  int depth_ = 0;
+  std::vector<std::unordered_set<std::string>> keys_;  // one set per open object
+};
+
 template <class Json>
 Json parse_strict(std::string_view text, const std::string& source) {
   if (size_t bad = invalid_utf8_at(text); bad != std::string_view::npos)
     fail("{}: byte {} is not valid UTF-8 (0x{:02X}); expected UTF-8 text", source, bad,
          static_cast<unsigned char>(text[bad]));
-  // One set of keys per open object: a key seen twice in the same object is refused.
-  std::vector<std::unordered_set<std::string>> open_objects;
-  auto callback = [&](int depth, nlohmann::json::parse_event_t event, Json& parsed) {
-    using E = nlohmann::json::parse_event_t;
-    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
-      fail("{}: JSON nested deeper than {} levels; expected a flatter document", source, kMaxJsonDepth);
-    if (event == E::object_start) open_objects.emplace_back();
-    if (event == E::object_end) open_objects.pop_back();
-    if (event == E::key && !open_objects.back().insert(parsed.template get<std::string>()).second)
-      fail("{}: the key \"{}\" appears twice in one object; expected each key once", source,
-           parsed.template get<std::string>());
-    return true;
-  };
+  StrictChecks checks(source);
+  nlohmann::json::sax_parse(text.begin(), text.end(), &checks);
   try {
-    return Json::parse(text.begin(), text.end(), callback);
+    return Json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not valid JSON ({})", source, e.what());
   }

@@ -1,6 +1,8 @@
 // Loading TOML configs with overrides, and reading their members by type.
 #include "io/toml.h"
 
+#include <filesystem>
+
 #include "core/nearest_name.h"
 
 #include <dew/error.h>
@@ -41,6 +43,9 @@ std::string origin(const toml::node& node) {
 // (a data stage by its kind: data.stage.tokenize.workers=2).
 size_t array_entry(const toml::array& array, const std::string& part, const std::string& assignment) {
   const bool digits = part.size() < 10 && part.find_first_not_of("0123456789") == std::string::npos;
+  DEW_REQUIRE(part.empty() || part[0] != '-',
+              "--set {}: {} is not an entry of an array of {}; expected an index below {} or a kind",
+              assignment, part, array.size(), array.size());
   if (digits) {
     DEW_REQUIRE(std::stoul(part) < array.size(),
                 "--set {}: {} is an array of {} entries; expected an index below {}", assignment, part,
@@ -105,6 +110,7 @@ void apply_override(toml::table& root, const std::string& path, const std::strin
 
 toml::table load_toml(const std::string& path, const std::vector<std::string>& overrides) {
   toml::table root;
+  DEW_REQUIRE(!std::filesystem::is_directory(path), "{} is a directory; expected a TOML config file", path);
   try {
     root = toml::parse_file(path);
   } catch (const toml::parse_error& e) {

@@ -3,6 +3,8 @@
 // Dew does not implement is refused by name (NOTE [refused config fields]).
 #include <dew/models.h>
 
+#include <cmath>
+
 #include "io/files.h"
 #include "io/json.h"
 #include "models/families.h"
@@ -115,6 +117,31 @@ ModelConfig parse_gpt2(const JsonFields& f) {
   return c;
 }
 
+// Values no model computes with, refused by field before anything is sized from them (an op's
+// error deep inside the first forward would name neither the file nor the field).
+void check_values(const ModelConfig& c, const JsonFields& f) {
+  const bool gpt2 = c.model_type == "gpt2";
+  DEW_REQUIRE(c.norm_eps > 0 && std::isfinite(c.norm_eps), "{}: {} is {}; expected a positive number",
+              f.source, gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", c.norm_eps);
+  if (!gpt2) {  // gpt2 learns its positions
+    DEW_REQUIRE(c.rope.theta > 0 && std::isfinite(c.rope.theta),
+                "{}: rope_theta is {}; expected a positive number", f.source, c.rope.theta);
+    const double factor = c.rope.partial_rotary_factor;
+    DEW_REQUIRE(factor > 0 && factor <= 1, "{}: partial_rotary_factor is {}; expected a number in (0, 1]",
+                f.source, factor);
+    const int64_t rotary = int64_t(double(c.head_dim) * factor);  // as transformers rounds it
+    DEW_REQUIRE(
+        rotary >= 2 && rotary % 2 == 0,
+        "{}: head_dim {} (hidden_size {} / num_attention_heads {}, or head_dim) times partial_rotary_factor "
+        "{} gives {} rotary dimensions; expected an even number, at least 2",
+        f.source, c.head_dim, c.hidden_size, c.num_attention_heads, factor, rotary);
+  }
+  DEW_REQUIRE(
+      c.dtype == "float32" || c.dtype == "bfloat16" || c.dtype == "float16" || c.dtype == "float64",
+      "{}: torch_dtype \"{}\" is not a dtype Dew reads; expected float32, bfloat16, float16 or float64",
+      f.source, c.dtype);
+}
+
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& source) {
@@ -131,6 +158,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     fail("{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3 or gpt2",
          source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
+  check_values(c, f);
   return c;
 }
 

@@ -11,6 +11,8 @@ std::vector<std::vector<int64_t>> generate(const CausalLM& model,
                                            const std::vector<std::vector<int64_t>>& prompts,
                                            const GenerationOptions& o) {
   DEW_REQUIRE(!prompts.empty(), "[generate] no prompt; expected at least one non-empty prompt");
+  DEW_REQUIRE(o.max_new_tokens >= 1 && o.max_new_tokens <= kMaxNewTokens,
+              "[generate] max_new_tokens {}; expected 1 to {}", o.max_new_tokens, kMaxNewTokens);
   const int64_t B = int64_t(prompts.size()), V = model.config().vocab_size;
   int64_t T = 0;
   for (const auto& p : prompts) {

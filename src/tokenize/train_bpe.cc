@@ -104,6 +104,13 @@ std::string train_byte_level_bpe(const std::vector<std::string_view>& documents,
       options.vocab_size, specials);
   DEW_REQUIRE(options.min_frequency >= 1, "[tokenizer train] min_frequency is {}; expected 1 or more",
               options.min_frequency);
+  for (size_t i = 0; i < options.special_tokens.size(); ++i) {
+    const std::string& special = options.special_tokens[i];
+    DEW_REQUIRE(!special.empty(), "[tokenizer train] special token {} is empty; expected some text", i + 1);
+    DEW_REQUIRE(std::find(options.special_tokens.begin(), options.special_tokens.begin() + long(i),
+                          special) == options.special_tokens.begin() + long(i),
+                "[tokenizer train] special token \"{}\" is given twice; expected each once", special);
+  }
 
   // The vocabulary starts as the 256 byte tokens, in byte order.
   const ByteLevelAlphabet& alphabet = byte_level_alphabet();

@@ -1,7 +1,8 @@
 // Checkpoint directories (train.h): written whole or recognisably not at all, found newest first,
 // loaded back. NOTE [commit marker]: a directory is a checkpoint only once COMMITTED exists in it;
 // COMMITTED is written after the directory was renamed into place and flushed, so a crash at any
-// point leaves either a `.partial-*` directory or an unmarked one, both ignored (and reported).
+// point leaves either a `.partial-*` directory or an unmarked one, both ignored by readers (and
+// reported) and removed by the run's trainer when it next starts (clear_unfinished_checkpoints).
 #include <dew/error.h>
 #include <dew/safetensors.h>
 #include <dew/train.h>
@@ -26,6 +27,11 @@ std::string step_name(int64_t step) {
   return fmt::format("step-{:08d}", step);
 }
 
+bool is_step_name(const std::string& name) {
+  return name.size() == 13 && name.rfind("step-", 0) == 0 &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
 // The committed checkpoints of a run, by step, and what was passed over.
 std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& dir, std::vector<std::string>* ignored) {
   std::vector<std::pair<int64_t, fs::path>> out;
@@ -37,9 +43,7 @@ std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& dir, std::ve
       if (ignored) ignored->push_back(e.path().string() + ": a write that did not finish");
       continue;
     }
-    if (name.size() != 13 || name.rfind("step-", 0) != 0 ||
-        name.find_first_not_of("0123456789", 5) != std::string::npos)
-      continue;
+    if (!is_step_name(name)) continue;
     if (!fs::is_regular_file(e.path() / kMarker, error)) {
       if (ignored) ignored->push_back(e.path().string() + ": no " + kMarker + " marker (written partly)");
       continue;
@@ -100,14 +104,42 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
     throw;
   }
   write_text_file((final / kMarker).string(), step_name(step) + "\n");  // NOTE [commit marker]
-  // Keep the newest keep_last, and every keep_every-th.
+  // Keep the newest keep_last, and every keep_every-th. Each goes by a rename first, so a kill while
+  // deleting leaves a `.partial-*` directory, never a committed checkpoint with files missing.
   const auto all = committed(dir, nullptr);
   for (size_t i = 0; i + size_t(policy.keep_last) < all.size(); ++i) {
     const auto& [old_step, path] = all[i];
     if (policy.keep_every > 0 && old_step % policy.keep_every == 0) continue;
-    fs::remove_all(path);
+    const fs::path doomed = dir / fmt::format(".partial-pruned-{}-{}", step_name(old_step), ::getpid());
+    fs::rename(path, doomed);
+    fs::remove_all(doomed);
   }
   return final.string();
+}
+
+std::vector<std::string> clear_unfinished_checkpoints(const std::string& run_dir) {
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  std::vector<std::string> said;
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return said;
+  std::vector<fs::path> entries;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, error)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& path : entries) {
+    const std::string name = path.filename().string();
+    const bool partial = name.rfind(".partial-", 0) == 0;
+    const bool unmarked = is_step_name(name) && !fs::is_regular_file(path / kMarker, error);
+    if (!partial && !unmarked) continue;
+    uintmax_t bytes = 0;
+    for (const fs::directory_entry& f : fs::recursive_directory_iterator(path, error))
+      if (f.is_regular_file(error)) bytes += f.file_size(error);
+    fs::remove_all(path);
+    said.push_back(fmt::format("removed {} ({:.1f} MB): {}", path.string(), double(bytes) / 1e6,
+                               partial ? "a write that did not finish"
+                                       : std::string("a checkpoint whose ") + kMarker +
+                                             " marker was never written; its steps are redone"));
+  }
+  return said;
 }
 
 CheckpointScan find_checkpoints(const std::string& run_dir) {

@@ -68,10 +68,23 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   else if (std::optional<std::string_view> p = root.at_path("tokenizer.path").value<std::string_view>())
     c.tokenizer = relative_to_config(std::string(*p));  // the config's [tokenizer], named once
   if (train.has("init_from")) c.init_from = relative_to_config(train.text("init_from"));
-  // [model] without vocab_size takes the tokenizer's, so that the size is written once.
+  // [model] without vocab_size takes the tokenizer's, so that the size is written once; with one, it
+  // must hold every id the tokenizer gives. Both are settled here, before any training.
   toml::table model_fields = model;
-  if (!model_fields.contains("vocab_size") && !c.tokenizer.empty())
-    model_fields.insert("vocab_size", Tokenizer::load(c.tokenizer).vocab_size());
+  if (!c.tokenizer.empty()) {
+    const std::filesystem::path tokenizer(c.tokenizer);
+    DEW_REQUIRE(std::filesystem::is_regular_file(tokenizer) ||
+                    std::filesystem::is_regular_file(tokenizer / "tokenizer.json"),
+                "{}: the tokenizer {} does not exist; expected a tokenizer.json or a directory holding one "
+                "(dew tokenizer train makes one)",
+                path, c.tokenizer);
+    const int64_t ids = Tokenizer::load(c.tokenizer).vocab_size();
+    if (!model_fields.contains("vocab_size")) model_fields.insert("vocab_size", ids);
+    const std::optional<int64_t> vocab = model_fields["vocab_size"].value<int64_t>();
+    DEW_REQUIRE(vocab && *vocab >= ids,
+                "{}: model.vocab_size {} is smaller than the tokenizer's {} ids ({}); expected at least {}",
+                path, vocab ? std::to_string(*vocab) : "(not an integer)", ids, c.tokenizer, ids);
+  }
   std::ostringstream json;
   json << toml::json_formatter{model_fields};
   c.model_json = json.str();

@@ -2,7 +2,6 @@
 #include <dew/autodiff.h>
 #include <dew/error.h>
 #include <dew/ops.h>
-#include <dew/runtime.h>
 #include <dew/train.h>
 
 #include <cmath>
@@ -43,49 +42,20 @@ double LrSchedule::at(int64_t step) const {
 
 double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
   DEW_REQUIRE(max_norm > 0, "[clip_grad_norm] max_norm {}; expected a positive norm", max_norm);
-  constexpr int64_t kBlock = 1 << 14;  // partial sums per fixed block, added in order
-  double total = 0;
-  std::vector<Tensor> grads;
+  NoGrad no_grad;
+  std::vector<Tensor> grads;  // share the gradients' storage: clipping scales them in place
+  Tensor total;               // f64, summed on the gradients' device and read once
   for (const Param& p : params) {
     const Tensor g = p.tensor.grad();
     if (!g.defined()) continue;
-    DEW_REQUIRE(g.dtype() == DType::f32 && g.is_contiguous(),
-                "[clip_grad_norm] the gradient of {} is {}; expected a contiguous f32 tensor", p.name,
-                g.describe());
-    grads.push_back(g);                          // shares the gradient's storage: clipping scales it in place
-    if (g.device().kind != Device::Kind::cpu) {  // on a GPU: the sum of squares there, read back
-      NoGrad no_grad;
-      total += sum(square(g)).to_f64_vector()[0];
-      continue;
-    }
-    const float* x = grads.back().data<float>();
-    const int64_t n = grads.back().numel(), blocks = (n + kBlock - 1) / kBlock;
-    std::vector<double> partial(size_t(blocks), 0.0);
-    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        double s = 0;
-        for (int64_t k = b * kBlock; k < std::min(n, (b + 1) * kBlock); ++k) s += double(x[k]) * double(x[k]);
-        partial[size_t(b)] = s;
-      }
-    });
-    for (double s : partial) total += s;
+    grads.push_back(g);
+    const Tensor squares = squared_norm(g);
+    total = total.defined() ? add(total, squares) : squares;
   }
-  const double norm = std::sqrt(total);
+  const double norm = total.defined() ? std::sqrt(total.to_f64_vector()[0]) : 0.0;
   const double coefficient = max_norm / (norm + 1e-6);
-  if (coefficient < 1) {
-    const float c = float(coefficient);
-    for (Tensor& g : grads) {
-      if (g.device().kind != Device::Kind::cpu) {
-        NoGrad no_grad;
-        g.copy_from(mul(g, Tensor::full({}, c, DType::f32, g.device())));
-        continue;
-      }
-      float* x = g.data<float>();
-      parallel_for(g.numel(), 1 << 14, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) x[k] *= c;
-      });
-    }
-  }
+  if (coefficient < 1)
+    for (Tensor& g : grads) g.copy_from(mul(g, Tensor::full({}, coefficient, g.dtype(), g.device())));
   return norm;
 }
 

@@ -7,6 +7,7 @@
 #include <dew/runtime.h>
 #include <dew/train.h>
 
+#include "io/file_lock.h"
 #include "io/files.h"
 #include "io/json.h"
 #include "train/clock_time.h"
@@ -151,8 +152,9 @@ struct Trainer::Run {
   std::vector<Param> params;
   std::unique_ptr<Optimizer> optimizer;
   int64_t step = 0, tokens = 0, skipped = 0, consecutive_skips = 0;
-  int64_t first_step = 0;       // where this process began (0, or the resumed checkpoint's step)
-  std::string last_checkpoint;  // the newest committed one: intact whatever goes wrong next
+  int64_t first_step = 0;          // where this process began (0, or the resumed checkpoint's step)
+  std::unique_ptr<FileLock> lock;  // the run directory's, held until run() returns
+  std::string last_checkpoint;     // the newest committed one: intact whatever goes wrong next
   std::ofstream metrics;
   double flops_per_token = 0;
   Clock::time_point started = Clock::now();
@@ -162,6 +164,15 @@ struct Trainer::Run {
 Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   fs::create_directories(run_dir_);
   Run run;
+  // One trainer per run directory: a second would interleave metrics and checkpoints with the first.
+  const std::string lock_path = (fs::path(run_dir_) / "train.lock").string();
+  std::string holder;
+  run.lock = FileLock::try_acquire(lock_path, holder);
+  DEW_REQUIRE(run.lock,
+              "[train] {} is in use by process {} (it holds {}); wait for that run to end or stop it, "
+              "or give another run directory",
+              run_dir_, holder, lock_path);
+  for (const std::string& line : clear_unfinished_checkpoints(run_dir_)) say(line);
   resume_or_initialize(run);
   for (const std::string& note : notes_) say(note);
   if (run.step >= config_.steps) {  // nothing left to do: say so, change nothing
@@ -281,6 +292,10 @@ void Trainer::step(Run& run) {
                                         .z_loss = config_.z_loss,
                                         .compute = config_.compute},
                                        [&] { return chain_.next_batch(); });
+  DEW_REQUIRE(
+      result.complete || run.tokens > 0,
+      "[train] the data chain gave no batch at all: its source holds no records, or fewer tokens than "
+      "one batch; expected data (dew data stats CONFIG shows what each stage yields)");
   DEW_REQUIRE(result.complete,
               "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
               run.step, config_.steps);

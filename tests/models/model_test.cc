@@ -141,6 +141,34 @@ TEST(ModelConfig, FieldsThatChangeTheMathematicsAreRefusedByName) {
             std::string::npos);
 }
 
+// Values no model computes with are refused by field when the config is read, not by an op inside the
+// first forward (a negative partial_rotary_factor was an uncaught std::length_error).
+TEST(ModelConfig, ValuesNoModelComputesWithAreRefusedByField) {
+  const std::string base =
+      R"("vocab_size":10,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2)";
+  auto refusal = [&](const std::string& fields) {
+    return error_of(
+        [&] { parse_model_config(R"({"model_type":"llama",)" + fields + "," + base + "}", "c.json"); });
+  };
+  EXPECT_NE(refusal(R"("hidden_size":8,"partial_rotary_factor":-0.5)")
+                .find("c.json: partial_rotary_factor is -0.5; expected a number in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("hidden_size":6)").find("c.json: head_dim 3 (hidden_size 6 / num_attention_heads 2"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("hidden_size":8,"rms_norm_eps":-1e-5)")
+                .find("c.json: rms_norm_eps is -1e-05; expected a positive"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("hidden_size":8,"rope_theta":0)").find("c.json: rope_theta is 0; expected a positive"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("hidden_size":8,"torch_dtype":"float8")")
+                .find("c.json: torch_dtype \"float8\" is not a dtype"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              parse_model_config(R"({"model_type":"gpt2","vocab_size":10,"layer_norm_epsilon":0})", "g.json");
+            }).find("g.json: layer_norm_epsilon is 0"),
+            std::string::npos);
+}
+
 TEST(RopeFrequencies, Llama3KeepsShortWavelengthsAndSlowsLongOnes) {
   const ModelConfig c = parse_model_config(
       R"({"model_type":"llama","vocab_size":10,"hidden_size":4096,"intermediate_size":8,"num_hidden_layers":1,
@@ -423,6 +451,20 @@ TEST(Generate, SampledTokensDoNotDependOnTheBatchAndStopAtEos) {
               generate(model, {{1, 2}, {}}, o);
             }).find("an empty prompt"),
             std::string::npos);
+}
+
+// A token budget below 1 or past kMaxNewTokens is refused by name, not answered with nothing.
+TEST(Generate, RefusesATokenBudgetOutsideOneToTheCap) {
+  const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 29);
+  for (int64_t budget : {int64_t(0), int64_t(-5), kMaxNewTokens + 1}) {
+    GenerationOptions o;
+    o.max_new_tokens = budget;
+    EXPECT_NE(testing::error_of([&] {
+                generate(model, {{1, 2}}, o);
+              }).find(fmt::format("max_new_tokens {}; expected 1 to {}", budget, kMaxNewTokens)),
+              std::string::npos)
+        << budget;
+  }
 }
 
 // Prompts of different lengths in one batch (left-padded, NOTE [padding]): each row samples the

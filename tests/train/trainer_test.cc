@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
+
+#include <unistd.h>
 
 #include "data_files.h"
 #include "error_of.h"
@@ -311,6 +314,59 @@ TEST_F(TrainerRuns, OutOfMemoryEndsTheRunAndLeavesTheLastCheckpointIntact) {
   EXPECT_EQ(scan.step, 2);
   EXPECT_TRUE(scan.ignored.empty());
   EXPECT_EQ(train("oom").size(), 4u) << "it resumes from step 2";
+}
+
+// A run directory has one trainer: a second, started while the first trains, is refused at once,
+// naming the first's process; once the first is done, the directory is free again.
+TEST_F(TrainerRuns, ASecondTrainerOnARunDirectoryIsRefusedNamingTheFirst) {
+  config_.eval_every = config_.sample_every = 0;
+  config_.steps = 2;
+  Trainer first(config_, chain(), dir_.path("shared"));
+  std::string refusal;
+  first.on_step = [&](const Trainer::Progress& p) {
+    if (p.step != 1) return;
+    Trainer second(config_, chain(), dir_.path("shared"));
+    refusal = testing::error_of([&] { second.run(); });
+  };
+  first.run();
+  EXPECT_NE(refusal.find(dir_.path("shared") + " is in use by process " + std::to_string(::getpid())),
+            std::string::npos)
+      << refusal;
+  EXPECT_EQ(find_checkpoints(dir_.path("shared")).step, 2) << "the first run went on untouched";
+  config_.steps = 3;
+  EXPECT_EQ(train("shared").size(), 1u) << "free once the first trainer is done";
+}
+
+// What killed writes leave: a checkpoint renamed into place whose commit marker was never written (a
+// kill between the two) and `.partial-*` directories. The next start removes both, saying so, and
+// redoes the unmarked checkpoint's steps, where it used to refuse that step's checkpoint forever.
+TEST_F(TrainerRuns, UnfinishedCheckpointWritesAreRemovedAndTheirStepsRedone) {
+  config_.eval_every = config_.sample_every = 0;
+  config_.checkpoint_every = 4;
+  const auto straight = train("whole");
+  train("killed", 4);
+  const std::string checkpoints = dir_.path("killed/checkpoints");
+  std::filesystem::remove(checkpoints + "/step-00000004/COMMITTED");
+  std::filesystem::create_directories(checkpoints + "/.partial-step-00000006-99999");
+  std::ofstream(checkpoints + "/.partial-step-00000006-99999/model.safetensors") << std::string(1000, 'x');
+
+  Trainer trainer(config_, chain(), dir_.path("killed"));
+  std::vector<std::string> said;
+  std::map<int64_t, double> losses;
+  trainer.on_log = [&](const std::string& line) { said.push_back(line); };
+  trainer.on_step = [&](const Trainer::Progress& p) { losses[p.step] = p.loss; };
+  trainer.run();
+  EXPECT_EQ(losses, straight) << "all eight steps again, the same";
+  const auto removed = [&](const std::string& what) {
+    return std::count_if(said.begin(), said.end(), [&](const std::string& line) {
+      return line.rfind("removed " + checkpoints + "/" + what, 0) == 0;
+    });
+  };
+  EXPECT_EQ(removed("step-00000004 ("), 1) << fmt::format("{}", fmt::join(said, "\n"));
+  EXPECT_EQ(removed(".partial-step-00000006-99999 (0.0 MB): a write that did not finish"), 1);
+  EXPECT_FALSE(std::filesystem::exists(checkpoints + "/.partial-step-00000006-99999"));
+  EXPECT_TRUE(std::filesystem::exists(checkpoints + "/step-00000004/COMMITTED"));
+  EXPECT_EQ(find_checkpoints(dir_.path("killed")).step, 8);
 }
 
 }  // namespace

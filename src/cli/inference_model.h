@@ -1,0 +1,20 @@
+// The model `dew generate` and `dew score` run: a model directory, or a run directory's newest
+// checkpoint, loaded in the dtype asked for, and refused when a weight is NaN or infinite (every output
+// would be NaN).
+#pragma once
+
+#include <dew/models.h>
+
+#include <string>
+
+namespace dew::cli {
+
+struct InferenceModel {
+  std::string directory;  // where the model and its tokenizer were read
+  CausalLM model;
+};
+
+// `dtype` empty: the checkpoint's own.
+InferenceModel load_inference_model(const std::string& model_or_run, const std::string& dtype);
+
+}  // namespace dew::cli
