@@ -262,6 +262,42 @@ namespace {
 // transformers' continue_final_message: the prompt stops right after the final message's text, so the
 // model continues it; trailing white space the template trimmed stays out; a list of content blocks
 // continues its last text block.
+// The sandbox (src/tokenize/jinja/limits.h): what would run without end or fill memory stops with an
+// error naming the limit, and numbers behave as Python's do. Each of these hung, was killed for memory or
+// was undefined behaviour before.
+TEST(ChatTemplate, TheSandboxBoundsTimeMemoryAndNumbers) {
+  const auto rendered = [](const std::string& source) {
+    return tokenizer_with({{"chat_template", source}}).apply_chat_template("[]").text;
+  };
+  const auto refusal = [&](const std::string& source) {
+    try {
+      rendered(source);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("rendered");
+  };
+  EXPECT_THAT(refusal("{% for i in range(1000000000) %}{% endfor %}"),
+              HasSubstr("range(0, 1000000000, 1) has 1000000000 items; the sandbox allows at most 100000"));
+  EXPECT_EQ(rendered("{{ range(100000)|length }}"), "100000");
+  EXPECT_THAT(refusal("{{ 'ab' * 100000000000 }}"), HasSubstr("a string repeated by * would be"));
+  EXPECT_THAT(refusal("{{ [1, 2] * 10000000 }}"),
+              HasSubstr("a list repeated by * would hold 20000000 items"));
+  EXPECT_EQ(rendered("{{ 'ab' * -3 }}|{{ 'ab' * 2 }}"), "|abab");
+  EXPECT_THAT(refusal("{{ 'x'|indent(1000000000) }}"), HasSubstr("indent's width 1000000000 is past"));
+  EXPECT_THAT(refusal("{{ {'a': 1}|tojson(indent=100000000) }}"), HasSubstr("tojson's indent 100000000"));
+  EXPECT_THAT(refusal("{% set ns = namespace(s='x' * 1000000) %}{% for i in range(100) %}"
+                      "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+              HasSubstr("a string joined by ~ would be"));
+  EXPECT_THAT(refusal("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
+              HasSubstr("the template ran past 5000000 steps"));
+  EXPECT_EQ(rendered("{{ 1.5|round(-1000000) }} {{ 2.5|round }} {{ 1234.5|round(-2) }}"), "0.0 2.0 1200.0");
+  EXPECT_THAT(refusal("{{ (1e308 * 10)|int }}"), HasSubstr("cannot convert float infinity to integer"));
+  EXPECT_THAT(refusal("{{ 9223372036854775807 + 1 }}"), HasSubstr("integer overflow in +"));
+  EXPECT_THAT(refusal("{{ 3 ** 100 }}"), HasSubstr("integer overflow in *"));
+  EXPECT_EQ(rendered("{{ 2 ** 62 }} {{ (-2) ** 63 }}"), "4611686018427387904 -9223372036854775808");
+}
+
 TEST(ChatTemplate, ContinueFinalMessageEndsInsideTheLastMessage) {
   const Tokenizer chatml = tokenizer_with(
       {{"chat_template",

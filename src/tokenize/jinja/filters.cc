@@ -6,6 +6,7 @@
 
 #include "dew/error.h"
 #include "tokenize/jinja/builtins.h"
+#include "tokenize/jinja/limits.h"
 #include "tokenize/jinja/text.h"
 
 namespace dew::jinja {
@@ -66,8 +67,12 @@ Value sort_key(const Value& item, const Value& attribute, bool case_sensitive) {
 }
 
 Value indent(const std::string& text, const Value& width, bool first, bool blank) {
+  const int64_t spaces = width.is_string() ? 0 : integer_of(width, "indent");
+  DEW_REQUIRE(spaces <= kMaxIndent, "indent's width {} is past the sandbox's {}", spaces, kMaxIndent);
   const std::string indention =
-      width.is_string() ? width.as_string() : std::string(size_t(integer_of(width, "indent")), ' ');
+      width.is_string() ? width.as_string() : std::string(size_t(std::max<int64_t>(spaces, 0)), ' ');
+  check_text_size(text.size() + size_t(std::count(text.begin(), text.end(), '\n') + 1) * indention.size(),
+                  "an indented text");
   std::vector<std::string> lines = split_text(text + "\n", std::string_view("\n"), -1);
   lines.pop_back();  // Jinja appends a newline so that splitlines() keeps a trailing empty line
   std::string out = lines.empty() ? "" : lines[0];
@@ -81,7 +86,11 @@ Value tojson(const Value& value, Arguments& arguments) {
                 {{"ensure_ascii", false}, {"indent", None{}}, {"separators", None{}}, {"sort_keys", false}});
   JsonFormat format;
   format.ensure_ascii = truthy(a[0]);
-  if (!a[1].is_none()) format.indent = integer_of(a[1], "tojson's indent");
+  if (!a[1].is_none()) {
+    format.indent = integer_of(a[1], "tojson's indent");
+    DEW_REQUIRE(*format.indent >= 0 && *format.indent <= kMaxIndent,
+                "tojson's indent {} is outside the sandbox's 0 to {}", *format.indent, kMaxIndent);
+  }
   format.item_separator = format.indent ? "," : ", ";
   format.key_separator = ": ";
   if (!a[2].is_none()) {
@@ -167,18 +176,25 @@ Value extreme(const Value& sequence, Arguments& arguments, bool largest, const s
 Value round_number(const Value& value, Arguments& arguments) {
   auto a = bind(arguments, "the filter round", {{"precision", int64_t(0)}, {"method", "common"}});
   if (!value.is_number()) fail("the filter round needs a number, got a {}", value.type_name());
-  const double scale = std::pow(10.0, double(integer_of(a[0], "round's precision")));
+  const int64_t precision = integer_of(a[0], "round's precision");
   const std::string method = text_of(a[1], "round's method");
-  const double x = value.as_number() * scale;
+  if (method != "common" && method != "ceil" && method != "floor")
+    fail("round's method must be 'common', 'ceil' or 'floor', not '{}'", method);
+  const double value_x = value.as_number();
+  // Python's round: a precision past the exponent's range leaves the value (as it is exact there) or
+  // gives a zero of its sign.
+  if (!std::isfinite(value_x) || precision > 330) return value_x;
+  if (precision < -330) return std::copysign(0.0, value_x);
+  const double scale = std::pow(10.0, double(precision));
+  const double x = value_x * scale;
+  if (!std::isfinite(x)) return value_x;
   double rounded;
   if (method == "common")
     rounded = std::nearbyint(x);  // Python's round(): half to even
   else if (method == "ceil")
     rounded = std::ceil(x);
-  else if (method == "floor")
-    rounded = std::floor(x);
   else
-    fail("round's method must be 'common', 'ceil' or 'floor', not '{}'", method);
+    rounded = std::floor(x);
   return rounded / scale;
 }
 
@@ -280,7 +296,14 @@ const std::map<std::string, Filter>& filters() {
     };
     f["int"] = [](const Value& v, Arguments& arguments) -> Value {
       auto a = bind(arguments, "the filter int", {{"default", int64_t(0)}, {"base", int64_t(10)}});
-      if (v.is_float()) return int64_t(std::trunc(v.as_number()));
+      if (v.is_float()) {
+        const double x = std::trunc(v.as_number());
+        if (std::isnan(x)) fail("cannot convert float NaN to integer");
+        if (std::isinf(x)) fail("cannot convert float infinity to integer");
+        if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+          fail("int of {} is past 64 bits", v.as_number());
+        return int64_t(x);
+      }
       if (v.is_number()) return v.as_int();
       if (v.is_string()) {
         try {

@@ -1,8 +1,11 @@
 // Attribute and item access, the str and dict methods the immutable sandbox allows, and the globals.
+#include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "dew/error.h"
 #include "tokenize/jinja/builtins.h"
+#include "tokenize/jinja/limits.h"
 #include "tokenize/jinja/text.h"
 
 namespace dew::jinja {
@@ -195,6 +198,13 @@ ValueDict builtin_globals() {
                                   for (size_t i = 0; i < p.size(); ++i)
                                     v[p.size() == 1 ? 1 : i] = integer_or(p[i], 0, "range");
                                   if (v[2] == 0) fail("range's step cannot be zero");
+                                  // Items counted in double: no bound of int64 overflows the count,
+                                  // and counts near the limit are exact.
+                                  const double span = double(v[1]) - double(v[0]), step = double(v[2]);
+                                  const double items = std::max(0.0, std::ceil(span / step));
+                                  if (items > double(kMaxRange))
+                                    fail("range({}, {}, {}) has {:.0f} items; the sandbox allows at most {}",
+                                         v[0], v[1], v[2], items, kMaxRange);
                                   ValueList out;
                                   for (int64_t i = v[0]; v[2] > 0 ? i < v[1] : i > v[1]; i += v[2])
                                     out.emplace_back(i);

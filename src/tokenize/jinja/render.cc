@@ -1,11 +1,13 @@
 // The tree-walking renderer: statements write to the output, expressions evaluate to values.
 #include "tokenize/jinja/render.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
 #include "dew/error.h"
 #include "tokenize/jinja/builtins.h"
+#include "tokenize/jinja/limits.h"
 
 namespace dew::jinja {
 
@@ -33,13 +35,32 @@ void require_defined(const Value& value) {
   if (value.is_undefined()) fail("{} is undefined", value.as_undefined().description);
 }
 
+// Integer arithmetic as Python's, within int64: past it (Python would grow the integer) an error,
+// never a wrapped value.
+int64_t checked(int64_t x, int64_t y, char op) {
+  int64_t r = 0;
+  const bool overflowed = op == '+'   ? __builtin_add_overflow(x, y, &r)
+                          : op == '-' ? __builtin_sub_overflow(x, y, &r)
+                                      : __builtin_mul_overflow(x, y, &r);
+  if (overflowed) fail("integer overflow in {}: the result is past 64 bits", op);
+  return r;
+}
+
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") return to_text(a) + to_text(b);
+  if (op == "~") {
+    const std::string x = to_text(a), y = to_text(b);
+    check_text_size(x.size() + y.size(), "a string joined by ~");
+    return x + y;
+  }
   require_defined(a);
   require_defined(b);
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return a.as_string() + b.as_string();
+    if (a.is_string() && b.is_string()) {
+      check_text_size(a.as_string().size() + b.as_string().size(), "a string joined by +");
+      return a.as_string() + b.as_string();
+    }
     if (a.is_list() && b.is_list()) {
+      check_list_size(a.as_list().size() + b.as_list().size(), "a list joined by +");
       ValueList joined = a.as_list();
       joined.insert(joined.end(), b.as_list().begin(), b.as_list().end());
       return joined;
@@ -47,6 +68,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "*") {
     const auto repeat = [&](const Value& sequence, int64_t times) -> Value {
+      times = std::max<int64_t>(times, 0);  // Python: a sequence times a negative number is empty
+      const size_t length = sequence.is_string() ? sequence.as_string().size() : sequence.as_list().size();
+      const size_t total =
+          length == 0 ? 0 : (size_t(times) > kMaxTextBytes ? kMaxTextBytes + 1 : length * size_t(times));
+      if (sequence.is_string())
+        check_text_size(total, "a string repeated by *");
+      else
+        check_list_size(total, "a list repeated by *");
       if (sequence.is_string()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i) out += sequence.as_string();
@@ -67,9 +96,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return a.as_number() / b.as_number();
   }
   if (op == "**") {
-    if (!floating && b.as_int() >= 0) {
-      int64_t result = 1;
-      for (int64_t i = 0; i < b.as_int(); ++i) result *= a.as_int();
+    if (!floating && b.as_int() >= 0) {  // by squaring: the exponent's bits, not its value, in steps
+      int64_t result = 1, base = a.as_int();
+      for (int64_t e = b.as_int(); e > 0; e >>= 1) {
+        if (e & 1) result = checked(result, base, '*');
+        if (e > 1) base = checked(base, base, '*');
+      }
       return result;
     }
     return std::pow(a.as_number(), b.as_number());
@@ -85,9 +117,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
   }
   const int64_t x = a.as_int(), y = b.as_int();
-  if (op == "+") return x + y;
-  if (op == "-") return x - y;
-  if (op == "*") return x * y;
+  if (op == "+" || op == "-" || op == "*") return checked(x, y, op[0]);
   if (y == 0) fail("division by zero");
   if (op == "//") return floor_div(x, y);
   return x - floor_div(x, y) * y;
@@ -171,15 +201,28 @@ class Renderer {
 
   // ---- statements ----
 
+  // The output, or a block's captured text, within the sandbox's size.
+  void write(const std::string& text) {
+    check_text_size(output_->size() + text.size(), "the template's output");
+    *output_ += text;
+  }
+
+  // One statement or expression more; a render past kMaxSteps is a template that does not end.
+  void step() {
+    if (++steps_ > kMaxSteps)
+      fail("the template ran past {} steps; the sandbox stops it there (a loop without end?)", kMaxSteps);
+  }
+
   Flow execute(const Body& body) {
     for (const Node& node : body) {
+      step();
       line_ = node.line;
       switch (node.kind) {
         case Node::Kind::text:
-          *output_ += node.text;
+          write(node.text);
           break;
         case Node::Kind::print:
-          *output_ += to_text(evaluate(*node.expr));
+          write(to_text(evaluate(*node.expr)));
           break;
         case Node::Kind::if_block: {
           const Body* chosen = &node.else_body;
@@ -204,7 +247,7 @@ class Renderer {
           break;
         }
         case Node::Kind::filter_block:
-          *output_ += to_text(apply_chain(*node.expr, capture(node.body)));
+          write(to_text(apply_chain(*node.expr, capture(node.body))));
           break;
         case Node::Kind::macro:
           frames_.back()[node.text] = make_macro(node);
@@ -275,6 +318,7 @@ class Renderer {
     }
     const int64_t n = int64_t(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      step();  // an iteration is a step even when its body is empty
       ValueDict loop;
       loop.set("index", i + 1);
       loop.set("index0", i);
@@ -358,6 +402,7 @@ class Renderer {
   }
 
   Value evaluate(const Expr& expr) {
+    step();
     line_ = expr.line;
     switch (expr.kind) {
       case Expr::Kind::literal:
@@ -452,6 +497,7 @@ class Renderer {
   RenderResult result_;
   std::string* output_ = nullptr;
   int line_ = 1;
+  int64_t steps_ = 0;  // statements and expressions evaluated (kMaxSteps)
   int calls_ = 0;
 };
 

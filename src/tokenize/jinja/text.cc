@@ -1,6 +1,8 @@
 // Python's str operations over UTF-8 (text.h).
 #include "tokenize/jinja/text.h"
 
+#include "tokenize/jinja/limits.h"
+
 #include <utf8proc.h>
 
 #include "tokenize/utf8.h"
@@ -180,6 +182,7 @@ std::string replace_text(std::string_view text, std::string_view old, std::strin
     while (pos <= text.size()) {
       if (count >= 0 && done >= count) break;
       out += replacement, ++done;
+      check_text_size(out.size(), "a replace's result");
       if (pos == text.size()) return out;
       const size_t size = tokenize::utf8_length(static_cast<unsigned char>(text[pos]));
       out += text.substr(pos, size);
@@ -192,6 +195,7 @@ std::string replace_text(std::string_view text, std::string_view old, std::strin
        ++done) {
     out += text.substr(from, at - from);
     out += replacement;
+    check_text_size(out.size(), "a replace's result");
     from = at + old.size();
   }
   return out + std::string(text.substr(from));
