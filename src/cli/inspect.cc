@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "core/printable.h"
 
 namespace dew::cli {
 
@@ -20,7 +21,7 @@ int run_inspect(const std::string& path, bool jsonl) {
       fmt::print("\n");
     }
     size_t name_width = 4;
-    for (const auto& e : h.tensors) name_width = std::max(name_width, e.name.size());
+    for (const auto& e : h.tensors) name_width = std::max(name_width, printable(e.name).size());
     for (const auto& e : h.tensors) {
       if (jsonl) {
         nlohmann::json record = {{"file", file.path()}, {"name", e.name},
@@ -28,8 +29,8 @@ int run_inspect(const std::string& path, bool jsonl) {
                                  {"bytes", e.nbytes()}, {"offset", h.data_start + e.begin}};
         fmt::print("{}\n", record.dump());
       } else {
-        fmt::print("  {:<{}}  {:<7}  {:<20}  {:>14}\n", e.name, name_width, e.dtype, shape_str(e.shape),
-                   e.nbytes());
+        fmt::print("  {:<{}}  {:<7}  {:<20}  {:>14}\n", printable(e.name), name_width, e.dtype,
+                   shape_str(e.shape), e.nbytes());
       }
       tensors += 1;
       bytes += e.nbytes();

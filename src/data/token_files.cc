@@ -3,6 +3,7 @@
 // given; otherwise a file is one document, read in pieces marked `continues`.
 #include <dew/error.h>
 
+#include "core/printable.h"
 #include "data/files.h"
 
 #include <cstring>
@@ -52,16 +53,18 @@ TokenArray read_npy_header(const MappedFile& f) {
               "[data] token files: {}: the .npy header claims {} bytes; the file has {}", f.path(),
               header_length, f.size());
   const std::string header(data + header_begin, header_length);
+  // The header as a message shows it: on one line, without its padding and newline.
+  const std::string shown = printable(header.substr(0, header.find_last_not_of(" \n") + 1));
   std::smatch descr, shape;
   DEW_REQUIRE(std::regex_search(header, descr, std::regex("'descr':\\s*'([<|=])([uif])([1248])'")),
               "[data] token files: {}: no little-endian integer 'descr' in the .npy header {}", f.path(),
-              header);
+              shown);
   DEW_REQUIRE(header.find("'fortran_order': False") != std::string::npos ||
                   header.find("'fortran_order':False") != std::string::npos,
               "[data] token files: {}: a Fortran-ordered array; expected a C-ordered 1-D array", f.path());
   DEW_REQUIRE(std::regex_search(header, shape, std::regex("'shape':\\s*\\((\\d{1,18}),?\\)")),
               "[data] token files: {}: the .npy array is not 1-D (header {}); expected a shape (N,)",
-              f.path(), header);
+              f.path(), shown);
   TokenArray a{header_begin + header_length, std::stoull(shape[1].str()), descr[3].str()[0] - '0',
                descr[2].str() == "i"};
   DEW_REQUIRE(descr[2].str() != "f" && a.width >= 2 && !(a.is_signed && a.width == 2),

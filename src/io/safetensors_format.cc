@@ -3,6 +3,8 @@
 // no tensors here, so the fuzz target (tests/fuzz) builds from this file and json.cc alone.
 #include "io/safetensors_format.h"
 
+#include "core/printable.h"
+
 #include <dew/error.h>
 
 #include <algorithm>
@@ -36,7 +38,7 @@ uint64_t unsigned_member(const nlohmann::json& value, const std::string& what, c
 
 SafetensorsEntry parse_entry(const std::string& name, const nlohmann::json& info, const std::string& source) {
   using V = nlohmann::json::value_t;
-  const std::string where = fmt::format("{}: tensor \"{}\"", source, name);
+  const std::string where = fmt::format("{}: tensor \"{}\"", source, printable(name));
   DEW_REQUIRE(info.is_object(), "{} is described by {}; expected an object with dtype, shape, data_offsets",
               where, json_type_name(info.type()));
   SafetensorsEntry e;
@@ -135,7 +137,7 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t size, const s
     DEW_REQUIRE(e.begin == covered,
                 "{}: tensor \"{}\" starts at data byte {} but the tensors before it end at {}; expected "
                 "offsets contiguous from 0 with no gap or overlap",
-                source, e.name, e.begin, covered);
+                source, printable(e.name), e.begin, covered);
     covered = e.end;
   }
   const uint64_t data_bytes = size - header.data_start;

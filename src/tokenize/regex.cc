@@ -1,6 +1,9 @@
 // Oniguruma patterns on PCRE2 (regex.h).
 #include "tokenize/regex.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
@@ -10,6 +13,20 @@
 #include "tokenize/utf8.h"
 
 namespace dew::tokenize {
+
+namespace {
+
+// A pattern quoted for a message: whole when short, else its first 160 bytes (at a character
+// boundary) and its length, so that a huge pattern does not become a huge message.
+std::string excerpt(std::string_view pattern) {
+  constexpr size_t kShown = 160;
+  if (pattern.size() <= kShown) return fmt::format("{:?}", pattern);
+  size_t cut = kShown;
+  while (cut > 0 && (static_cast<unsigned char>(pattern[cut]) & 0xC0) == 0x80) --cut;
+  return fmt::format("{:?}... ({} bytes)", pattern.substr(0, cut), pattern.size());
+}
+
+}  // namespace
 
 // NOTE [Oniguruma on PCRE2]
 // The Hugging Face tokenizers compile patterns with Oniguruma (Ruby syntax, Unicode). PCRE2 with
@@ -50,23 +67,23 @@ std::string to_pcre2(const std::string& pattern, const std::string& source) {
         out.append(set);
       } else {
         throw Error(
-            fmt::format("[tokenizer] {}: the pattern {:?} uses \\{} inside a character class, which "
+            fmt::format("{}: the pattern {} uses \\{} inside a character class, which "
                         "Dew cannot translate from Oniguruma to PCRE2; write the class without it",
-                        source, pattern, e));
+                        source, excerpt(pattern), e));
       }
       continue;
     }
     if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] != ':') {
       throw Error(
-          fmt::format("[tokenizer] {}: the pattern {:?} nests a character class (an Oniguruma "
+          fmt::format("{}: the pattern {} nests a character class (an Oniguruma "
                       "extension PCRE2 does not have); supported: flat classes",
-                      source, pattern));
+                      source, excerpt(pattern)));
     }
     if (in_class && c == '&' && i + 1 < pattern.size() && pattern[i + 1] == '&') {
       throw Error(
-          fmt::format("[tokenizer] {}: the pattern {:?} intersects classes with && (an Oniguruma "
+          fmt::format("{}: the pattern {} intersects classes with && (an Oniguruma "
                       "extension PCRE2 does not have)",
-                      source, pattern));
+                      source, excerpt(pattern)));
     }
     out += c;
     if (!in_class && c == '[') {
@@ -97,8 +114,9 @@ Regex::Regex(const std::string& pattern, const std::string& source)
   if (compiled_->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
-    throw Error(fmt::format("[tokenizer] {}: the pattern {:?} does not compile: {} (at byte {} of {:?})",
-                            source, pattern, reinterpret_cast<const char*>(message), offset, translated));
+    throw Error(fmt::format("{}: the pattern {} does not compile: {} (at byte {}{})", source,
+                            excerpt(pattern), reinterpret_cast<const char*>(message), offset,
+                            translated == pattern ? "" : " of its PCRE2 form " + excerpt(translated)));
   }
   pcre2_jit_compile(compiled_->code, PCRE2_JIT_COMPLETE);  // without a JIT, matching interprets
 }
@@ -128,6 +146,11 @@ struct MatchScratch {
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
   thread_local MatchScratch scratch;
+  // PCRE2's default match limit (10 million steps) refuses valid long texts (10 MB of spaces under
+  // \s+(?!\S) is one match); a limit that grows with the text still stops a pattern that backtracks
+  // without end.
+  pcre2_set_match_limit(scratch.context,
+                        uint32_t(std::min<size_t>(UINT32_MAX, 10'000'000 + 64 * text.size())));
   std::vector<std::pair<size_t, size_t>> spans;
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;

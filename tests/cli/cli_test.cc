@@ -66,6 +66,25 @@ TEST(Cli, GenerateRefusesATokenBudgetOutsideItsRange) {
   }
 }
 
+// A tensor name with control characters is listed escaped, never printed raw (an escape sequence in a
+// file recoloured or rewrote the terminal); --jsonl keeps the name exact, JSON-escaped.
+TEST(Cli, InspectEscapesControlCharactersInNames) {
+  const std::string dir = ::testing::TempDir() + "dew_cli_inspect_control";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string header = R"({"bad\u001b[31mred\nline":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  std::string bytes(8, '\0');
+  for (int b = 0; b < 8; ++b) bytes[size_t(b)] = char(uint8_t(header.size() >> (8 * b)));
+  bytes += header + std::string(4, '\0');
+  std::ofstream(dir + "/c.safetensors", std::ios::binary) << bytes;
+  Result r = run("inspect " + dir + "/c.safetensors");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(R"(bad\x1b[31mred\nline)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  Result lines = run("inspect --jsonl " + dir + "/c.safetensors");
+  EXPECT_NE(lines.out.find(R"("name":"bad\u001b[31mred\nline")"), std::string::npos) << lines.out;
+}
+
 TEST(Cli, OpsPrintsTheSupportMatrix) {
   Result r = run("ops");
   EXPECT_EQ(r.exit_code, 0);

@@ -142,6 +142,14 @@ TEST(DataSources, MalformedTokenFilesAreRefusedByName) {
   dir.write_npy("f.npy", "<f4", {1, 2});
   EXPECT_NE(error_of([&] { Chain::token_files({dir.path("f.npy")}, 0); }).find("dtype f4"),
             std::string::npos);
+  // The header is quoted on one line, without its padding and newline (the message was split in two).
+  dir.write_npy("big.npy", ">i8", {1, 2});
+  const std::string big = error_of([&] { Chain::token_files({dir.path("big.npy")}, 0); });
+  EXPECT_NE(big.find("no little-endian integer 'descr' in the .npy header {'descr': '>i8', 'fortran_order': "
+                     "False, 'shape': (2,), }"),
+            std::string::npos)
+      << big;
+  EXPECT_EQ(big.find('\n'), std::string::npos) << big;
 }
 
 TEST(DataShuffle, PermutedIndexIsABijectionForManySizes) {

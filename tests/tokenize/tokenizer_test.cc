@@ -247,6 +247,15 @@ TEST(TokenizerRefusals, UnsupportedComponentsAreNamedWithTheFile) {
   EXPECT_THAT(
       refusal({{"model", model}, {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "(a"}}}}}}),
       HasSubstr("does not compile"));
+  // A huge pattern is quoted in part, once, under one prefix (the message was 258 KB, "[tokenizer]" twice).
+  std::string huge;
+  for (int i = 0; i < 20000; ++i) huge += "(?:a{1,60000}){1,60000}";
+  const std::string too_large =
+      refusal({{"model", model}, {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", huge}}}}}});
+  EXPECT_THAT(too_large, HasSubstr("does not compile: regular expression is too large"));
+  EXPECT_THAT(too_large, HasSubstr("... (460000 bytes)"));
+  EXPECT_LT(too_large.size(), 600u) << too_large;
+  EXPECT_EQ(too_large.find("[tokenizer]"), too_large.rfind("[tokenizer]")) << too_large;
   EXPECT_THAT(refusal({{"model", bpe_model("ab", {"a c"})}}), HasSubstr("not in the vocab"));
   EXPECT_THAT(refusal({{"model", model}, {"truncation", {{"max_length", 8}}}}),
               HasSubstr("\"truncation\" is set"));
