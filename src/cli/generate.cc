@@ -68,6 +68,7 @@ int run_generate(const GenerateOptions& o) {
   const std::string& model_dir = loaded.directory;
   const CausalLM& model = loaded.model;
   const Tokenizer tokenizer = Tokenizer::load(model_dir);
+  require_vocabulary_holds(loaded, tokenizer);
   const fs::path generation_path = fs::path(model_dir) / "generation_config.json";
   const nlohmann::json generation = read_json_if_present(generation_path);
   const JsonFields g{generation, generation_path.string()};

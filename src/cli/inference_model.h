@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dew/models.h>
+#include <dew/tokenizer.h>
 
 #include <string>
 
@@ -16,5 +17,7 @@ struct InferenceModel {
 
 // `dtype` empty: the checkpoint's own.
 InferenceModel load_inference_model(const std::string& model_or_run, const std::string& dtype);
+// Refuses a tokenizer with ids past the model's vocabulary, naming both (config.json's vocab_size).
+void require_vocabulary_holds(const InferenceModel& loaded, const Tokenizer& tokenizer);
 
 }  // namespace dew::cli

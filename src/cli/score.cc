@@ -111,6 +111,7 @@ int run_score(const ScoreOptions& o) {
   const std::string& model_dir = loaded.directory;
   const CausalLM& model = loaded.model;
   const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(model_dir));
+  if (tokenizer) require_vocabulary_holds(loaded, *tokenizer);
   NoGrad inference;
   if (const std::optional<std::string> text = o.text.get()) {
     DEW_REQUIRE(!o.ids, "score: --text and --file give text; --ids reads ids on stdin instead");

@@ -118,6 +118,9 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
     else if (e->shape != shape)
       problems.push_back(
           fmt::format("\"{}\" is {} (expected {})", prefix + name, shape_str(e->shape), shape_str(shape)));
+    else if (e->dtype != "F32" && e->dtype != "BF16" && e->dtype != "F16" && e->dtype != "F64")
+      problems.push_back(fmt::format("\"{}\" holds {} (expected floating weights: F32, BF16, F16 or F64)",
+                                     prefix + name, e->dtype));
   }
   for (const std::string& name : checkpoint.names()) {
     const bool tied_head = m.config_.tie_word_embeddings && name == "lm_head.weight";
@@ -130,7 +133,7 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   const DType target = dtype.value_or(dtype_of_config(m.config_));
   for (const auto& [name, shape] : shapes) {
     Tensor t = checkpoint.load(prefix + name);
-    m.parameters_[name] = t.dtype() == target || !is_floating(t.dtype()) ? t : cast(t, target);
+    m.parameters_[name] = t.dtype() == target ? t : cast(t, target);
   }
   m.config_.dtype = torch_dtype_name(target);
   return m;

@@ -88,6 +88,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   std::ostringstream json;
   json << toml::json_formatter{model_fields};
   c.model_json = json.str();
+  parse_model_config(c.model_json, path + " [model]");  // refused here, naming the file, before any training
 
   const TomlFields optimizer(table("optimizer"), path + ": optimizer");
   optimizer.only(

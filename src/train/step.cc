@@ -11,6 +11,22 @@
 
 namespace dew::train {
 
+namespace {
+
+// Ids the model has no row for are refused here, naming the batch and the vocabulary, rather than by
+// the embedding op deep inside the forward.
+void require_ids_in_vocabulary(const data::Batch& batch, int64_t vocab_size) {
+  const Tensor ids = batch.tokens.contiguous();
+  const int64_t* id = ids.data<int64_t>();
+  for (int64_t i = 0; i < ids.numel(); ++i)
+    DEW_REQUIRE(id[i] >= 0 && id[i] < vocab_size,
+                "[train] batch {} of the data chain holds token id {}, outside the model's vocabulary of {} "
+                "([model] vocab_size); the data was tokenized for another vocabulary",
+                batch.index, id[i], vocab_size);
+}
+
+}  // namespace
+
 StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
                       const StepOptions& options,
                       const std::function<std::optional<data::Batch>()>& next_batch) {
@@ -28,6 +44,7 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
       optimizer.zero_grad();
       return out;
     }
+    require_ids_in_vocabulary(*batch, model.config().vocab_size);
     out.tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
     out.T = batch->tokens.shape()[1] - 1;
     // A fresh cast per microbatch: each backward consumes the graph it runs through.

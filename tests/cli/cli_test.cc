@@ -17,6 +17,7 @@
 #include <string>
 
 #include "io/command.h"
+#include "io/files.h"
 
 namespace {
 
@@ -360,6 +361,24 @@ TEST(Cli, GenerateAndScoreRefuseAModelWithNanWeights) {
     Result r = run(command);
     EXPECT_EQ(r.exit_code, 1) << command << ": " << r.out;
     EXPECT_NE(r.out.find("holds NaN or infinite weights in model.layers.0.mlp.up_proj.weight"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+// A tokenizer with more ids than the model has rows is refused naming both sizes, not by the embedding
+// op once a prompt holds such an id.
+TEST(Cli, GenerateAndScoreRefuseATokenizerLargerThanTheModel) {
+  const std::string dir = model_with_tokenizer("dew_cli_small_vocabulary");
+  nlohmann::json config = nlohmann::json::parse(dew::read_text_file(dir + "/config.json"));
+  config["vocab_size"] = 200;
+  std::ofstream(dir + "/config.json") << config.dump();
+  dew::CausalLM::init(dew::parse_model_config(config.dump(), "config"), dew::DType::f32, 5).save(dir);
+  for (const std::string& command :
+       {"generate -m " + dir + " -p hello -n 2", "score -m " + dir + " --text hello"}) {
+    Result r = run(command);
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("config.json's vocab_size 200 is smaller than the tokenizer's 257 ids"),
               std::string::npos)
         << r.out;
   }

@@ -396,12 +396,18 @@ TEST(CausalLM, ACheckpointThatDoesNotMatchItsConfigIsRefusedWhole) {
     if (name != "model.norm.weight") tensors.push_back({name, t});
   tensors.push_back({"model.layers.0.self_attn.q_proj.weight_extra", Tensor::zeros({1}, DType::f32)});
   for (auto& [name, t] : tensors)
-    if (name == "model.layers.1.mlp.up_proj.weight") t = Tensor::zeros({95, 64}, DType::f32);
+    if (name == "model.layers.1.mlp.up_proj.weight")
+      t = Tensor::zeros({95, 64}, DType::f32);
+    else if (name == "model.layers.0.input_layernorm.weight")  // the right shape, integers
+      t = Tensor::zeros(t.shape(), DType::i32);
   fs::remove(dir + "/model.safetensors");
   save_safetensors_checkpoint(dir, tensors);
   const std::string message = error_of([&] { CausalLM::load(dir); });
   EXPECT_NE(message.find("\"model.norm.weight\" is missing (expected [64])"), std::string::npos) << message;
   EXPECT_NE(message.find("\"model.layers.1.mlp.up_proj.weight\" is [95,64] (expected [96,64])"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("\"model.layers.0.input_layernorm.weight\" holds I32 (expected floating weights"),
             std::string::npos)
       << message;
   EXPECT_NE(message.find("\"model.layers.0.self_attn.q_proj.weight_extra\" is not a parameter"),

@@ -369,5 +369,17 @@ TEST_F(TrainerRuns, UnfinishedCheckpointWritesAreRemovedAndTheirStepsRedone) {
   EXPECT_EQ(find_checkpoints(dir_.path("killed")).step, 8);
 }
 
+// Token ids past the model's vocabulary are refused naming the batch and the vocabulary (it was the
+// embedding op's "index[3] is 60000" from inside the forward).
+TEST_F(TrainerRuns, TokenIdsOutsideTheVocabularyAreRefusedNamingTheBatch) {
+  config_.eval_every = config_.sample_every = 0;
+  const std::string wide = "\"vocab_size\": 400";
+  config_.model_json.replace(config_.model_json.find(wide), wide.size(), "\"vocab_size\": 40");
+  Trainer trainer(config_, chain(), dir_.path("small_vocabulary"));
+  const std::string e = testing::error_of([&] { trainer.run(); });
+  EXPECT_NE(e.find("[train] batch 0 of the data chain holds token id "), std::string::npos) << e;
+  EXPECT_NE(e.find("outside the model's vocabulary of 40 ([model] vocab_size)"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace dew::train
