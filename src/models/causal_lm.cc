@@ -4,6 +4,7 @@
 #include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/safetensors.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +19,23 @@
 
 namespace dew {
 namespace {
+
+// The parameters' bytes against the machine's memory, before any is allocated: a config of absurd
+// sizes is refused by what it would need, not by the allocator partway through.
+void require_memory_for(const std::vector<std::pair<std::string, Shape>>& shapes, DType dtype,
+                        const std::string& what) {
+  double elements = 0;
+  for (const auto& [name, shape] : shapes) {
+    double n = 1;
+    for (const int64_t d : shape) n *= double(d);
+    elements += n;
+  }
+  const double bytes = elements * double(dtype_size(dtype));
+  const double memory = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGESIZE));
+  DEW_REQUIRE(bytes <= memory,
+              "{}: its {:.3g} parameters need {:.1f} GiB in {}; this machine has {:.1f} GiB of memory", what,
+              elements, bytes / double(1 << 30), dtype_name(dtype), memory / double(1 << 30));
+}
 
 bool is_gpt2(const ModelConfig& c) {
   return c.model_type == "gpt2";
@@ -74,6 +92,7 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
   m.config_ = config;
   m.config_.dtype = torch_dtype_name(dtype);
   const auto shapes = parameter_shapes(config);
+  require_memory_for(shapes, dtype, "a " + config.model_type + " model");
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& [name, shape] = shapes[i];
     const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
@@ -131,6 +150,7 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   DEW_REQUIRE(problems.empty(), "{}: the checkpoint does not match config.json: {}", directory,
               fmt::join(problems, "; "));
   const DType target = dtype.value_or(dtype_of_config(m.config_));
+  require_memory_for(shapes, target, directory);
   for (const auto& [name, shape] : shapes) {
     Tensor t = checkpoint.load(prefix + name);
     m.parameters_[name] = t.dtype() == target ? t : cast(t, target);

@@ -121,6 +121,18 @@ ModelConfig parse_gpt2(const JsonFields& f) {
 // error deep inside the first forward would name neither the file nor the field).
 void check_values(const ModelConfig& c, const JsonFields& f) {
   const bool gpt2 = c.model_type == "gpt2";
+  // Sizes past any model's, refused before a table of parameters is laid out from them.
+  const auto at_most = [&](const char* field, int64_t value, int64_t limit) {
+    DEW_REQUIRE(value <= limit, "{}: {} is {}; expected at most {} (no model has more)", f.source, field,
+                value, limit);
+  };
+  at_most(gpt2 ? "n_layer" : "num_hidden_layers", c.num_hidden_layers, 10'000);
+  at_most(gpt2 ? "n_head" : "num_attention_heads", c.num_attention_heads, 65'536);
+  at_most(gpt2 ? "n_embd" : "hidden_size", c.hidden_size, int64_t(1) << 22);
+  at_most(gpt2 ? "n_inner" : "intermediate_size", c.intermediate_size, int64_t(1) << 24);
+  at_most("head_dim", c.head_dim, 65'536);
+  at_most("vocab_size", c.vocab_size, int64_t(1) << 28);
+  at_most(gpt2 ? "n_positions" : "max_position_embeddings", c.max_position_embeddings, int64_t(1) << 28);
   DEW_REQUIRE(c.norm_eps > 0 && std::isfinite(c.norm_eps), "{}: {} is {}; expected a positive number",
               f.source, gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", c.norm_eps);
   if (!gpt2) {  // gpt2 learns its positions

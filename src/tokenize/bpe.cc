@@ -53,10 +53,16 @@ BpeModel::BpeModel(const nlohmann::json& spec, const std::string& source) {
       !f.has("dropout") || f.number_or("dropout", 0) == 0,
       "{}: \"dropout\" is {}; Dew encodes deterministically and implements no BPE dropout (expected null)",
       where, spec["dropout"].dump());
-  for (const auto& [token, id] : json_member(spec, "vocab", nlohmann::json::value_t::object, where).items()) {
-    DEW_REQUIRE(id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < (int64_t(1) << 31),
-                "{}: the vocab entry \"{}\" has id {}; expected a non-negative integer below 2^31", where,
-                token, id.dump());
+  const nlohmann::json& vocab = json_member(spec, "vocab", nlohmann::json::value_t::object, where);
+  // The id table is sized by the largest id, so ids far past the entry count (a hostile 2^31 - 1) are
+  // refused before it is: a vocabulary's ids are dense, with room for gaps.
+  const int64_t id_limit = int64_t(vocab.size()) + kVocabularyIdSlack;
+  for (const auto& [token, id] : vocab.items()) {
+    DEW_REQUIRE(
+        id.is_number_integer() && id.get<int64_t>() >= 0 && id.get<int64_t>() < id_limit,
+        "{}: the vocab entry \"{}\" has id {}; expected a non-negative integer below {} (its {} entries "
+        "and room for gaps)",
+        where, token, id.dump(), id_limit, vocab.size());
     const int64_t value = id.get<int64_t>();
     vocab_.emplace(token, value);
     if (size_t(value) >= tokens_.size()) tokens_.resize(size_t(value) + 1);

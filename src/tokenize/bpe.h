@@ -17,6 +17,10 @@
 
 namespace dew::tokenize {
 
+// How far past a vocabulary's entry count an id may lie: ids are dense in practice, gaps are allowed,
+// and the id table (sized by the largest id) stays bounded by the file's size.
+inline constexpr int64_t kVocabularyIdSlack = 65536;
+
 // A heterogeneous string-keyed map: lookups by string_view without building a std::string.
 struct StringHash {
   using is_transparent = void;

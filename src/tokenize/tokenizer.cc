@@ -111,6 +111,10 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
 
     std::vector<std::string> raw_contents, normalized_contents;
     const nlohmann::json added = spec.value("added_tokens", nlohmann::json::array());
+    // As the model's ids (bpe.cc): the table is sized by the largest id, so ids far past the count are
+    // refused.
+    const int64_t id_limit =
+        int64_t(s->tokens.size() + (added.is_array() ? added.size() : 0)) + kVocabularyIdSlack;
     for (const auto& entry : added) {
       const JsonFields f{entry, where + " added_tokens"};
       AddedToken token;
@@ -118,8 +122,10 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
                           .get<std::string>();
       token.id = json_member(entry, "id", nlohmann::json::value_t::number_integer, where + " added_tokens")
                      .get<int64_t>();
-      DEW_REQUIRE(token.id >= 0 && token.id < (int64_t(1) << 31), "{} added_tokens: \"{}\" has id {}", where,
-                  token.content, token.id);
+      DEW_REQUIRE(token.id >= 0 && token.id < id_limit,
+                  "{} added_tokens: \"{}\" has id {}; expected an id below {} (the model's ids, the added "
+                  "tokens and room for gaps)",
+                  where, token.content, token.id, id_limit);
       token.single_word = f.flag_or("single_word", false);
       token.lstrip = f.flag_or("lstrip", false);
       token.rstrip = f.flag_or("rstrip", false);

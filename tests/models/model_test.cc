@@ -169,6 +169,26 @@ TEST(ModelConfig, ValuesNoModelComputesWithAreRefusedByField) {
             std::string::npos);
 }
 
+// Sizes that follow from a config are bounded before anything is laid out from them: num_hidden_layers
+// of 10^9 grew memory at 250 MB/s before any check; a model past the machine's memory is refused by
+// what it would need.
+TEST(ModelConfig, AbsurdSizesAreRefusedBeforeAnyAllocation) {
+  EXPECT_NE(error_of([&] {
+              parse_model_config(
+                  R"({"model_type":"llama","vocab_size":10,"hidden_size":8,"intermediate_size":16,
+                                   "num_hidden_layers":1000000000,"num_attention_heads":2})",
+                  "c.json");
+            }).find("c.json: num_hidden_layers is 1000000000; expected at most 10000"),
+            std::string::npos);
+  const ModelConfig huge = parse_model_config(
+      R"({"model_type":"llama","vocab_size":10,"hidden_size":1048576,"intermediate_size":4194304,
+        "num_hidden_layers":1000,"num_attention_heads":8192})",
+      "huge.json");
+  const std::string e = error_of([&] { CausalLM::init(huge, DType::bf16, 1); });
+  EXPECT_NE(e.find("a llama model: its 1.76e+16 parameters need"), std::string::npos) << e;
+  EXPECT_NE(e.find("GiB in bf16; this machine has"), std::string::npos) << e;
+}
+
 TEST(RopeFrequencies, Llama3KeepsShortWavelengthsAndSlowsLongOnes) {
   const ModelConfig c = parse_model_config(
       R"({"model_type":"llama","vocab_size":10,"hidden_size":4096,"intermediate_size":8,"num_hidden_layers":1,

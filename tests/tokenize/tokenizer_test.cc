@@ -262,6 +262,13 @@ TEST(TokenizerRefusals, UnsupportedComponentsAreNamedWithTheFile) {
   EXPECT_THAT(refusal({{"model", model}}, {{"add_bos_token", true}}), HasSubstr("bos_token names no token"));
   EXPECT_THAT(refusal({{"model", {{"type", "BPE"}, {"vocab", {{"a", "zero"}}}, {"merges", json::array()}}}}),
               HasSubstr("expected a non-negative integer"));
+  // An id far past the entry count is refused before a table is sized by it (2^31 - 1 took 64 GB).
+  EXPECT_THAT(
+      refusal({{"model",
+                {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 2147483647}}}, {"merges", json::array()}}}}),
+      HasSubstr("has id 2147483647; expected a non-negative integer below 65538 (its 2 entries"));
+  EXPECT_THAT(refusal({{"model", model}, {"added_tokens", {{{"id", 2147483647}, {"content", "<x>"}}}}}),
+              HasSubstr("added_tokens: \"<x>\" has id 2147483647; expected an id below"));
 }
 
 TEST(TokenizerRefusals, BadFilesAndIdsAreErrors) {
