@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/nearest_name.h"
+#include "io/files.h"
 
 #include <dew/error.h>
 
@@ -109,14 +110,18 @@ void apply_override(toml::table& root, const std::string& path, const std::strin
 }  // namespace
 
 toml::table load_toml(const std::string& path, const std::vector<std::string>& overrides) {
-  toml::table root;
   DEW_REQUIRE(!std::filesystem::is_directory(path), "{} is a directory; expected a TOML config file", path);
+  return parse_toml(read_text_file(path), path, overrides);
+}
+
+toml::table parse_toml(std::string_view text, const std::string& source, const std::vector<std::string>& overrides) {
+  toml::table root;
   try {
-    root = toml::parse_file(path);
+    root = toml::parse(text, source);  // each node records `source` (origin() reads it)
   } catch (const toml::parse_error& e) {
-    fail("{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, e.description());
+    fail("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column, e.description());
   }
-  for (const std::string& o : overrides) apply_override(root, path, o);
+  for (const std::string& o : overrides) apply_override(root, source, o);
   return root;
 }
 

@@ -16,6 +16,9 @@ namespace dew {
 // value is read as TOML ("5", "true", "[1, 2]", "\"x\"") or, failing that, as a bare string; tables
 // on the way are created, an array index must exist.
 toml::table load_toml(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from a config's text; `source` names it in errors.
+toml::table parse_toml(std::string_view text, const std::string& source,
+                       const std::vector<std::string>& overrides = {});
 
 // The members of one table, read by type; `where` names the table in errors ("config.toml: data.source").
 class TomlFields {

@@ -209,6 +209,7 @@ std::string model_config_json(const ModelConfig& c) {
     j["rms_norm_eps"] = c.norm_eps;
     j["hidden_act"] = "silu";
     j["rope_theta"] = c.rope.theta;
+    if (c.rope.partial_rotary_factor != 1) j["partial_rotary_factor"] = c.rope.partial_rotary_factor;
     if (c.rope.type != "default") {
       nlohmann::ordered_json r = {{"rope_type", c.rope.type}, {"factor", c.rope.factor}};
       if (c.rope.original_max_position_embeddings > 0)

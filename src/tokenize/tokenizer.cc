@@ -149,6 +149,16 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
     const auto id_of = [&state = *s](const std::string& token) { return state.id_of(token); };
     s->special_template =
         make_special_token_template(spec.value("post_processor", nlohmann::json()), id_of, where);
+    // The ids a post-processor adds are given by number: each must be one of the vocabulary's, or
+    // encode would hand a model an id it has no row for.
+    for (const auto* side : {&s->special_template.prefix, &s->special_template.suffix})
+      for (const int64_t id : *side)
+        DEW_REQUIRE(
+            id >= 0 && id < int64_t(s->tokens.size()) &&
+                (!s->tokens[size_t(id)].empty() || s->special[size_t(id)]),
+            "{} post_processor: it adds id {}, which is not in the vocabulary ({} ids); expected the id of "
+            "a token",
+            where, id, s->tokens.size());
     const JsonFields c{config, where + " tokenizer_config.json"};
     if (auto bos = config_token(config, "bos_token")) s->bos = s->id_of(*bos);
     if (auto eos = config_token(config, "eos_token")) s->eos = s->id_of(*eos);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_of.h"
+#include "models/families.h"
 #include "gate/catalog.h"
 #include "gate/derivative_check.h"
 #include "gate/gate.h"
@@ -187,6 +188,21 @@ TEST(ModelConfig, AbsurdSizesAreRefusedBeforeAnyAllocation) {
   const std::string e = error_of([&] { CausalLM::init(huge, DType::bf16, 1); });
   EXPECT_NE(e.find("a llama model: its 1.76e+16 parameters need"), std::string::npos) << e;
   EXPECT_NE(e.find("GiB in bf16; this machine has"), std::string::npos) << e;
+}
+
+// What Dew writes, it reads as the same model: partial_rotary_factor was dropped from the written
+// config.json, so a model with half its dims rotated came back fully rotated, or refused (found by the
+// model_config fuzz target).
+TEST(ModelConfig, AWrittenConfigReadsBackAsTheSameModel) {
+  const ModelConfig c = parse_model_config(
+      R"({"model_type":"mistral","vocab_size":16000,"hidden_size":8499,"intermediate_size":64,
+        "num_hidden_layers":2,"num_attention_heads":32,"num_key_value_heads":8,"sliding_window":null,
+        "partial_rotary_factor":0.5})",
+      "c.json");
+  const ModelConfig again = parse_model_config(models::model_config_json(c), "written");
+  EXPECT_EQ(again.rope.partial_rotary_factor, 0.5);
+  EXPECT_EQ(again.head_dim, c.head_dim);
+  EXPECT_EQ(again.sliding_window, c.sliding_window);
 }
 
 TEST(RopeFrequencies, Llama3KeepsShortWavelengthsAndSlowsLongOnes) {

@@ -296,6 +296,8 @@ TEST(ChatTemplate, TheSandboxBoundsTimeMemoryAndNumbers) {
   EXPECT_THAT(refusal("{{ 9223372036854775807 + 1 }}"), HasSubstr("integer overflow in +"));
   EXPECT_THAT(refusal("{{ 3 ** 100 }}"), HasSubstr("integer overflow in *"));
   EXPECT_EQ(rendered("{{ 2 ** 62 }} {{ (-2) ** 63 }}"), "4611686018427387904 -9223372036854775808");
+  // A float literal past the range is Python's inf (it was an uncaught std::out_of_range; fuzzing).
+  EXPECT_EQ(rendered("{{ 1e999 }} {{ -1e999 }} {{ 1e-999 }}"), "inf -inf 0.0");
 }
 
 TEST(ChatTemplate, ContinueFinalMessageEndsInsideTheLastMessage) {

@@ -267,6 +267,13 @@ TEST(TokenizerRefusals, UnsupportedComponentsAreNamedWithTheFile) {
       refusal({{"model",
                 {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 2147483647}}}, {"merges", json::array()}}}}),
       HasSubstr("has id 2147483647; expected a non-negative integer below 65538 (its 2 entries"));
+  // A post-processor adding an id outside the vocabulary is refused, not encoded (fuzzing found it).
+  EXPECT_THAT(refusal({{"model", model},
+                       {"post_processor",
+                        {{"type", "TemplateProcessing"},
+                         {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
+                         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {999}}}}}}}}}),
+              HasSubstr("post_processor: it adds id 999, which is not in the vocabulary"));
   EXPECT_THAT(refusal({{"model", model}, {"added_tokens", {{{"id", 2147483647}, {"content", "<x>"}}}}}),
               HasSubstr("added_tokens: \"<x>\" has id 2147483647; expected an id below"));
 }

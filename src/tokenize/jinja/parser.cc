@@ -3,6 +3,8 @@
 // calls, attributes and subscripts.
 #include "tokenize/jinja/parser.h"
 
+#include <cstdlib>
+
 #include <charconv>
 #include <set>
 
@@ -451,8 +453,8 @@ class Parser {
           error(fmt::format("the integer {} does not fit in 64 bits", digits));
         return literal(value);
       }
-      case TokenKind::floating:
-        return literal(std::stod(take().text));
+      case TokenKind::floating:  // as Python's float(): past the range, infinity or zero (stod would throw)
+        return literal(std::strtod(take().text.c_str(), nullptr));
       case TokenKind::op:
         if (token.text == "(") {
           take();

@@ -1,0 +1,39 @@
+#!/bin/sh
+# Builds the libFuzzer targets (tests/fuzz/*_fuzz.cc) with clang, AddressSanitizer and UBSan, each from
+# the Dew sources it reads. Usage: build_fuzz_targets.sh SOURCE_DIR WORK_DIR. Exit 77 (reported as
+# skipped) when clang++ is missing; tools/setup-debian.sh installs it.
+set -eu
+src=$1
+work=$2
+cxx=$(command -v clang++-14 || command -v clang++ || true)
+if [ -z "$cxx" ]; then
+  echo "skipped: clang++ is not installed (tools/setup-debian.sh installs clang and libclang-rt-14-dev)"
+  exit 77
+fi
+launcher=$(command -v ccache || true)
+flags="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+  -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -I$src/include -I$src/src"
+io="src/io/json.cc src/io/files.cc"
+tokenize="$(cd "$src" && ls src/tokenize/*.cc src/tokenize/jinja/*.cc | tr '\n' ' ') src/core/nearest_name.cc $io"
+sources_safetensors="src/io/safetensors_format.cc src/io/json.cc src/core/printable.cc"
+sources_model_config="src/models/config.cc $io"
+sources_toml="src/io/toml.cc src/core/nearest_name.cc $io"
+sources_tokenizer="$tokenize"
+sources_chat_template="$tokenize"
+libs_toml="-ltomlplusplus"
+libs_tokenizer="-lpcre2-8 -lutf8proc"
+libs_chat_template="-lpcre2-8 -lutf8proc"
+
+mkdir -p "$work/obj"
+# Every source once (an object per path), two at a time.
+all=$(for t in safetensors model_config toml tokenizer chat_template; do eval echo "tests/fuzz/${t}_fuzz.cc \$sources_$t"; done |
+      tr ' ' '\n' | grep . | sort -u)
+echo "$all" | xargs -P "$(nproc)" -I{} sh -c \
+  "$launcher $cxx $flags -c '$src/{}' -o '$work/obj/'\$(echo '{}' | tr / _).o"
+for t in safetensors model_config toml tokenizer chat_template; do
+  objects=""
+  for f in $(eval echo "tests/fuzz/${t}_fuzz.cc \$sources_$t"); do objects="$objects $work/obj/$(echo "$f" | tr / _).o"; done
+  # shellcheck disable=SC2086
+  "$cxx" $flags $objects $(eval echo "\${libs_$t:-}") -lfmt -o "$work/${t}_fuzz"
+done
+echo "built the fuzz targets in $work"
