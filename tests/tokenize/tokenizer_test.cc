@@ -267,6 +267,8 @@ TEST(TokenizerRefusals, UnsupportedComponentsAreNamedWithTheFile) {
       refusal({{"model",
                 {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 2147483647}}}, {"merges", json::array()}}}}),
       HasSubstr("has id 2147483647; expected a non-negative integer below 65538 (its 2 entries"));
+  EXPECT_THAT(refusal({{"model", {{"vocab", {{"a", 0}}}}}}),
+              HasSubstr("model: no \"type\" and no \"merges\"; expected a BPE model"));
   // A post-processor adding an id outside the vocabulary is refused, not encoded (fuzzing found it).
   EXPECT_THAT(refusal({{"model", model},
                        {"post_processor",
