@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <variant>
 
 #include "ops/kernel_types.h"
@@ -41,23 +42,44 @@ void adamw_in_place(T* p, const T* g, T* m, T* v, int64_t n, const AdamWCoeffici
   });
 }
 
-template <class T>
-void sgd_in_place(T* p, const T* g, T* buffer, int64_t n, const SgdCoefficients& c) {
-  const T weight_decay = T(c.weight_decay), momentum = T(c.momentum), keep = T(c.keep), rate = T(c.rate);
-  const bool decays = c.weight_decay != 0, first = c.first, nesterov = c.nesterov;
+// Each combination of SGD's switches is its own loop: a branch inside the loop kept it from vectorizing.
+template <class T, bool Decays, bool Momentum, bool First, bool Nesterov>
+void sgd_loop(T* p, const T* g, T* buffer, int64_t n, T weight_decay, T momentum, T keep, T rate) {
   parallel_for(n, kUpdateGrain, [=](int64_t begin, int64_t end) {
     T* __restrict pk = p + begin;
     const T* __restrict gk = g + begin;
-    T* __restrict bk = buffer ? buffer + begin : nullptr;
+    T* __restrict bk = Momentum ? buffer + begin : nullptr;
     for (int64_t i = 0; i < end - begin; ++i) {
-      T d = decays ? gk[i] + weight_decay * pk[i] : gk[i];
-      if (bk) {
-        bk[i] = first ? d : bk[i] * momentum + keep * d;
-        d = nesterov ? d + momentum * bk[i] : bk[i];
+      T d = Decays ? gk[i] + weight_decay * pk[i] : gk[i];
+      if constexpr (Momentum) {
+        const T b = First ? d : bk[i] * momentum + keep * d;
+        bk[i] = b;
+        d = Nesterov ? d + momentum * b : b;
       }
       pk[i] = pk[i] + rate * d;
     }
   });
+}
+
+template <class T>
+void sgd_in_place(T* p, const T* g, T* buffer, int64_t n, const SgdCoefficients& c) {
+  const T weight_decay = T(c.weight_decay), momentum = T(c.momentum), keep = T(c.keep), rate = T(c.rate);
+  const auto run = [&](auto decays, auto has_momentum, auto first, auto nesterov) {
+    sgd_loop<T, decltype(decays)::value, decltype(has_momentum)::value, decltype(first)::value,
+             decltype(nesterov)::value>(p, g, buffer, n, weight_decay, momentum, keep, rate);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  const auto with_nesterov = [&](auto decays, auto has_momentum, auto first) {
+    c.nesterov ? run(decays, has_momentum, first, Yes{}) : run(decays, has_momentum, first, No{});
+  };
+  const auto with_first = [&](auto decays, auto has_momentum) {
+    c.first ? with_nesterov(decays, has_momentum, Yes{}) : with_nesterov(decays, has_momentum, No{});
+  };
+  const auto with_momentum = [&](auto decays) {
+    buffer ? with_first(decays, Yes{}) : run(decays, No{}, No{}, No{});
+  };
+  c.weight_decay != 0 ? with_momentum(Yes{}) : with_momentum(No{});
 }
 
 template <class T>
