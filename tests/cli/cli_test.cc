@@ -733,7 +733,7 @@ TEST(Cli, TrainStopsOnSigtermAtAnyMomentWithACommittedCheckpoint) {
     const int delay_ms = int(random() % 400);
     std::filesystem::remove(dir + "/run/run.json");
     // Long enough never to finish, and oneDNN's f32 GEMMs at these widths (where a handler-based stop
-    // aborted with "corrupted size vs. prev_size" about once in 30).
+    // aborted with "corrupted size vs. prev_size" 3 times in 100).
     std::string command = "(";
     command.append(DEW_BINARY).append(" train ").append(dir).append("/run.toml --run-dir ").append(dir);
     command.append("/run --set train.steps=100000 --set train.log_every=1 --set train.checkpoint_every=5");
