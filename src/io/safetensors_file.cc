@@ -126,18 +126,8 @@ SafetensorsCheckpoint SafetensorsCheckpoint::open(const std::string& path) {
   const fs::path dir(path);
   if (fs::exists(dir / kIndexName)) {
     const std::string index_path = (dir / kIndexName).string();
-    const nlohmann::json index = parse_json(read_text_file(index_path), index_path);
-    DEW_REQUIRE(index.is_object(), "{}: expected a JSON object with \"weight_map\"", index_path);
-    const auto& map = json_member(index, "weight_map", nlohmann::json::value_t::object, index_path);
     std::map<std::string, size_t> opened;
-    for (const auto& [name, file] : map.items()) {
-      DEW_REQUIRE(file.is_string(), "{}: weight_map[\"{}\"] is {}; expected a file name", index_path, name,
-                  file.dump());
-      const std::string shard = file.get<std::string>();
-      // Shards live beside the index: a path elsewhere is refused, not followed.
-      DEW_REQUIRE(!shard.empty() && shard.find('/') == std::string::npos && shard != "." && shard != "..",
-                  "{}: weight_map[\"{}\"] is \"{}\"; expected a file name in the same directory", index_path,
-                  name, shard);
+    for (const auto& [name, shard] : parse_safetensors_index(read_text_file(index_path), index_path)) {
       auto it = opened.find(shard);
       if (it == opened.end()) it = opened.emplace(shard, add_file((dir / shard).string())).first;
       DEW_REQUIRE(c.files_[it->second].find(name), "{}: lists \"{}\" in {}, which has no such tensor",

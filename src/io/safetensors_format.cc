@@ -164,4 +164,21 @@ std::string safetensors_header_text(const std::vector<SafetensorsEntry>& tensors
   return text;
 }
 
+std::map<std::string, std::string> parse_safetensors_index(std::string_view text, const std::string& source) {
+  const nlohmann::json index = parse_json(text, source);
+  DEW_REQUIRE(index.is_object(), "{}: expected a JSON object with \"weight_map\"", source);
+  const auto& map = json_member(index, "weight_map", nlohmann::json::value_t::object, source);
+  std::map<std::string, std::string> shards;
+  for (const auto& [name, file] : map.items()) {
+    DEW_REQUIRE(file.is_string(), "{}: weight_map[\"{}\"] is {}; expected a file name", source,
+                printable(name), file.dump());
+    const std::string shard = file.get<std::string>();
+    DEW_REQUIRE(!shard.empty() && shard.find('/') == std::string::npos && shard != "." && shard != "..",
+                "{}: weight_map[\"{}\"] is \"{}\"; expected a file name in the same directory", source,
+                printable(name), printable(shard));
+    shards[name] = shard;
+  }
+  return shards;
+}
+
 }  // namespace dew

@@ -20,4 +20,8 @@ std::vector<std::string_view> safetensors_dtype_names();
 std::string safetensors_header_text(const std::vector<SafetensorsEntry>& tensors,
                                     const std::map<std::string, std::string>& metadata);
 
+// model.safetensors.index.json's weight_map: tensor name -> shard file name, each shard a plain file
+// name in the index's own directory (a path elsewhere is refused, not followed). `source` names it.
+std::map<std::string, std::string> parse_safetensors_index(std::string_view text, const std::string& source);
+
 }  // namespace dew
