@@ -98,8 +98,7 @@ int run_train_bench(const TrainBenchOptions& o) {
   if (device.kind == Device::Kind::cuda) model = model.to(device);  // master weights, state and steps there
   const std::vector<train::Param> params = train::default_groups(model.parameters(), 0.1);
   std::unique_ptr<train::Optimizer> optimizer = train::make_adamw(params);
-  int64_t n = 0;
-  for (const auto& [name, p] : model.parameters()) n += p.numel();
+  const int64_t n = model.parameter_count();
   const double flops_per_token = train::training_flops_per_token(model, T);
   // MFU against this run's own rate: the host's sgemm, or the GPU's 8192^3 product in the compute dtype.
   const double peak_flops = train::peak_flops(device, compute);

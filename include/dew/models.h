@@ -85,6 +85,7 @@ class CausalLM {
 
   const ModelConfig& config() const { return config_; }
   const std::map<std::string, Tensor>& parameters() const { return parameters_; }
+  int64_t parameter_count() const;  // elements of every parameter
   std::map<std::string, Tensor>& parameters() { return parameters_; }
   const Tensor& parameter(const std::string& name) const;
   CausalLM to(DType dtype) const;  // every floating parameter cast

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,6 +42,8 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, uint64_t size, const s
 
 // Bytes per element of a safetensors dtype name; 0 for a name the format does not define.
 uint64_t safetensors_dtype_size(std::string_view dtype);
+// The Dew dtype a safetensors dtype name loads as; nullopt for those Dew cannot hold (I8, F8_*, ...).
+std::optional<DType> safetensors_dtype(std::string_view dtype);
 
 class MappedFile;
 

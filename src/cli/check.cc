@@ -12,6 +12,12 @@
 namespace dew::cli {
 namespace {
 
+struct CheckOptions {
+  std::string op, implementation, dtype, tag = "ci";
+  std::optional<uint64_t> seed;
+  bool forward_only = false;  // only the implementations' output rows, no rule or derivative rows
+};
+
 // One gate row: the worst RMS and worst-row ratios over the outputs, and the verdict.
 void print_row(const gate::Report& r, int& passed, int& failed) {
   double rms = 0, worst = 0;
@@ -28,8 +34,6 @@ void print_row(const gate::Report& r, int& passed, int& failed) {
 bool selected(const std::string& wanted, const std::string& impl) {
   return wanted.empty() || impl == wanted || impl.starts_with(wanted + ".");
 }
-
-}  // namespace
 
 int run_check(const CheckOptions& o) {
   if (!o.op.empty() && !gate::find_op(o.op)) {
@@ -104,6 +108,8 @@ int run_check(const CheckOptions& o) {
              failed, skipped, seed);
   return failed == 0 ? 0 : 1;
 }
+
+}  // namespace
 
 void add_check(CLI::App& app, int& status) {
   auto* check_cmd =

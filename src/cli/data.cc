@@ -12,6 +12,13 @@
 namespace dew::cli {
 namespace {
 
+struct DataOptions {
+  std::string what;  // show, stats or preview
+  std::string config;
+  std::vector<std::string> overrides;
+  int64_t batches = 0;  // 0: until the chain ends
+};
+
 using data::Chain;
 
 // Runs the chain `limit` batches (records without batch), or to its end when limit is 0.
@@ -85,8 +92,6 @@ bool ends(const nlohmann::json& description) {
   return false;
 }
 
-}  // namespace
-
 int run_data(const DataOptions& options) {
   Chain chain = data::chain_from_config(options.config, options.overrides);
   const nlohmann::json description = nlohmann::json::parse(chain.description());
@@ -125,6 +130,8 @@ int run_data(const DataOptions& options) {
   }
   return 0;
 }
+
+}  // namespace
 
 void add_data(CLI::App& app, int& status) {
   auto options = std::make_shared<DataOptions>();

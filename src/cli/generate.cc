@@ -20,6 +20,20 @@
 namespace dew::cli {
 namespace {
 
+struct GenerateOptions {
+  std::string model, prompt, dtype;
+  int64_t max_new_tokens = 256;
+  uint64_t seed = 0;
+  std::optional<double> temperature, top_p, min_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+  std::vector<std::string> stop;
+  bool chat = false;            // the prompt is a user message, through the chat template
+  std::string system;           // with --chat: a system message first
+  std::string assistant_start;  // with --chat: the beginning of the reply, which the model continues
+  std::vector<std::string>
+      chat_vars;  // with --chat: KEY=VALUE template variables (VALUE as JSON if it parses)
+};
+
 nlohmann::json read_json_if_present(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(path)) return nlohmann::json::object();
   nlohmann::json json = parse_json(read_text_file(path.string()), path.string());
@@ -60,15 +74,12 @@ std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptio
   return tokenizer.encode(tokenizer.apply_chat_template(messages.dump(), options).text);
 }
 
-}  // namespace
-
 int run_generate(const GenerateOptions& o) {
   namespace fs = std::filesystem;
   const InferenceModel loaded = load_inference_model(o.model, o.dtype);
   const std::string& model_dir = loaded.directory;
   const CausalLM& model = loaded.model;
-  const Tokenizer tokenizer = Tokenizer::load(model_dir);
-  require_vocabulary_holds(loaded, tokenizer);
+  const Tokenizer tokenizer = load_inference_tokenizer(loaded);
   const fs::path generation_path = fs::path(model_dir) / "generation_config.json";
   const nlohmann::json generation = read_json_if_present(generation_path);
   const JsonFields g{generation, generation_path.string()};
@@ -114,6 +125,8 @@ int run_generate(const GenerateOptions& o) {
   std::cout << stream.finish() << "\n" << std::flush;
   return 0;
 }
+
+}  // namespace
 
 void add_generate(CLI::App& app, int& status) {
   auto* generate_cmd = app.add_subcommand("generate", "continue a prompt, streaming the text to stdout");

@@ -33,13 +33,15 @@ InferenceModel load_inference_model(const std::string& model_or_run, const std::
   return {directory, std::move(model)};
 }
 
-void require_vocabulary_holds(const InferenceModel& loaded, const Tokenizer& tokenizer) {
+Tokenizer load_inference_tokenizer(const InferenceModel& loaded) {
+  Tokenizer tokenizer = Tokenizer::load(loaded.directory);
   const int64_t vocab = loaded.model.config().vocab_size, ids = tokenizer.vocab_size();
   DEW_REQUIRE(
       ids <= vocab,
       "{}: config.json's vocab_size {} is smaller than the tokenizer's {} ids; expected a tokenizer made "
       "for this model",
       loaded.directory, vocab, ids);
+  return tokenizer;
 }
 
 }  // namespace dew::cli

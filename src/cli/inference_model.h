@@ -17,7 +17,7 @@ struct InferenceModel {
 
 // `dtype` empty: the checkpoint's own.
 InferenceModel load_inference_model(const std::string& model_or_run, const std::string& dtype);
-// Refuses a tokenizer with ids past the model's vocabulary, naming both (config.json's vocab_size).
-void require_vocabulary_holds(const InferenceModel& loaded, const Tokenizer& tokenizer);
+// The tokenizer beside the model, refused when its ids run past the model's vocabulary (naming both).
+Tokenizer load_inference_tokenizer(const InferenceModel& loaded);
 
 }  // namespace dew::cli

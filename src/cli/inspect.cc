@@ -9,6 +9,7 @@
 #include "core/printable.h"
 
 namespace dew::cli {
+namespace {
 
 int run_inspect(const std::string& path, bool jsonl) {
   const SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(path);
@@ -42,6 +43,8 @@ int run_inspect(const std::string& path, bool jsonl) {
                checkpoint.files().size() == 1 ? "" : "s", elements, bytes);
   return 0;
 }
+
+}  // namespace
 
 void add_inspect(CLI::App& app, int& status) {
   struct Options {

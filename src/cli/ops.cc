@@ -3,6 +3,7 @@
 #include "gate/catalog.h"
 
 namespace dew::cli {
+namespace {
 
 int run_ops(bool markdown) {
   if (markdown) {
@@ -22,6 +23,8 @@ int run_ops(bool markdown) {
   }
   return 0;
 }
+
+}  // namespace
 
 void add_ops(CLI::App& app, int& status) {
   auto markdown = std::make_shared<bool>(false);

@@ -21,6 +21,12 @@
 namespace dew::cli {
 namespace {
 
+struct ScoreOptions {
+  std::string model, dtype;
+  bool ids = false;
+  TextArgument text;  // one text's log-likelihood instead of JSONL records
+};
+
 struct TokenScores {
   std::vector<double> logprobs;  // of ids[t + 1] given ids[..t]
   std::vector<bool> greedy;      // ids[t + 1] is the likeliest next token
@@ -104,14 +110,11 @@ nlohmann::json score_text(const CausalLM& model, const Tokenizer& tokenizer, con
   return {{"loglikelihood", sum}, {"is_greedy", greedy}, {"tokens", count}};
 }
 
-}  // namespace
-
 int run_score(const ScoreOptions& o) {
   const InferenceModel loaded = load_inference_model(o.model, o.dtype);
-  const std::string& model_dir = loaded.directory;
   const CausalLM& model = loaded.model;
-  const std::optional<Tokenizer> tokenizer = o.ids ? std::nullopt : std::optional(Tokenizer::load(model_dir));
-  if (tokenizer) require_vocabulary_holds(loaded, *tokenizer);
+  const std::optional<Tokenizer> tokenizer =
+      o.ids ? std::nullopt : std::optional(load_inference_tokenizer(loaded));
   NoGrad inference;
   if (const std::optional<std::string> text = o.text.get()) {
     DEW_REQUIRE(!o.ids, "score: --text and --file give text; --ids reads ids on stdin instead");
@@ -135,6 +138,8 @@ int run_score(const ScoreOptions& o) {
   }
   return 0;
 }
+
+}  // namespace
 
 void add_score(CLI::App& app, int& status) {
   auto* score_cmd = app.add_subcommand(

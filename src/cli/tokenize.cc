@@ -13,7 +13,27 @@
 
 namespace dew::cli {
 
+std::optional<std::string> TextArgument::get() const {
+  if (text) return text;
+  if (!file.empty()) return read_text_file(file);
+  return std::nullopt;
+}
+
+void TextArgument::add_to(CLI::App& command, const char* what) {
+  CLI::Option* given =
+      command.add_option("--text", text, fmt::format("{} this text instead of JSONL on stdin", what));
+  command.add_option("--file", file, fmt::format("{} this file's text instead of JSONL on stdin", what))
+      ->excludes(given);
+}
+
 namespace {
+
+struct TokenizeOptions {
+  std::string tokenizer;
+  bool special = false, decode = false, skip_special = false;
+  bool chat = false;  // lines are conversations {"messages": [...], ...} rendered by the chat template
+  TextArgument text;  // one text's ids instead of JSONL records
+};
 
 // --chat: {"messages": [...], "tools": [...], "add_generation_prompt": bool, "continue_final_message":
 // bool, other keys: template
@@ -37,21 +57,6 @@ std::vector<int64_t> chat_ids(const Tokenizer& tokenizer, const std::string& lin
   }
   options.variables_json = variables.dump();
   return tokenizer.encode(tokenizer.apply_chat_template(record["messages"].dump(), options).text);
-}
-
-}  // namespace
-
-std::optional<std::string> TextArgument::get() const {
-  if (text) return text;
-  if (!file.empty()) return read_text_file(file);
-  return std::nullopt;
-}
-
-void TextArgument::add_to(CLI::App& command, const char* what) {
-  CLI::Option* given =
-      command.add_option("--text", text, fmt::format("{} this text instead of JSONL on stdin", what));
-  command.add_option("--file", file, fmt::format("{} this file's text instead of JSONL on stdin", what))
-      ->excludes(given);
 }
 
 int run_tokenize(const TokenizeOptions& o) {
@@ -92,6 +97,8 @@ int run_tokenize(const TokenizeOptions& o) {
   std::cout << std::flush;
   return 0;
 }
+
+}  // namespace
 
 void add_tokenize(CLI::App& app, int& status) {
   auto* tokenize_cmd = app.add_subcommand(

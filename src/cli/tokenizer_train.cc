@@ -47,6 +47,8 @@ void write_trained_tokenizer(const std::vector<std::string_view>& documents, con
              tokenizer_path.string());
 }
 
+namespace {
+
 int run_tokenizer_train(const TokenizerTrainOptions& o) {
   std::vector<std::unique_ptr<MappedFile>> files;
   std::vector<std::string_view> documents;
@@ -59,6 +61,8 @@ int run_tokenizer_train(const TokenizerTrainOptions& o) {
   write_trained_tokenizer(documents, o, fmt::format("{} file(s), {} bytes", o.files.size(), bytes));
   return 0;
 }
+
+}  // namespace
 
 void add_tokenizer(CLI::App& app, int& status) {
   auto* tokenizer_cmd = app.add_subcommand("tokenizer", "tokenizer tools");

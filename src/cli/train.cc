@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,12 @@
 
 namespace dew::cli {
 namespace {
+
+struct TrainOptions {
+  std::string config, run_dir;
+  std::string restart;  // a checkpoint, run or model directory: a new run from its weights only
+  std::vector<std::string> overrides;
+};
 
 // A config's [tokenizer] table: unless `path` holds a tokenizer.json already, train a byte-level BPE
 // there on the text the [data] chain tokenizes (its source, one epoch, and the stages before tokenize).
@@ -44,24 +51,7 @@ void prepare_tokenizer(const std::string& config_path, const std::vector<std::st
   write_trained_tokenizer(documents, train, fmt::format("{} documents", documents.size()));
 }
 
-}  // namespace
-
-int run_train(const TrainOptions& options) {
-  const StopSignals stop;  // first: every thread started after it has the signals blocked
-  TrainOptions with_config = options;
-  if (with_config.config.empty()) {  // the default job
-    with_config.config = std::string(DEW_SOURCE_DIR) + "/examples/default.toml";
-    // Its corpus and tokenizer live in the source tree too: an installed dew away from it needs a config.
-    DEW_REQUIRE(std::filesystem::is_regular_file(with_config.config),
-                "the default job is {} of the source tree this dew was built from, which is not here; give a "
-                "config: dew train CONFIG.toml (docs/training.md)",
-                with_config.config);
-    if (with_config.run_dir.empty()) with_config.run_dir = "runs/default";
-  }
-  prepare_tokenizer(with_config.config, with_config.overrides);
-  return train_with(with_config, stop.requested());
-}
-
+// Trains options.config until done or until `stop` is set (after a step, with a checkpoint).
 int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   const std::string run_dir = options.run_dir.empty()
                                   ? "runs/" + std::filesystem::path(options.config).stem().string()
@@ -113,10 +103,28 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   return 0;
 }
 
+int run_train(const TrainOptions& options) {
+  const StopSignals stop;  // first: every thread started after it has the signals blocked
+  TrainOptions with_config = options;
+  if (with_config.config.empty()) {  // the default job
+    with_config.config = std::string(DEW_SOURCE_DIR) + "/examples/default.toml";
+    // Its corpus and tokenizer live in the source tree too: an installed dew away from it needs a config.
+    DEW_REQUIRE(std::filesystem::is_regular_file(with_config.config),
+                "the default job is {} of the source tree this dew was built from, which is not here; give a "
+                "config: dew train CONFIG.toml (docs/training.md)",
+                with_config.config);
+    if (with_config.run_dir.empty()) with_config.run_dir = "runs/default";
+  }
+  prepare_tokenizer(with_config.config, with_config.overrides);
+  return train_with(with_config, stop.requested());
+}
+
 int run_report(const std::string& run_dir) {
   fmt::print("{}\n", train::write_report(run_dir));
   return 0;
 }
+
+}  // namespace
 
 void add_train(CLI::App& app, int& status) {
   auto* train_cmd =

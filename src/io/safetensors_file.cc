@@ -28,16 +28,16 @@ std::string_view safetensors_name(DType t) {
   fail("[safetensors] dtype {} has no safetensors name", dtype_name(t));
 }
 
-std::optional<DType> dew_dtype(std::string_view name) {
-  for (const auto& [d, n] : kNames)
-    if (n == name) return d;
-  return std::nullopt;
-}
-
 constexpr std::string_view kIndexName = "model.safetensors.index.json";
 constexpr std::string_view kSingleName = "model.safetensors";
 
 }  // namespace
+
+std::optional<DType> safetensors_dtype(std::string_view name) {
+  for (const auto& [d, n] : kNames)
+    if (n == name) return d;
+  return std::nullopt;
+}
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
@@ -59,7 +59,7 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
 Tensor SafetensorsFile::load(std::string_view name) const {
   const SafetensorsEntry* e = find(name);
   DEW_REQUIRE(e, "{}: has no tensor \"{}\"", path(), name);
-  const auto dtype = dew_dtype(e->dtype);
+  const auto dtype = safetensors_dtype(e->dtype);
   DEW_REQUIRE(dtype,
               "{}: tensor \"{}\" is {}, which Dew does not hold; expected one of F64, F32, BF16, F16, I64, "
               "I32, U8, BOOL",

@@ -137,7 +137,7 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
     else if (e->shape != shape)
       problems.push_back(
           fmt::format("\"{}\" is {} (expected {})", prefix + name, shape_str(e->shape), shape_str(shape)));
-    else if (e->dtype != "F32" && e->dtype != "BF16" && e->dtype != "F16" && e->dtype != "F64")
+    else if (const std::optional<DType> t = safetensors_dtype(e->dtype); !t || !is_floating(*t))
       problems.push_back(fmt::format("\"{}\" holds {} (expected floating weights: F32, BF16, F16 or F64)",
                                      prefix + name, e->dtype));
   }
@@ -157,6 +157,12 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   }
   m.config_.dtype = torch_dtype_name(target);
   return m;
+}
+
+int64_t CausalLM::parameter_count() const {
+  int64_t n = 0;
+  for (const auto& [name, p] : parameters_) n += p.numel();
+  return n;
 }
 
 void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes) const {

@@ -32,25 +32,37 @@ bool is_step_name(const std::string& name) {
          name.find_first_not_of("0123456789", 5) == std::string::npos;
 }
 
-// The committed checkpoints of a run, by step, and what was passed over.
-std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& dir, std::vector<std::string>* ignored) {
+// What a write did not finish: a `.partial-*` directory, or a step directory renamed into place whose
+// marker was never written (NOTE [commit marker]).
+struct Unfinished {
+  fs::path path;
+  bool unmarked;
+  std::string why() const {
+    return unmarked ? std::string("no ") + kMarker + " marker (written partly)"
+                    : "a write that did not finish";
+  }
+};
+
+// The committed checkpoints of a run, by step, and (when asked) the unfinished entries beside them.
+std::vector<std::pair<int64_t, fs::path>> committed(const fs::path& dir,
+                                                    std::vector<Unfinished>* unfinished) {
   std::vector<std::pair<int64_t, fs::path>> out;
   std::error_code error;
   if (!fs::is_directory(dir, error)) return out;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, error)) {
     const std::string name = e.path().filename().string();
-    if (name.rfind(".partial-", 0) == 0) {
-      if (ignored) ignored->push_back(e.path().string() + ": a write that did not finish");
-      continue;
-    }
-    if (!is_step_name(name)) continue;
-    if (!fs::is_regular_file(e.path() / kMarker, error)) {
-      if (ignored) ignored->push_back(e.path().string() + ": no " + kMarker + " marker (written partly)");
+    const bool partial = name.rfind(".partial-", 0) == 0;
+    if (!partial && !is_step_name(name)) continue;
+    if (partial || !fs::is_regular_file(e.path() / kMarker, error)) {
+      if (unfinished) unfinished->push_back({e.path(), !partial});
       continue;
     }
     out.emplace_back(std::stoll(name.substr(5)), e.path());
   }
   std::sort(out.begin(), out.end());
+  if (unfinished)
+    std::sort(unfinished->begin(), unfinished->end(),
+              [](const Unfinished& a, const Unfinished& b) { return a.path < b.path; });
   return out;
 }
 
@@ -118,35 +130,27 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
 }
 
 std::vector<std::string> clear_unfinished_checkpoints(const std::string& run_dir) {
-  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  std::vector<Unfinished> unfinished;
+  committed(fs::path(run_dir) / "checkpoints", &unfinished);
   std::vector<std::string> said;
   std::error_code error;
-  if (!fs::is_directory(dir, error)) return said;
-  std::vector<fs::path> entries;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, error)) entries.push_back(e.path());
-  std::sort(entries.begin(), entries.end());
-  for (const fs::path& path : entries) {
-    const std::string name = path.filename().string();
-    const bool partial = name.rfind(".partial-", 0) == 0;
-    const bool unmarked = is_step_name(name) && !fs::is_regular_file(path / kMarker, error);
-    if (!partial && !unmarked) continue;
+  for (const Unfinished& u : unfinished) {
     uintmax_t bytes = 0;
-    for (const fs::directory_entry& f : fs::recursive_directory_iterator(path, error))
+    for (const fs::directory_entry& f : fs::recursive_directory_iterator(u.path, error))
       if (f.is_regular_file(error)) bytes += f.file_size(error);
-    fs::remove_all(path);
-    said.push_back(fmt::format("removed {} ({:.1f} MB): {}", path.string(), double(bytes) / 1e6,
-                               partial ? "a write that did not finish"
-                                       : std::string("a checkpoint whose ") + kMarker +
-                                             " marker was never written; its steps are redone"));
+    fs::remove_all(u.path);
+    said.push_back(fmt::format("removed {} ({:.1f} MB): {}{}", u.path.string(), double(bytes) / 1e6, u.why(),
+                               u.unmarked ? "; its steps are redone" : ""));
   }
   return said;
 }
 
 CheckpointScan find_checkpoints(const std::string& run_dir) {
   CheckpointScan scan;
-  const auto all = committed(fs::path(run_dir) / "checkpoints", &scan.ignored);
+  std::vector<Unfinished> unfinished;
+  const auto all = committed(fs::path(run_dir) / "checkpoints", &unfinished);
   if (!all.empty()) scan.step = all.back().first, scan.latest = all.back().second.string();
-  std::sort(scan.ignored.begin(), scan.ignored.end());
+  for (const Unfinished& u : unfinished) scan.ignored.push_back(u.path.string() + ": " + u.why());
   return scan;
 }
 

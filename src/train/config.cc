@@ -72,13 +72,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   // must hold every id the tokenizer gives. Both are settled here, before any training.
   toml::table model_fields = model;
   if (!c.tokenizer.empty()) {
-    const std::filesystem::path tokenizer(c.tokenizer);
-    DEW_REQUIRE(std::filesystem::is_regular_file(tokenizer) ||
-                    std::filesystem::is_regular_file(tokenizer / "tokenizer.json"),
-                "{}: the tokenizer {} does not exist; expected a tokenizer.json or a directory holding one "
-                "(dew tokenizer train makes one)",
-                path, c.tokenizer);
-    const int64_t ids = Tokenizer::load(c.tokenizer).vocab_size();
+    const int64_t ids = Tokenizer::load(c.tokenizer).vocab_size();  // a missing one is refused, by path
     if (!model_fields.contains("vocab_size")) model_fields.insert("vocab_size", ids);
     const std::optional<int64_t> vocab = model_fields["vocab_size"].value<int64_t>();
     DEW_REQUIRE(vocab && *vocab >= ids,

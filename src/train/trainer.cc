@@ -70,12 +70,6 @@ double unix_time() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-int64_t parameter_count(const CausalLM& model) {
-  int64_t n = 0;
-  for (const auto& [name, p] : model.parameters()) n += p.numel();
-  return n;
-}
-
 // "steps 360 -> 400, schedule.total_steps 360 -> 400": what differs between two resolved configs
 // (describe_config), leaf by leaf.
 std::string config_changes(const nlohmann::json& before, const nlohmann::json& now) {
@@ -237,8 +231,7 @@ void Trainer::resume_or_initialize(Run& run) {
   run.params = default_groups(run.model.parameters(), config_.weight_decay);
   run.optimizer = make_optimizer(config_, run.params);
 
-  const CheckpointScan scan = find_checkpoints(run_dir_);
-  for (const std::string& why : scan.ignored) say("ignored " + why);
+  const CheckpointScan scan = find_checkpoints(run_dir_);  // nothing unfinished left: run() cleared it
   if (scan.latest.empty()) {
     if (!config_.init_from.empty()) {
       const std::string from = model_directory(config_.init_from);
@@ -318,7 +311,7 @@ void Trainer::step(Run& run) {
   if (run.step == run.first_step + 1) {
     say(fmt::format(
         "training {}: {:.1f} M parameters, {} tokens a step, {}, {} threads on {}; steps {} to {}",
-        run.model.config().model_type, double(parameter_count(run.model)) / 1e6, result.tokens,
+        run.model.config().model_type, double(run.model.parameter_count()) / 1e6, result.tokens,
         config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute), num_threads(),
         config_.device.str(), run.step, config_.steps));
     write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());  // routes now known
@@ -385,9 +378,9 @@ void Trainer::evaluate(Run& run) {
     weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
     targets += lm.targets;
     correct += lm.correct;
-    const Tensor& y = lm.target_ids;
-    for (int64_t i = 0; i < y.numel(); ++i)
-      if (y.data<int64_t>()[i] != kIgnoreTarget) ++counts[y.data<int64_t>()[i]];
+    const int64_t* y = lm.target_ids.data<int64_t>();
+    for (int64_t i = 0; i < lm.target_ids.numel(); ++i)
+      if (y[i] != kIgnoreTarget) ++counts[y[i]];
   }
   double entropy = 0;
   for (const auto& [id, n] : counts)

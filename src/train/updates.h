@@ -11,18 +11,12 @@
 
 namespace dew::train::detail {
 
-// For each parameter with a gradient: body(i, gradient). The ops write the parameter in place and
-// bump its version, so a rule that saved it would now refuse.
+// For each parameter with a gradient: body(i, gradient). The ops check the gradient against the
+// parameter, write the parameter in place and bump its version (a rule that saved it would now refuse).
 template <class Body>
 void for_each_gradient(std::vector<Param>& params, Body&& body) {
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor grad = params[i].tensor.grad();
-    if (!grad.defined()) continue;
-    DEW_REQUIRE(grad.dtype() == DType::f32 && grad.shape() == params[i].tensor.shape(),
-                "[optimizer] the gradient of {} is {}; expected f32 of its shape", params[i].name,
-                grad.describe());
-    body(i, grad);
-  }
+  for (size_t i = 0; i < params.size(); ++i)
+    if (const Tensor grad = params[i].tensor.grad(); grad.defined()) body(i, grad);
 }
 
 // AdamW's step `step` (1-based) of a parameter group.
