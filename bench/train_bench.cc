@@ -1,10 +1,12 @@
 // train_bench.h. Each round: Dew's steps in this process, then PyTorch's in a child process, each
-// after one warm-up step; figures are min / median / max over every timed step of every round. MFU is
+// after one warm-up step; figures are min / median / max over every timed step of every round. After
+// its timed steps each side runs one step under its profiler: the table of where the time goes. MFU is
 // training_flops_per_token × tokens/s over this machine's sgemm rate measured in the same run, as
 // `dew train` reports it.
 #include "train_bench.h"
 
 #include <dew/error.h>
+#include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/train.h>
 #include <fmt/core.h>
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +75,53 @@ std::string describe(const std::vector<double>& step_s, int64_t tokens_per_step,
                      double(tokens_per_step) / best, 100 * rate * flops_per_token / peak_flops);
 }
 
+// A GEMM row of the step profile ("role  M x N x K dtype [ta] [tb] [bias] [residual]") run alone
+// through Dew's matmul on fresh operands: GFLOP/s, the median of 5 after one warm-up; 0 for a batched
+// row or one with an activation (not rebuilt here).
+double gemm_alone_gflop_s(const std::string& row) {
+  const std::string label = row.substr(row.find("  ") + 2);
+  std::vector<std::string> words;
+  for (size_t start = 0; start < label.size();) {
+    size_t end = label.find(' ', start);
+    if (end == std::string::npos) end = label.size();
+    words.push_back(label.substr(start, end - start));
+    start = end + 1;
+  }
+  int64_t M = 0, N = 0, K = 0;
+  if (words.size() < 2 || std::sscanf(words[0].c_str(), "%ldx%ldx%ld", &M, &N, &K) != 3) return 0;
+  const DType dtype = parse_dtype(words[1]);
+  MatmulOptions o;
+  bool residual = false;
+  for (size_t i = 2; i < words.size(); ++i) {
+    if (words[i] == "ta")
+      o.transpose_a = true;
+    else if (words[i] == "tb")
+      o.transpose_b = true;
+    else if (words[i] == "bias")
+      o.bias = Tensor::full({N}, 0.5, dtype);
+    else if (words[i] == "residual")
+      residual = true;
+    else
+      return 0;
+  }
+  auto operand = [&](int64_t rows, int64_t cols, uint64_t stream) {
+    Tensor t = Tensor::empty({rows, cols}, dtype);
+    fill_normal(t, {.seed = 3, .stream = stream}, 0, 1);
+    return t;
+  };
+  const Tensor a = o.transpose_a ? operand(K, M, 1) : operand(M, K, 1);
+  const Tensor b = o.transpose_b ? operand(N, K, 2) : operand(K, N, 2);
+  if (residual) o.residual = operand(M, N, 3);
+  std::vector<double> seconds;
+  for (int rep = 0; rep <= 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor c = matmul(a, b, o);
+    if (rep > 0)
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return 2.0 * double(M) * double(N) * double(K) / median(seconds) / 1e9;
+}
+
 }  // namespace
 
 int run_train_bench(const TrainBenchOptions& o) {
@@ -120,6 +170,8 @@ int run_train_bench(const TrainBenchOptions& o) {
   Figures dew, torch;
   std::string torch_version, torch_error;
   uint64_t batch_index = 0;
+  train::StepProfiler profiler;
+  std::optional<train::StepProfile> torch_profile;
   for (int round = 0; round < o.rounds; ++round) {
     reset_peak_memory();
     for (int s = 0; s <= o.steps; ++s) {  // step 0 warms up
@@ -134,12 +186,20 @@ int run_train_bench(const TrainBenchOptions& o) {
       if (s > 0)
         dew.step_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
+    {  // one more step with the op profile on, apart from the timed ones
+      std::optional<data::Batch> batch = random_batch(B, T, vocab, batch_index++);
+      profiler.begin_step();
+      train::train_step(model, params, *optimizer, {.lr = 3e-4, .compute = compute},
+                        [&] { return std::exchange(batch, std::nullopt); });
+      if (device.kind == Device::Kind::cuda) cuda_synchronize(device.index);
+      profiler.end_step();
+    }
     dew.peak_bytes = std::max(
         dew.peak_bytes, double(device.kind == Device::Kind::cuda ? cuda_memory_stats(device.index).peak_bytes
                                                                  : cpu_memory_stats().peak_bytes));
     if (!pytorch) continue;
     const std::string command = fmt::format(
-        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {} {}",
+        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {} {} profile",
         jemalloc ? fmt::format("LD_PRELOAD={} MALLOC_CONF=background_thread:true,dirty_decay_ms:-1,"
                                "muzzy_decay_ms:-1 ",
                                kJemalloc)
@@ -155,6 +215,8 @@ int run_train_bench(const TrainBenchOptions& o) {
     for (double s : j["step_s"]) torch.step_s.push_back(s);
     torch.max_rss_bytes = std::max(torch.max_rss_bytes, j["max_rss_bytes"].get<double>());
     torch_version = j["torch"].get<std::string>();
+    if (j.contains("profile") && round + 1 == o.rounds)
+      torch_profile = train::step_profile_from_json(j["profile"].dump());
   }
   std::filesystem::remove(config_path);
   rusage usage{};
@@ -175,20 +237,31 @@ int run_train_bench(const TrainBenchOptions& o) {
                torch.max_rss_bytes / (1 << 20), torch_version, jemalloc ? ", jemalloc" : ", no jemalloc");
     fmt::print("dew / pytorch: {:.2f}x (median tokens/s)\n", ratio);
     torch_json = fmt::format(
-        R"({{"version":"{}","tokens_per_s":{:.2f},"max_rss_bytes":{:.0f},"ratio":{:.3f}}})", torch_version,
-        double(tokens_per_step) / median(torch.step_s), torch.max_rss_bytes, ratio);
+        R"({{"version":"{}","tokens_per_s":{:.2f},"max_rss_bytes":{:.0f},"ratio":{:.3f},"profile":{}}})",
+        torch_version, double(tokens_per_step) / median(torch.step_s), torch.max_rss_bytes, ratio,
+        torch_profile ? train::step_profile_json(*torch_profile) : "null");
   } else if (o.pytorch && device.kind == Device::Kind::cuda) {
     fmt::print("(no PyTorch comparison on {}: train_pytorch.py is the CPU's)\n", device.str());
   } else if (o.pytorch) {
     fmt::print("(no PyTorch comparison: {})\n",
                pytorch ? "train_pytorch.py failed:\n" + torch_error : "apt-get install python3-torch");
   }
+  const train::StepProfile dew_profile = profiler.result(vocab);
+  fmt::print("{}",
+             train::format_step_profiles(dew_profile, torch_profile ? &*torch_profile : nullptr, "pytorch"));
+  if (device.kind == Device::Kind::cpu) {  // each of Dew's GEMMs in the step against the same GEMM alone
+    fmt::print("Dew's GEMMs in the step and alone (GFLOP/s)\n");
+    for (const train::StepProfile::Row& g : dew_profile.gemms)
+      if (g.seconds > 0)
+        fmt::print("  {:<48} {:>8.1f} {:>8.1f}\n", g.name, g.flops / g.seconds / 1e9,
+                   gemm_alone_gflop_s(g.name));
+  }
   const double rate = double(tokens_per_step) / median(dew.step_s);
   fmt::print(
-      R"({{"bench":"train","model":"{}","precision":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"pytorch":{}}})"
+      R"({{"bench":"train","model":"{}","precision":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"profile":{},"pytorch":{}}})"
       "\n",
       o.model, o.precision, B, T, n, rate, rate * flops_per_token / peak_flops, peak_flops / 1e9,
-      dew.peak_bytes, dew.max_rss_bytes, torch_json);
+      dew.peak_bytes, dew.max_rss_bytes, train::step_profile_json(dew_profile), torch_json);
   return 0;
 }
 

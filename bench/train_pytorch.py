@@ -12,11 +12,14 @@ masked softmax, matmul of nanoGPT's non-flash path.
 With PRECISION bf16, forward and loss run under torch.autocast("cpu", dtype=torch.bfloat16): bf16
 matmul operands and activations, f32 master weights and optimizer state (Dew's mixed precision).
 
-Usage: train_pytorch.py CONFIG_JSON B T STEPS THREADS [PRECISION]. Prints one JSON line: the seconds of each
-step after one warm-up step, and the process's peak resident bytes.
+Usage: train_pytorch.py CONFIG_JSON B T STEPS THREADS [PRECISION [profile]]. Prints one JSON line: the
+seconds of each step after one warm-up step, and the process's peak resident bytes; with "profile", also
+one more step under torch.profiler, its time sorted into the kinds of Dew's StepProfile (train.h).
 """
+import contextlib
 import json
 import math
+import re
 import resource
 import sys
 import time
@@ -143,6 +146,106 @@ def read_config(path):
             "theta": j.get("rope_theta", 10000.0), "tied": j.get("tie_word_embeddings", False)}
 
 
+# The kinds of Dew's StepProfile, from each aten op's self time (its children's time is theirs).
+ATTENTION = {"aten::bmm", "aten::baddbmm", "aten::_softmax", "aten::_softmax_backward_data", "aten::masked_fill",
+             "aten::masked_fill_"}
+NORMS = {"aten::native_layer_norm", "aten::native_layer_norm_backward"}
+CROSS_ENTROPY = {"aten::_log_softmax", "aten::_log_softmax_backward_data", "aten::nll_loss_forward",
+                 "aten::nll_loss_backward"}
+EMBEDDING = {"aten::embedding", "aten::embedding_backward", "aten::embedding_dense_backward",
+             "aten::index_select", "aten::index_add_", "aten::index", "aten::index_put_"}
+LAYOUT = {"aten::copy_", "aten::clone", "aten::cat", "aten::contiguous", "aten::view", "aten::_unsafe_view",
+          "aten::reshape", "aten::transpose", "aten::t", "aten::permute", "aten::split", "aten::split_with_sizes",
+          "aten::chunk", "aten::as_strided", "aten::expand", "aten::select", "aten::slice", "aten::unsqueeze",
+          "aten::squeeze", "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::zeros", "aten::zero_",
+          "aten::fill_", "aten::detach", "aten::alias", "aten::resize_", "aten::ones", "aten::triu", "aten::arange",
+          "aten::repeat_interleave", "aten::narrow", "aten::unbind", "aten::stack"}
+KINDS = ["GEMM forward", "GEMM input gradient", "GEMM weight gradient", "GEMM recompute", "GEMM head", "attention",
+         "norms", "element-wise", "copies and layout", "cross-entropy", "embedding", "casts",
+         "gradient norm and clipping", "optimizer", "remainder"]
+PHASES = {"forward", "backward", "clipping", "optimizer"}
+
+
+def ancestors(event):
+    e = event.cpu_parent
+    while e is not None:
+        yield e
+        e = e.cpu_parent
+
+
+def gemm_dims(event):
+    shapes = [s for s in event.input_shapes if len(s) == 2]
+    if len(shapes) < 2:
+        return None
+    (m, k), (_, n) = shapes[-2], shapes[-1]
+    return m, n, k
+
+
+def classify(event, phase, rows, vocab):
+    name = event.name
+    if phase == "optimizer":
+        return "optimizer", None
+    if phase == "clipping":
+        return "gradient norm and clipping", None
+    if name in ("aten::mm", "aten::addmm"):
+        dims = gemm_dims(event)
+        if dims is None:
+            return "element-wise", None
+        role = "forward" if phase == "forward" else ("weight gradient" if dims[2] == rows else "input gradient")
+        kind = "GEMM head" if vocab in dims else "GEMM " + role
+        return kind, ("head " + role if kind == "GEMM head" else role) + "  %dx%dx%d" % dims
+    if name in ATTENTION:
+        return "attention", None
+    if name in NORMS:
+        return "norms", None
+    if name in CROSS_ENTROPY:
+        return "cross-entropy", None
+    if name in EMBEDDING:
+        return "embedding", None
+    if name == "aten::_to_copy" or (name == "aten::copy_" and any(a.name == "aten::_to_copy" for a in ancestors(event))):
+        return "casts", None
+    if name in LAYOUT:
+        return "copies and layout", None
+    if name.startswith("aten::"):
+        return "element-wise", None
+    return None, None  # the profiler's scopes and autograd's nodes: their self time is the remainder
+
+
+def profiled_step(step, vocab, rows):
+    """One step under torch.profiler: its time by Dew's kinds, per step, as step_profile_json writes."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        start = time.perf_counter()
+        step(record_function)
+        step_s = time.perf_counter() - start
+    kinds = {k: [0, 0.0, 0.0] for k in KINDS}
+    gemms = {}
+    accounted = 0.0
+    for event in prof.events():
+        phase = next((a.name for a in ancestors(event) if a.name in PHASES), "")
+        kind, gemm = classify(event, phase, rows, vocab)
+        if kind is None:
+            continue
+        seconds = event.self_cpu_time_total * 1e-6
+        flops = 0.0
+        if gemm is not None:
+            m, n, k = (int(x) for x in re.findall(r"\d+", gemm.split("  ")[1]))
+            flops = 2.0 * m * n * k
+            g = gemms.setdefault(gemm, [0, 0.0, 0.0])
+            g[0] += 1
+            g[1] += seconds
+            g[2] += flops
+        kinds[kind][0] += 1
+        kinds[kind][1] += seconds
+        kinds[kind][2] += flops
+        accounted += seconds
+    kinds["remainder"][1] = max(0.0, step_s - accounted)
+    return {"steps": 1, "step_seconds": step_s,
+            "kinds": [{"name": k, "calls": v[0], "seconds": v[1], "flops": v[2]} for k, v in kinds.items()],
+            "gemms": sorted(({"name": k, "calls": v[0], "seconds": v[1], "flops": v[2]} for k, v in gemms.items()),
+                            key=lambda r: -r["seconds"])}
+
+
 def main():
     config_path, B, T, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     bf16 = len(sys.argv) > 6 and sys.argv[6] == "bf16"
@@ -154,24 +257,41 @@ def main():
     rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "positions" not in n)]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                                   lr=3e-4, betas=(0.9, 0.95), eps=1e-8, foreach=True)
+    profile_step = len(sys.argv) > 7 and sys.argv[7] == "profile"
     generator = torch.Generator().manual_seed(1)
-    times = []
-    for step in range(steps + 1):
-        tokens = torch.randint(0, c["vocab"], (B, T + 1), generator=generator)
-        start = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits = model(tokens[:, :T])
-            loss = F.cross_entropy(logits.reshape(B * T, c["vocab"]), tokens[:, 1:].reshape(B * T))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        loss.item()
-        if step > 0:  # the first step warms the allocator and the kernels' first-use paths
-            times.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"step_s": times, "max_rss_bytes": peak, "torch": torch.__version__}))
 
+    def step(scope):
+        tokens = torch.randint(0, c["vocab"], (B, T + 1), generator=generator)
+        with scope("forward"):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                logits = model(tokens[:, :T])
+                loss = F.cross_entropy(logits.reshape(B * T, c["vocab"]), tokens[:, 1:].reshape(B * T))
+        with scope("backward"):
+            loss.backward()
+        with scope("clipping"):
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        with scope("optimizer"):
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+        loss.item()
+
+    times = []
+    usage = None
+    for index in range(steps + 1):
+        start = time.perf_counter()
+        step(lambda name: contextlib.nullcontext())
+        if index > 0:  # the first step warms the allocator and the kernels' first-use paths
+            times.append(time.perf_counter() - start)
+        else:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    out = {"step_s": times, "max_rss_bytes": after.ru_maxrss * 1024, "torch": torch.__version__}
+    if profile_step:
+        out["profile"] = profiled_step(step, c["vocab"], B * T)
+        # Faults and system time over the timed steps, unprofiled (the profiler allocates its records).
+        out["profile"]["minor_faults"] = (after.ru_minflt - usage.ru_minflt) / steps
+        out["profile"]["system_seconds"] = (after.ru_stime - usage.ru_stime) / steps
+    print(json.dumps(out))
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace dew {
 
@@ -28,6 +30,29 @@ void set_memory_limit(int64_t bytes);
 int cuda_device_count();
 MemoryStats cuda_memory_stats(int index = 0);
 void cuda_synchronize(int index = 0);
+
+// The op profile: while on, each op call's kernel time is summed by (phase, op, label), the phase
+// being the innermost ProfilePhase open on the calling thread ("" outside any). Off by default;
+// `dew train --profile` and `dew bench train` turn it on and classify the rows (train.h StepProfile).
+struct OpTime {
+  std::string phase, op, label;  // label: the call's case ("f32 tb"); a GEMM's also has its M x N x K
+  int64_t calls = 0;
+  double seconds = 0;  // host wall time of the kernels
+  double flops = 0;    // where the op counts them (matmul, attention)
+};
+void set_op_profiling(bool on);
+std::vector<OpTime> op_profile();
+void reset_op_profile();
+class ProfilePhase {  // names the phase of the ops run in its scope on this thread
+ public:
+  explicit ProfilePhase(const char* name);  // a string literal: it is kept, not copied
+  ~ProfilePhase();
+  ProfilePhase(const ProfilePhase&) = delete;
+  ProfilePhase& operator=(const ProfilePhase&) = delete;
+
+ private:
+  const char* previous_;
+};
 
 // Threads: sized to the machine; DEW_THREADS overrides. set_num_threads is for tests and benchmarks.
 int num_threads();

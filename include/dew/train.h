@@ -120,9 +120,10 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
 // and backward; the gradients' global norm, clipped to grad_clip (0: measured only); the optimizer at
 // `lr` — unless the loss or the norm is not finite (applied = false) — and the gradients zeroed. When
 // next_batch runs dry, nothing is updated (complete = false).
-// compute bf16 is mixed precision: each microbatch runs on a bf16 copy of the weights (a recorded cast,
-// so gradients arrive in the f32 master weights), activations and matmul operands in bf16 with f32
-// accumulation; the loss, the gradients, their norm and the optimizer state stay f32.
+// compute bf16 is mixed precision: every microbatch runs on one bf16 copy of the weights, cast once per
+// step (a recorded cast, so gradients arrive in the f32 master weights and sum there in f32),
+// activations and matmul operands in bf16 with f32 accumulation; the loss, the gradients, their norm
+// and the optimizer state stay f32.
 struct StepOptions {
   int64_t accumulation = 1;
   double lr = 0, grad_clip = 1.0, z_loss = 0;
@@ -138,6 +139,41 @@ struct StepResult {
 StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
                       const StepOptions& options,
                       const std::function<std::optional<data::Batch>()>& next_batch);
+
+// Where a training step's time goes (docs/training.md, "Where the time goes"): the op profile's
+// kernel times (runtime.h) sorted into kinds, per step. GEMMs are split by role — forward, input
+// gradient, weight gradient, the forward recomputed in backward, and the head (a dimension equal to
+// the vocabulary) — and listed by shape; "remainder" is the step time no kernel accounts for
+// (differentiation, allocation, dispatch). Minor page faults count pages the system mapped fresh.
+struct StepProfile {
+  struct Row {
+    std::string name;
+    int64_t calls = 0;   // per step
+    double seconds = 0;  // per step
+    double flops = 0;    // per step, where counted
+  };
+  int64_t steps = 0;
+  double step_seconds = 0, minor_faults = 0, system_seconds = 0;  // per step
+  std::vector<Row> kinds;  // every kind, in a fixed order, remainder last
+  std::vector<Row> gemms;  // "role  [batch x] M x N x K  case", longest first
+};
+// Measures the steps between begin_step() and end_step() calls: the op profile is on inside them only.
+class StepProfiler {
+ public:
+  void begin_step();
+  void end_step();
+  StepProfile result(int64_t vocab) const;  // the kinds of the measured steps' ops, per step
+
+ private:
+  int64_t steps_ = 0;
+  double wall_ = 0, faults_ = 0, system_ = 0;
+  double wall_start_ = 0, faults_start_ = 0, system_start_ = 0;
+};
+std::string step_profile_json(const StepProfile& profile);
+StepProfile step_profile_from_json(const std::string& json);  // what step_profile_json wrote
+// A table: ms per step by kind (beside `other`'s where given), then each system's GEMMs by shape.
+std::string format_step_profiles(const StepProfile& dew, const StepProfile* other = nullptr,
+                                 std::string_view other_name = "");
 
 // Checkpoints: RUN_DIR/checkpoints/step-NNNNNNNN/ holds config.json and model.safetensors (so that
 // `dew generate` and `dew score` load it as a model), the tokenizer's files, optimizer.safetensors,
@@ -264,8 +300,12 @@ class Trainer {
     // The last held-out evaluation (NaN when none ran): its loss and the unigram entropy of its
     // targets, the loss of a model that knew only token frequencies — both in nats.
     double eval_loss = NAN, unigram_entropy = NAN;
-    bool finished_already = false;  // the run directory's run had reached config.steps: nothing ran
+    bool finished_already = false;       // the run directory's run had reached config.steps: nothing ran
+    std::optional<StepProfile> profile;  // with `profile` on: every step but this process's first
   };
+  // Where the step time goes (`dew train --profile`): the steps after this process's first are
+  // profiled; the result is in the Outcome and in RUN_DIR/profile.json.
+  bool profile = false;
   // Trains until config.steps, or until *stop becomes true (checked after each step; the step is
   // finished and checkpointed first). A run directory whose run reached config.steps already is left
   // as it is (Outcome::finished_already).

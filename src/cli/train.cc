@@ -26,6 +26,7 @@ struct TrainOptions {
   std::string config, run_dir;
   std::string restart;  // a checkpoint, run or model directory: a new run from its weights only
   std::vector<std::string> overrides;
+  bool profile = false;  // where the step time goes, printed at the end and kept in RUN_DIR/profile.json
 };
 
 // A config's [tokenizer] table: unless `path` holds a tokenizer.json already, train a byte-level BPE
@@ -65,6 +66,7 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
     held_out = [&options] { return data::chain_from_config(options.config, options.overrides, "eval.data"); };
   train::Trainer trainer(config, data::chain_from_config(options.config, options.overrides), run_dir,
                          held_out);
+  trainer.profile = options.profile;
   // On a terminal one live line (step, loss, lr, tokens/s, ETA) is rewritten each step and the log's
   // step lines stay in metrics.jsonl; otherwise every log line is printed as it comes, with its elapsed
   // time and ETA.
@@ -99,6 +101,11 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   if (!std::isnan(outcome.eval_loss))
     fmt::print("held-out loss {:.4f} nats; the held-out tokens' unigram entropy {:.4f} nats\n",
                outcome.eval_loss, outcome.unigram_entropy);
+  if (outcome.profile && outcome.profile->steps > 0)
+    fmt::print("{}(also in {}/profile.json)\n", train::format_step_profiles(*outcome.profile), run_dir);
+  else if (outcome.profile)
+    fmt::print(
+        "no profile: the first step of a process warms up and is not profiled; train 2 steps or more\n");
   std::fflush(stdout);
   return 0;
 }
@@ -141,6 +148,9 @@ void add_train(CLI::App& app, int& status) {
   train_cmd->add_option("--restart", train.restart,
                         "begin a new run from the weights (only) of a checkpoint, a run directory's newest "
                         "checkpoint, or a model directory");
+  train_cmd->add_flag("--profile", train.profile,
+                      "print where the step time goes (GEMMs by shape and role, attention, norms, ..., page "
+                      "faults) over every step but the first, and write RUN_DIR/profile.json");
 }
 
 void add_report(CLI::App& app, int& status) {

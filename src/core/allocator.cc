@@ -7,6 +7,7 @@
 #include <dew/error.h>
 #include <dew/runtime.h>
 
+#include <malloc.h>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -40,8 +41,23 @@ struct CpuAllocator {
   }
 };
 
+// NOTE [freed memory kept]: glibc gives blocks above its mmap threshold (128 KiB at first) back to the
+// system when they are freed, and trims the heap's top, so the buffers libraries allocate per call
+// (oneDNN's GEMM packing) are fresh pages, cleared by the kernel, every step. Dew's own blocks are
+// cached here; for the rest, malloc keeps freed memory up to these thresholds (as PyTorch is run
+// with jemalloc's decay off), and a steady training step maps no new pages.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest: blocks up to 32 MiB come from the heap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);   // the heap's top is returned past 1 GiB free only
+#endif
+}
+
 CpuAllocator& allocator() {
-  static CpuAllocator* a = new CpuAllocator;  // never destroyed: tensors may outlive static teardown
+  static CpuAllocator* a = [] {
+    keep_freed_memory();
+    return new CpuAllocator;  // never destroyed: tensors may outlive static teardown
+  }();
   return *a;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/differentiate.h"
+#include "select/op_profile.h"
 #include "select/registry.h"
 #include "select/requirements.h"
 
@@ -75,6 +76,28 @@ std::vector<Tensor> allocate_outputs(const typename Op::Args& args) {
   return outs;
 }
 
+// The op profile's label and FLOP count of a call (select/op_profile.h): an op may give a
+// profile_label (matmul: its M x N x K) and flops; otherwise its case label and none.
+template <class Op>
+void run_profiled(const select::Implementation<typename Op::Args>& impl, const typename Op::Args& args,
+                  std::vector<Tensor>& outs) {
+  select::OpTimer timer(
+      Op::name(args),
+      [&] {
+        if constexpr (requires { Op::profile_label(args); })
+          return Op::profile_label(args);
+        else
+          return Op::case_label(args);
+      },
+      [&] {
+        if constexpr (requires { Op::flops(args); })
+          return Op::flops(args);
+        else
+          return 0.0;
+      });
+  impl.run(args, outs);
+}
+
 // Runs into caller-provided outputs of the inferred shapes and dtypes (contiguous).
 template <class Op>
 void run_op_into(const typename Op::Args& args, std::vector<Tensor>& outs) {
@@ -87,7 +110,7 @@ void run_op_into(const typename Op::Args& args, std::vector<Tensor>& outs) {
         "[{}] output {} is {}; expected a contiguous {}{}", Op::name(args), i, outs[i].describe(),
         dtype_name(specs[i].dtype), shape_str(specs[i].shape));
   const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
-  impl.run(args, outs);
+  run_profiled<Op>(impl, args, outs);
   for (Tensor& out : outs) out.bump_version();
 }
 
@@ -100,7 +123,7 @@ std::vector<Tensor> run_op(const typename Op::Args& args) {
     detail::Untracked kernel_scope;
     outs = allocate_outputs<Op>(args);
     const auto& impl = Op::registry().select(Op::name(args), args, Op::case_label(args));
-    impl.run(args, outs);
+    run_profiled<Op>(impl, args, outs);
   }
   if constexpr (requires { Op::vjp(args); })
     differentiate<Op>(args, outs);

@@ -3,11 +3,13 @@
 #include <dew/autodiff.h>
 #include <dew/error.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <dew/train.h>
 
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace dew::train {
 
@@ -36,6 +38,14 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
               dtype_name(options.compute));
   StepResult out;
   double loss_sum = 0;
+  // Mixed precision: the weights' bf16 copy is cast once per step and read by every microbatch; each
+  // backward but the last keeps the casts' graph, so each microbatch's gradient still reaches the f32
+  // masters through the cast (summed there in f32). The microbatches' own graphs go with their losses.
+  std::optional<CausalLM> low;
+  if (options.compute != DType::f32) {
+    const ProfilePhase phase("forward");
+    low = model.to(options.compute);
+  }
   for (int64_t micro = 0; micro < options.accumulation; ++micro) {
     const auto wait = std::chrono::steady_clock::now();
     std::optional<data::Batch> batch = next_batch();
@@ -47,22 +57,26 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
     require_ids_in_vocabulary(*batch, model.config().vocab_size);
     out.tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
     out.T = batch->tokens.shape()[1] - 1;
-    // A fresh cast per microbatch: each backward consumes the graph it runs through.
-    const LmLoss lm = options.compute == DType::f32
-                          ? lm_loss(model, *batch, {.z_loss = options.z_loss})
-                          : lm_loss(model.to(options.compute), *batch, {.z_loss = options.z_loss});
+    std::optional<ProfilePhase> phase(std::in_place, "forward");
+    const LmLoss lm = lm_loss(low ? *low : model, *batch, {.z_loss = options.z_loss});
     loss_sum += lm.loss.to_f64_vector()[0];
     out.targets += lm.targets;
     out.correct += lm.correct;
+    phase.emplace("backward");
     backward(options.accumulation == 1 ? lm.loss
                                        : mul(lm.loss, Tensor::full({}, 1.0 / double(options.accumulation),
-                                                                   DType::f32, lm.loss.device())));
+                                                                   DType::f32, lm.loss.device())),
+             {.retain_graph = low && micro + 1 < options.accumulation});
   }
   out.complete = true;
   out.loss = loss_sum / double(options.accumulation);
-  out.grad_norm = clip_grad_norm(
-      params, options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity());
+  {
+    const ProfilePhase phase("clipping");
+    out.grad_norm = clip_grad_norm(
+        params, options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity());
+  }
   out.applied = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
+  const ProfilePhase phase("optimizer");
   if (out.applied) optimizer.step(options.lr);
   optimizer.zero_grad();
   return out;

@@ -152,6 +152,7 @@ struct Trainer::Run {
   std::ofstream metrics;
   double flops_per_token = 0;
   Clock::time_point started = Clock::now();
+  StepProfiler profiler;
   Outcome outcome;
 };
 
@@ -215,6 +216,10 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     out_of_memory("the system refused an allocation");
   }
   run.outcome.step = run.step;
+  if (profile) {
+    run.outcome.profile = run.profiler.result(run.model.config().vocab_size);
+    write_text_file((fs::path(run_dir_) / "profile.json").string(), step_profile_json(*run.outcome.profile));
+  }
   return run.outcome;
 }
 
@@ -278,6 +283,8 @@ void Trainer::resume_or_initialize(Run& run) {
 void Trainer::step(Run& run) {
   const auto start = Clock::now();
   const double lr = config_.schedule.at(run.step);
+  const bool profiled = profile && run.step > run.first_step;  // this process's first step warms up
+  if (profiled) run.profiler.begin_step();
   const StepResult result = train_step(run.model, run.params, *run.optimizer,
                                        {.accumulation = config_.accumulation,
                                         .lr = lr,
@@ -285,6 +292,7 @@ void Trainer::step(Run& run) {
                                         .z_loss = config_.z_loss,
                                         .compute = config_.compute},
                                        [&] { return chain_.next_batch(); });
+  if (profiled) run.profiler.end_step();
   DEW_REQUIRE(
       result.complete || run.tokens > 0,
       "[train] the data chain gave no batch at all: its source holds no records, or fewer tokens than "

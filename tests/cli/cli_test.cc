@@ -711,11 +711,36 @@ TEST(Cli, BenchTrainTimesDewAndPyTorchOnTheSameArchitecture) {
   EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
   EXPECT_GT(j["peak_bytes"].get<double>(), 0);
   // PyTorch's side runs wherever Debian's python3-torch is installed; a broken script shows here.
+  // Where the time goes, for each side: its GEMMs by role, and the table of both.
+  auto calls = [](const nlohmann::json& profile, const std::string& kind) {
+    for (const auto& k : profile["kinds"])
+      if (k["name"] == kind) return k["calls"].get<int64_t>();
+    return int64_t(-1);
+  };
+  EXPECT_GT(calls(j["profile"], "GEMM weight gradient"), 0) << r.out;
+  EXPECT_EQ(calls(j["profile"], "GEMM head"), 3) << r.out;
+  EXPECT_NE(r.out.find("where a step's time goes"), std::string::npos) << r.out;
   if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) {
     ASSERT_TRUE(j["pytorch"].is_object()) << r.out;
     EXPECT_GT(j["pytorch"]["tokens_per_s"].get<double>(), 0);
+    EXPECT_GT(calls(j["pytorch"]["profile"], "GEMM weight gradient"), 0) << r.out;
+    EXPECT_EQ(calls(j["pytorch"]["profile"], "GEMM head"), 3) << r.out;
+    EXPECT_GT(calls(j["pytorch"]["profile"], "optimizer"), 0) << r.out;
   }
   EXPECT_EQ(run("bench train gpt3").exit_code, 1);
+}
+
+TEST(Cli, TrainProfileSaysWhereTheStepTimeGoes) {
+  const std::string dir = train_config("cli_train_profile");
+  Result r = run("train " + dir + "/run.toml --run-dir " + dir + "/run --set train.steps=3 --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("ms per step, 2 steps of dew"), std::string::npos) << r.out;  // the first warms up
+  EXPECT_NE(r.out.find("GEMM input gradient"), std::string::npos) << r.out;
+  std::ifstream file(dir + "/run/profile.json");
+  const nlohmann::json j = nlohmann::json::parse(file);
+  EXPECT_EQ(j["steps"], 2);
+  EXPECT_GT(j["step_seconds"].get<double>(), 0);
+  EXPECT_FALSE(j["gemms"].empty());
 }
 
 // SIGTERM at a random moment of a run (a step, its GEMMs in oneDNN's JIT code, a checkpoint write) ends it

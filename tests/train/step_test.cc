@@ -3,6 +3,7 @@
 // one f32 step over the whole batch (RMS, as the float64 gate: docs/gate.md) — and a data source that runs
 // dry updates nothing.
 #include <dew/autodiff.h>
+#include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/train.h>
 #include <gtest/gtest.h>
@@ -106,6 +107,51 @@ TEST(TrainStep, ADataSourceThatRunsDryUpdatesNothing) {
   EXPECT_FALSE(result.complete);
   EXPECT_FALSE(result.applied);
   EXPECT_EQ(params[0].tensor.to_f64_vector(), before);
+}
+
+// Mixed precision with accumulation casts the weights to bf16 once per step, not once per microbatch,
+// and the f32 masters receive the same gradients, bit for bit, as from a fresh cast per microbatch.
+TEST(TrainStep, MixedPrecisionCastsTheWeightsOncePerStep) {
+  const std::vector<data::Batch> microbatches{rows_of(2, 11), rows_of(2, 12), rows_of(2, 13)};
+  auto fresh_model = [] {
+    CausalLM model = CausalLM::init(tiny_config(), DType::f32, 5);
+    for (auto& [name, p] : model.parameters()) p.requires_grad_();
+    return model;
+  };
+  // The reference: each microbatch on its own cast, its gradient through it.
+  const CausalLM reference = fresh_model();
+  for (const data::Batch& b : microbatches)
+    backward(mul(lm_loss(reference.to(DType::bf16), b).loss, Tensor::full({}, 1.0 / 4, DType::f32)));
+
+  CausalLM model = fresh_model();
+  const std::vector<Param> params = default_groups(model.parameters(), 0);
+  auto sgd = make_sgd(params, {.momentum = 0});
+  std::vector<Tensor> grads;  // read when the fourth microbatch is asked for, after three backwards
+  size_t next = 0;
+  reset_op_profile();
+  set_op_profiling(true);
+  const StepResult result =
+      train_step(model, params, *sgd, {.accumulation = 4, .lr = 0, .grad_clip = 0, .compute = DType::bf16},
+                 [&]() -> std::optional<data::Batch> {
+                   if (next == 3)
+                     for (const Param& p : params) grads.push_back(p.tensor.grad().clone());
+                   return next < 3 ? std::optional(microbatches[next++]) : std::nullopt;
+                 });
+  set_op_profiling(false);
+  EXPECT_FALSE(result.complete);  // the fourth call ends the data: the gradients were read there
+  int64_t weight_casts = 0;
+  for (const OpTime& row : op_profile())
+    if (row.op == "cast" && row.label == "f32->bf16") weight_casts += row.calls;
+  reset_op_profile();
+  // Each weight once (a fresh cast per microbatch made 3 each); each microbatch casts a tensor of its own.
+  EXPECT_EQ(weight_casts, int64_t(params.size()) + 3);
+  ASSERT_EQ(grads.size(), params.size());
+  const auto reference_parameters = reference.parameters();
+  size_t i = 0;
+  for (const Param& p : params) {
+    const Tensor& expected = reference_parameters.at(p.name).grad();
+    EXPECT_EQ(grads[i++].to_f64_vector(), expected.to_f64_vector()) << p.name;
+  }
 }
 
 }  // namespace

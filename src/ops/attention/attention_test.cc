@@ -1,8 +1,11 @@
 // attention's own tests beyond OpSuite: hand-checked values, masks seen through outputs, refusals.
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+
+#include <omp.h>
 
 #include <cmath>
 
@@ -10,6 +13,27 @@ namespace dew {
 namespace {
 
 using testing::error_of;
+
+// The sgemm-based attention runs each chunk of its work on one OpenMP thread; the thread that called
+// it keeps its own OpenMP thread count, so the GEMMs after it still use every thread.
+TEST(Attention, LeavesTheCallersOpenMpThreadsAsTheyWere) {
+  omp_set_num_threads(2);
+  Tensor q = Tensor::empty({1, 256, 2, 64}, DType::f32), k = Tensor::empty({1, 256, 2, 64}, DType::f32);
+  Tensor v = Tensor::empty({1, 256, 2, 64}, DType::f32);
+  fill_normal(q, {.seed = 1}, 0, 1);
+  fill_normal(k, {.seed = 2}, 0, 1);
+  fill_normal(v, {.seed = 3}, 0, 1);
+  AttentionOptions o;
+  o.causal = true;
+  reset_routes();
+  const AttentionResult r = attention(q, k, v, o);
+  (void)attention_backward(r.out, q, k, v, r, o);
+  bool flash_gemm = false;
+  for (const RouteRecord& route : routes())
+    flash_gemm = flash_gemm || route.implementation.find("flash_gemm") != std::string::npos;
+  if (!flash_gemm) GTEST_SKIP() << "no sgemm-based attention on this CPU";
+  EXPECT_EQ(omp_get_max_threads(), 2);
+}
 
 // With all scores equal, each query averages the values it may see: causal rows see a prefix.
 TEST(Attention, EqualScoresAverageTheVisibleValues) {

@@ -13,6 +13,19 @@
 DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 namespace {
+// Each pool chunk's sgemm calls run on one OpenMP thread (the pool already splits the work), and the
+// calling thread gets its own count back: the main thread runs a chunk too, and every later oneDNN call
+// from it (the step's GEMMs) would otherwise run on one thread.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread() : previous_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneOpenMpThread() { omp_set_num_threads(previous_); }
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  int previous_;
+};
 
 constexpr int64_t kQueryBlock = 128, kKeyBlock = 256;
 // The forward's query blocks take keys 512 at a time: fewer, wider sgemm calls. The backward keeps 256:
@@ -257,7 +270,7 @@ void attention_query_blocks(const ForwardCall<T>& c) {
   const AttentionGeometry& g = c.g;
   const int64_t blocks = (g.T + kQueryBlock - 1) / kQueryBlock;
   parallel_for(g.B * g.H * blocks, 1, [&](int64_t w0, int64_t w1) {
-    omp_set_num_threads(1);
+    const OneOpenMpThread one_thread;
     const int64_t most_rows = std::min(g.T, kQueryBlock);
     std::vector<float> s(size_t(most_rows * kForwardKeyBlock)), acc(size_t(most_rows * g.D)),
         m(static_cast<size_t>(most_rows)), l(static_cast<size_t>(most_rows));
@@ -322,7 +335,7 @@ void attention_backward_flash_gemm(const AttentionBackwardArgs& a, std::vector<T
   std::vector<float> dsink_parts(size_t(g.B * g.H), 0.0f);
   const int64_t ld_q = g.D, ld_k = g.D;
   parallel_for(g.B * g.H, 1, [&](int64_t w0, int64_t w1) {
-    omp_set_num_threads(1);
+    const OneOpenMpThread one_thread;
     std::vector<float> p(size_t(kQueryBlock * kKeyBlock)), dp(p.size()), delta(size_t(g.T));
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / g.H, h = w % g.H, hk = h / g.group;

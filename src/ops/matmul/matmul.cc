@@ -49,6 +49,22 @@ MatmulGeometry matmul_geometry(const MatmulArgs& args) {
   return g;
 }
 
+MatmulGeometry matmul_geometry_folded(const MatmulArgs& args) {
+  MatmulGeometry g = matmul_geometry(args);
+  const size_t br = g.batch.size();
+  if (br == 0 || !g.a.is_contiguous()) return g;
+  for (size_t d = 0; d < br; ++d)
+    if (g.b.strides()[d] != 0 && g.batch[d] != 1) return g;
+  MatmulGeometry folded;
+  folded.M = g.M * g.batch_count();
+  folded.N = g.N;
+  folded.K = g.K;
+  folded.a = g.a.reshape({folded.M, g.K});
+  folded.b = g.b;
+  while (folded.b.dim() > 2) folded.b = folded.b.select(0, 0);
+  return folded;
+}
+
 std::vector<int64_t> batch_offsets(const Tensor& t, size_t batch_rank) {
   Shape shape(t.shape().begin(), t.shape().begin() + int64_t(batch_rank));
   Strides strides(t.strides().begin(), t.strides().begin() + int64_t(batch_rank));
@@ -67,6 +83,12 @@ std::string Matmul::case_label(const Args& a) {
   if (o.activation != Activation::none) label += fmt::format(" {}", activation_name(o.activation));
   if (o.residual.defined()) label += " residual";
   return label;
+}
+
+std::string Matmul::profile_label(const Args& a) {
+  const MatmulGeometry g = matmul_geometry_folded(a);
+  const std::string batch = g.batch.empty() ? "" : fmt::format("{}x ", g.batch_count());
+  return fmt::format("{}{}x{}x{} {}", batch, g.M, g.N, g.K, case_label(a));
 }
 
 std::vector<OutputSpec> Matmul::infer(const Args& args) {

@@ -28,6 +28,10 @@ struct MatmulGeometry {
   int64_t batch_count() const { return numel_of(batch); }
 };
 MatmulGeometry matmul_geometry(const MatmulArgs& args);
+// The same product as one tall GEMM where it is one: b shared by every batch entry (a Linear layer's
+// weight) and op(a)'s rows evenly strided across the batch, so the batch folds into M. Libraries run
+// one (B T, K) x (K, N) product at a higher rate than B products of T rows.
+MatmulGeometry matmul_geometry_folded(const MatmulArgs& args);
 // Element offsets of each batch entry's matrix in a (batch..., R, C) view.
 std::vector<int64_t> batch_offsets(const Tensor& t, size_t batch_rank);
 
@@ -35,6 +39,7 @@ struct Matmul {
   DEW_OP_TYPE_MEMBERS(MatmulArgs);
   static std::string_view name(const Args&) { return "matmul"; }
   static std::string case_label(const Args& a);
+  static std::string profile_label(const Args& a);        // "[batch x] M x N x K" and the case label
   static double flops(const Args& a);                     // 2 M N K per batch entry
   static std::vector<int64_t> gemm_shape(const Args& a);  // {M, N, K, batch, transpose_b}
   DEW_OP_RULES;

@@ -1,10 +1,13 @@
-// matmul through oneDNN's sgemm (chosen over OpenBLAS and BLIS by measurement: docs/perf.md).
-// f32 runs in place through sgemm; bf16 goes through the matmul primitive where the CPU has native
-// bf16 dot products, else (and f16 always) operands are widened to f32 (exact) in one pass. Bias and
-// residual fuse into sgemm's beta*C when there is no activation; otherwise the epilogue is one pass.
+// matmul through oneDNN (chosen over OpenBLAS and BLIS by measurement: docs/perf.md). f32, and bf16
+// where the CPU has native bf16 dot products, go through its matmul primitive, which writes the output
+// dtype itself with scale, bias and residual as post-ops, its scratchpad from Dew's allocator; with an
+// activation f32 goes through sgemm (bias and residual in beta*C) and one epilogue pass; bf16 without
+// native products and f16 are widened to f32 (exact) in one pass and go the sgemm way.
 #include <oneapi/dnnl/dnnl.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
 
 #include "ops/cast/cast.h"
 #include "ops/kernel_types.h"
@@ -30,7 +33,7 @@ std::optional<BlasOperand> blas_operand(int64_t rows, int64_t cols, int64_t srow
 
 void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const float* residual) {
   const MatmulOptions& o = args32.options;
-  MatmulGeometry g = matmul_geometry(args32);
+  MatmulGeometry g = matmul_geometry_folded(args32);
   size_t br = g.batch.size();
   auto layout = [&](Tensor& t, int64_t rows, int64_t cols) {
     auto op = blas_operand(rows, cols, t.strides()[br], t.strides()[br + 1]);
@@ -70,13 +73,16 @@ void matmul_sgemm(const MatmulArgs& args32, float* C, const float* bias, const f
   }
 }
 
-// bf16 operands straight into oneDNN's matmul primitive (f32 accumulation and output), where oneDNN
-// has a native bf16 kernel for this CPU (AVX-512 BF16); false when it would fall back to its slow
-// reference code or has none, and the caller widens to f32 instead. The epilogue then runs as one pass over
-// C.
-bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
+// f32 or bf16 operands straight into oneDNN's matmul primitive (f32 accumulation), where oneDNN has a
+// native kernel for this CPU (for bf16: AVX-512 BF16); false when it would fall back to its slow
+// reference code or has none (and for f32 with an activation): the caller goes the sgemm way instead.
+// Without an activation the primitive writes the output itself — scale, then bias and residual as f32
+// post-op adds, one rounding at the end, as the epilogue does — so no f32 product is kept and read
+// again; with one (bf16), an f32 product and one epilogue pass. Its scratchpad comes from Dew's
+// allocator, so a step maps no fresh pages for it.
+bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
   using dnnl::memory;
-  MatmulGeometry g = matmul_geometry(args);
+  MatmulGeometry g = matmul_geometry_folded(args);
   const size_t br = g.batch.size();
   Tensor a = g.a, b = g.b;
   auto plain = [&](Tensor& t) {  // oneDNN takes any strides but 0 within a matrix
@@ -84,63 +90,88 @@ bool matmul_bf16_native(const MatmulArgs& args, Tensor& out) {
   };
   plain(a);
   plain(b);
+  const MatmulOptions& o = args.options;
+  const bool direct = o.activation == Activation::none;
+  if (!direct && args.dtype() == DType::f32) return false;  // sgemm's path applies the activation
+  Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor(),
+         residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  const memory::desc a_md({g.M, g.K}, memory::data_type::bf16, {a.strides()[br], a.strides()[br + 1]});
-  const memory::desc b_md({g.K, g.N}, memory::data_type::bf16, {b.strides()[br], b.strides()[br + 1]});
-  const memory::desc c_md({g.M, g.N}, memory::data_type::f32, {g.N, 1});
+  const memory::data_type type =
+      args.dtype() == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16;
+  const memory::desc a_md({g.M, g.K}, type, {a.strides()[br], a.strides()[br + 1]});
+  const memory::desc b_md({g.K, g.N}, type, {b.strides()[br], b.strides()[br + 1]});
+  const memory::desc c_md({g.M, g.N}, direct ? type : memory::data_type::f32, {g.N, 1});
+  const memory::desc bias_md({1, g.N}, type, {g.N, 1});
+  const memory::desc residual_md({g.M, g.N}, type, {g.N, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (direct) {
+    if (o.scale != 1.0) attr.set_output_scales(0, {float(o.scale)});
+    dnnl::post_ops post;
+    if (bias.defined()) post.append_binary(dnnl::algorithm::binary_add, bias_md);
+    if (residual.defined()) post.append_binary(dnnl::algorithm::binary_add, residual_md);
+    attr.set_post_ops(post);
+  }
   dnnl::matmul::primitive_desc pd;
   try {
-    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), engine);
-  } catch (const dnnl::error&) {  // no bf16 matmul at all on this CPU (one without SSE4.1, say)
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
+  } catch (const dnnl::error&) {  // no such matmul at all on this CPU (bf16 without SSE4.1, say)
     return false;
   }
   if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return false;
   dnnl::matmul prim(pd);
   dnnl::stream stream(engine);
-  Tensor c = Tensor::empty(out.shape(), DType::f32);
+  const Tensor scratch = Tensor::empty({int64_t(pd.scratchpad_desc().get_size())}, DType::u8);
+  memory scratch_mem(pd.scratchpad_desc(), engine, scratch.raw_data());
+  Tensor c = direct ? out : Tensor::empty(out.shape(), DType::f32);
   auto a_off = batch_offsets(a, br), b_off = batch_offsets(b, br);
-  const bf16* A = a.data<bf16>();
-  const bf16* B = b.data<bf16>();
+  const size_t element = dtype_size(args.dtype());
+  char* A = static_cast<char*>(a.raw_data());
+  char* B = static_cast<char*>(b.raw_data());
+  const int64_t mn = g.M * g.N;
   for (size_t bi = 0; bi < a_off.size(); ++bi) {
-    memory a_mem(a_md, engine, const_cast<bf16*>(A + a_off[bi]));
-    memory b_mem(b_md, engine, const_cast<bf16*>(B + b_off[bi]));
-    memory c_mem(c_md, engine, c.data<float>() + int64_t(bi) * g.M * g.N);
-    prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    memory a_mem(a_md, engine, A + a_off[bi] * int64_t(element));
+    memory b_mem(b_md, engine, B + b_off[bi] * int64_t(element));
+    memory c_mem(c_md, engine, static_cast<char*>(c.raw_data()) + int64_t(bi) * mn * dtype_size(c.dtype()));
+    std::unordered_map<int, memory> io{{DNNL_ARG_SRC, a_mem},
+                                       {DNNL_ARG_WEIGHTS, b_mem},
+                                       {DNNL_ARG_DST, c_mem},
+                                       {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+    if (direct) {
+      int post = 0;
+      if (bias.defined())
+        io[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] =
+            memory(bias_md, engine, bias.raw_data());
+      if (residual.defined())
+        io[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] =
+            memory(residual_md, engine,
+                   static_cast<char*>(residual.raw_data()) + int64_t(bi) * mn * int64_t(element));
+    }
+    prim.execute(stream, io);
   }
   stream.wait();
-  const MatmulOptions& o = args.options;
-  Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor(),
-         residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
+  if (direct) return true;
   const bf16* bias_p = bias.defined() ? bias.data<bf16>() : nullptr;
   const bf16* residual_p = residual.defined() ? residual.data<bf16>() : nullptr;
   const float* C = c.data<float>();
   bf16* Y = out.data<bf16>();
-  // By rows, so that the bias is indexed without a division per element; without an activation (the
-  // common case under a gradient, matmul.cc) the loop is the epilogue's arithmetic written out, which
-  // the compiler vectorizes.
+  // By rows, so that the bias is indexed without a division per element.
   const int64_t N = g.N, rows = out.numel() / N;
-  const float scale = float(o.scale);
   parallel_for(rows, std::max<int64_t>(1, 16384 / N), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const float* c = C + r * N;
+      const float* cr = C + r * N;
       const bf16* res = residual_p ? residual_p + r * N : nullptr;
       bf16* y = Y + r * N;
-      if (o.activation != Activation::none) {
-        for (int64_t n = 0; n < N; ++n)
-          y[n] = narrow<bf16>(matmul_epilogue<float>(o, c[n], bias_p ? widen<float>(bias_p[n]) : 0.0f,
-                                                     res ? widen<float>(res[n]) : 0.0f));
-      } else {
-        for (int64_t n = 0; n < N; ++n)
-          y[n] = f32_to_bf16((scale * c[n] + (bias_p ? bf16_to_f32(bias_p[n]) : 0.0f)) +
-                             (res ? bf16_to_f32(res[n]) : 0.0f));
-      }
+      for (int64_t n = 0; n < N; ++n)
+        y[n] = narrow<bf16>(matmul_epilogue<float>(o, cr[n], bias_p ? widen<float>(bias_p[n]) : 0.0f,
+                                                   res ? widen<float>(res[n]) : 0.0f));
     }
   });
   return true;
 }
 
 void matmul_onednn(const MatmulArgs& args, Tensor& out) {
-  if (args.dtype() == DType::bf16 && matmul_bf16_native(args, out)) return;
+  if ((args.dtype() == DType::f32 || args.dtype() == DType::bf16) && matmul_primitive(args, out)) return;
   MatmulArgs args32 = args;
   for (Tensor* t : args32.mutable_inputs())
     if (t->dtype() != DType::f32) *t = cast(*t, DType::f32);

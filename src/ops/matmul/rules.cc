@@ -1,5 +1,7 @@
 // matmul's vjp and jvp: y = act(scale op(a) @ op(b) + bias) + residual. With an activation, the
 // pre-activation z is recomputed in the rule (one more product) rather than kept from the forward.
+#include <optional>
+
 #include "ops/matmul/matmul.h"
 #include "ops/rules_common.h"
 #include "ops/unary/unary.h"
@@ -53,12 +55,15 @@ VjpRule Matmul::vjp(const Args& args) {
     if (o.activation != Activation::none) {
       MatmulOptions with_bias = o;
       with_bias.bias = bias.get();
+      const ProfilePhase phase("recompute");
       dz = times_unary_derivative(unary_of(o.activation), dz, pre_activation(a.get(), b.get(), with_bias),
                                   Tensor());
     }
     // d op(a) = scale dz op(b)^T and d op(b) = scale op(a)^T dz, transposed back where op transposes.
+    std::optional<ProfilePhase> phase(std::in_place, "input gradient");
     const Tensor da = o.transpose_a ? product(b.get(), dz, o.transpose_b, true, o)
                                     : product(dz, b.get(), false, !o.transpose_b, o);
+    phase.emplace("weight gradient");
     Tensor db;
     if (b_shape.size() == 2 && a_shape.size() > 2 && !o.transpose_a) {
       // b shared by every batch (a Linear layer): fold the batch into rows, one (K|N, R) product,
@@ -70,6 +75,7 @@ VjpRule Matmul::vjp(const Args& args) {
       db = o.transpose_b ? product(dz, a.get(), true, o.transpose_a, o)
                          : product(a.get(), dz, !o.transpose_a, false, o);
     }
+    phase.reset();
     std::vector<Tensor> grads{sum_to_shape(da, a_shape), sum_to_shape(db, b_shape)};
     if (has_bias) grads.push_back(sum_to_shape(dz, bias_shape));
     if (has_residual) grads.push_back(sum_to_shape(d[0], residual_shape));

@@ -1,0 +1,43 @@
+// The op profile's timer: wraps one kernel run in run_op. Off (the default), it costs one relaxed
+// atomic load; on (set_op_profiling), it sums the kernel's wall time by (phase, op, label).
+// Times are the host's: a CUDA kernel's is its launch unless the caller synchronizes.
+#pragma once
+
+#include <dew/runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <string_view>
+
+namespace dew::select {
+
+extern std::atomic<bool> op_profiling_on;
+
+void record_op_time(std::string_view op, const std::string& label, double seconds, double flops);
+
+// Times its scope when profiling is on; label() and flops() are only called then.
+template <class Label, class Flops>
+class OpTimer {
+ public:
+  OpTimer(std::string_view op, Label label, Flops flops)
+      : on_(op_profiling_on.load(std::memory_order_relaxed)), op_(op), label_(label), flops_(flops) {
+    if (on_) start_ = std::chrono::steady_clock::now();
+  }
+  ~OpTimer() {
+    if (!on_) return;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    record_op_time(op_, label_(), s, flops_());
+  }
+  OpTimer(const OpTimer&) = delete;
+  OpTimer& operator=(const OpTimer&) = delete;
+
+ private:
+  bool on_;
+  std::string_view op_;
+  Label label_;
+  Flops flops_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace dew::select
