@@ -143,7 +143,9 @@ int run_train_bench(const TrainBenchOptions& o) {
   const DType compute = o.precision == "bf16" ? DType::bf16 : DType::f32;
 
   const Device device = Device::parse(o.device);
+  const auto init_start = std::chrono::steady_clock::now();
   CausalLM model = CausalLM::init(parse_model_config(model_json, o.model), DType::f32, 0);
+  const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
   for (auto& [name, p] : model.parameters()) p.requires_grad_();
   if (device.kind == Device::Kind::cuda) model = model.to(device);  // master weights, state and steps there
   const std::vector<train::Param> params = train::default_groups(model.parameters(), 0.1);
@@ -159,10 +161,10 @@ int run_train_bench(const TrainBenchOptions& o) {
   const bool jemalloc = std::filesystem::exists(kJemalloc);
   fmt::print(
       "train: {} ({:.1f} M parameters) on {}, B {} T {}, AdamW, {}, {} threads; {} timed steps x {} rounds; "
-      "{:.0f} MFLOP/token; {} {:.1f} GFLOP/s\n",
+      "{:.0f} MFLOP/token; {} {:.1f} GFLOP/s; f32 weights initialized in {:.2f} s\n",
       o.model, double(n) / 1e6, device.str(), B, T, o.precision == "bf16" ? "bf16 mixed precision" : "f32",
       num_threads(), o.steps, o.rounds, flops_per_token / 1e6,
-      device.kind == Device::Kind::cuda ? "gemm 8192^3" : "gemm 2048^3", peak_flops / 1e9);
+      device.kind == Device::Kind::cuda ? "gemm 8192^3" : "gemm 2048^3", peak_flops / 1e9, init_s);
 
   const std::string config_path =
       (std::filesystem::temp_directory_path() / fmt::format("dew_bench_train_{}.json", ::getpid())).string();
@@ -258,9 +260,9 @@ int run_train_bench(const TrainBenchOptions& o) {
   }
   const double rate = double(tokens_per_step) / median(dew.step_s);
   fmt::print(
-      R"({{"bench":"train","model":"{}","precision":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"profile":{},"pytorch":{}}})"
+      R"({{"bench":"train","model":"{}","precision":"{}","B":{},"T":{},"parameters":{},"tokens_per_s":{:.2f},"mfu":{:.4f},"sgemm_gflop_s":{:.1f},"init_s":{:.3f},"peak_bytes":{:.0f},"max_rss_bytes":{:.0f},"profile":{},"pytorch":{}}})"
       "\n",
-      o.model, o.precision, B, T, n, rate, rate * flops_per_token / peak_flops, peak_flops / 1e9,
+      o.model, o.precision, B, T, n, rate, rate * flops_per_token / peak_flops, peak_flops / 1e9, init_s,
       dew.peak_bytes, dew.max_rss_bytes, train::step_profile_json(dew_profile), torch_json);
   return 0;
 }

@@ -181,7 +181,27 @@ def gemm_dims(event):
     return m, n, k
 
 
-def classify(event, phase, rows, vocab):
+def gemm_roles(events):
+    """Backward GEMMs by role: of the two products an autograd node runs (AddmmBackward0, MmBackward0),
+    torch 1.13 runs the weight gradient (grad^T @ input) first and the input gradient (grad @ weight)
+    second; their shapes alone can agree (with B T = 2048 rows, a 2048-wide layer's two are alike)."""
+    roles = {}
+    children = {}
+    for event in events:
+        if event.name not in ("aten::mm", "aten::addmm"):
+            continue
+        node = next((a for a in ancestors(event) if "Backward" in a.name), None)
+        if node is not None:
+            children.setdefault(id(node), []).append(event)
+    for products in children.values():
+        if len(products) == 2:
+            first, second = sorted(products, key=lambda e: e.time_range.start)
+            roles[id(first)] = "weight gradient"
+            roles[id(second)] = "input gradient"
+    return roles
+
+
+def classify(event, phase, rows, vocab, roles):
     name = event.name
     if phase == "optimizer":
         return "optimizer", None
@@ -191,7 +211,8 @@ def classify(event, phase, rows, vocab):
         dims = gemm_dims(event)
         if dims is None:
             return "element-wise", None
-        role = "forward" if phase == "forward" else ("weight gradient" if dims[2] == rows else "input gradient")
+        role = "forward" if phase == "forward" else roles.get(
+            id(event), "weight gradient" if dims[2] == rows and dims[0] != rows else "input gradient")
         kind = "GEMM head" if vocab in dims else "GEMM " + role
         return kind, ("head " + role if kind == "GEMM head" else role) + "  %dx%dx%d" % dims
     if name in ATTENTION:
@@ -221,9 +242,11 @@ def profiled_step(step, vocab, rows):
     kinds = {k: [0, 0.0, 0.0] for k in KINDS}
     gemms = {}
     accounted = 0.0
-    for event in prof.events():
+    events = prof.events()
+    roles = gemm_roles(events)
+    for event in events:
         phase = next((a.name for a in ancestors(event) if a.name in PHASES), "")
-        kind, gemm = classify(event, phase, rows, vocab)
+        kind, gemm = classify(event, phase, rows, vocab, roles)
         if kind is None:
             continue
         seconds = event.self_cpu_time_total * 1e-6

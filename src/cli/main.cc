@@ -5,6 +5,9 @@
 #include "cli/commands.h"
 #include "core/nearest_name.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <exception>
 #include <new>
 
@@ -45,6 +48,18 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
              name);
   return 2;
 }
+
+// NOTE [OpenMP's idle threads]: oneDNN's GEMMs run on OpenMP's team, Dew's kernels on its own pool.
+// By default OpenMP's workers spin for milliseconds after each GEMM, taking cores from the kernels that
+// follow it; sleeping, they leave the cores to them (docs/perf.md, "Training against PyTorch"). libgomp
+// reads its wait policy once, when it is initialized — before main — so dew sets
+// OMP_WAIT_POLICY=PASSIVE (unless the caller chose a policy) from .preinit_array, which runs before any
+// library's initializer: the setting PyTorch is run with at its best.
+void wait_passively_in_openmp(int, char**, char**) {
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+}
+[[gnu::section(".preinit_array"),
+  gnu::used]] void (*const before_libraries)(int, char**, char**) = wait_passively_in_openmp;
 
 }  // namespace
 

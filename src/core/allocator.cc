@@ -8,6 +8,7 @@
 #include <dew/runtime.h>
 
 #include <malloc.h>
+#include <sys/mman.h>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -53,6 +54,19 @@ void keep_freed_memory() {
 #endif
 }
 
+// A block from the system. Large ones are asked for in transparent huge pages (2 MiB aligned): the
+// first touch of fresh memory is what a new block costs (the kernel clears it), and one fault per
+// 2 MiB is cheaper than 512 faults of 4 KiB.
+void* system_allocate(size_t bytes) {
+  constexpr size_t kHugePage = size_t(2) << 20;
+  if (bytes < 2 * kHugePage) return std::aligned_alloc(64, bytes);
+  void* p = std::aligned_alloc(kHugePage, (bytes + kHugePage - 1) / kHugePage * kHugePage);
+#if defined(MADV_HUGEPAGE)
+  if (p) ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP it changes nothing
+#endif
+  return p;
+}
+
 CpuAllocator& allocator() {
   static CpuAllocator* a = [] {
     keep_freed_memory();
@@ -92,11 +106,11 @@ void* cpu_allocate(size_t nbytes, size_t* actual) {
       return p;
     }
   }
-  void* p = std::aligned_alloc(64, cls);
+  void* p = system_allocate(cls);
   if (!p) {  // blocks cached in other size classes may be what the system lacks
     std::lock_guard lock(a.mutex);
     release_cache_locked(a);
-    p = std::aligned_alloc(64, cls);
+    p = system_allocate(cls);
     if (!p) {
       a.stats.bytes_in_use -= int64_t(cls);
       throw OutOfMemory(

@@ -15,6 +15,19 @@ const StepProfile::Row& kind(const StepProfile& p, const std::string& name) {
   throw std::runtime_error("no kind " + name);
 }
 
+// `rows` rows of T + 1 random ids below `vocab`, one document each.
+data::Batch random_rows(int64_t rows, int64_t T, int64_t vocab, uint64_t seed) {
+  data::Batch batch;
+  batch.tokens = Tensor::empty({rows, T + 1}, DType::i64);
+  fill_randint(batch.tokens, {.seed = seed}, 0, vocab);
+  batch.segment_ids = Tensor::full({rows, T + 1}, 1, DType::i64);
+  std::vector<double> positions;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t t = 0; t <= T; ++t) positions.push_back(double(t));
+  batch.positions = Tensor::from_values(positions, {rows, T + 1}, DType::i64);
+  return batch;
+}
+
 StepProfile profile_of_one_step() {
   // vocab 40 differs from every other dimension (C 16, F 32, 3 x 8 = 24 rows), so only the head has it.
   CausalLM model = CausalLM::init(parse_model_config(R"({"model_type": "llama", "vocab_size": 40,
@@ -25,17 +38,9 @@ StepProfile profile_of_one_step() {
   for (auto& [name, p] : model.parameters()) p.requires_grad_();
   const std::vector<Param> params = default_groups(model.parameters(), 0.1);
   auto adamw = make_adamw(params);
-  data::Batch batch;
-  batch.tokens = Tensor::empty({3, 9}, DType::i64);
-  fill_randint(batch.tokens, {.seed = 2}, 0, 40);
-  batch.segment_ids = Tensor::full({3, 9}, 1, DType::i64);
-  std::vector<double> positions;
-  for (int r = 0; r < 3; ++r)
-    for (int t = 0; t < 9; ++t) positions.push_back(t);
-  batch.positions = Tensor::from_values(positions, {3, 9}, DType::i64);
   StepProfiler profiler;
   profiler.begin_step();
-  std::optional<data::Batch> once = batch;
+  std::optional<data::Batch> once = random_rows(3, 8, 40, 2);
   const StepResult result =
       train_step(model, params, *adamw, {.lr = 1e-3}, [&] { return std::exchange(once, std::nullopt); });
   profiler.end_step();
@@ -128,15 +133,7 @@ TEST(StepProfile, ASteadyStepMapsNoFreshPages) {
   for (DType compute : computes) {
     StepProfiler profiler;
     for (int step = 0; step < 8; ++step) {
-      data::Batch batch;
-      batch.tokens = Tensor::empty({4, 257}, DType::i64);
-      fill_randint(batch.tokens, {.seed = uint64_t(step)}, 0, 2048);
-      batch.segment_ids = Tensor::full({4, 257}, 1, DType::i64);
-      std::vector<double> positions;
-      for (int r = 0; r < 4; ++r)
-        for (int t = 0; t < 257; ++t) positions.push_back(t);
-      batch.positions = Tensor::from_values(positions, {4, 257}, DType::i64);
-      std::optional<data::Batch> once = batch;
+      std::optional<data::Batch> once = random_rows(4, 256, 2048, uint64_t(step));
       if (step >= 4) profiler.begin_step();  // four steps warm the caches
       train_step(model, params, *adamw, {.lr = 1e-4, .compute = compute},
                  [&] { return std::exchange(once, std::nullopt); });
