@@ -1,8 +1,8 @@
 // train_bench.h. Each round: Dew's steps in this process, then PyTorch's in a child process, each
 // after one warm-up step; figures are min / median / max over every timed step of every round. After
-// its timed steps each side runs one step under its profiler: the table of where the time goes. MFU is
-// training_flops_per_token × tokens/s over this machine's sgemm rate measured in the same run, as
-// `dew train` reports it.
+// its timed steps Dew runs one step under its profiler each round, PyTorch one in the last round: the
+// table of where the time goes. MFU is training_flops_per_token × tokens/s over this machine's sgemm
+// rate measured in the same run, as `dew train` reports it.
 #include "train_bench.h"
 
 #include <dew/error.h>
@@ -201,12 +201,13 @@ int run_train_bench(const TrainBenchOptions& o) {
                                                                  : cpu_memory_stats().peak_bytes));
     if (!pytorch) continue;
     const std::string command = fmt::format(
-        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {} {} profile",
+        "{}OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 {}/bench/train_pytorch.py {} {} {} {} {} {}{}",
         jemalloc ? fmt::format("LD_PRELOAD={} MALLOC_CONF=background_thread:true,dirty_decay_ms:-1,"
                                "muzzy_decay_ms:-1 ",
                                kJemalloc)
                  : "",
-        DEW_SOURCE_DIR, config_path, B, T, o.steps, num_threads(), o.precision);
+        DEW_SOURCE_DIR, config_path, B, T, o.steps, num_threads(), o.precision,
+        round + 1 == o.rounds ? " profile" : "");  // the profiled step: once, in the last round
     const CommandResult python = run_command(command + " 2>&1");
     const std::string last = python.out.substr(python.out.rfind('\n', python.out.size() - 2) + 1);
     const nlohmann::json j = nlohmann::json::parse(python.exit_code == 0 ? last : "", nullptr, false);
@@ -217,8 +218,7 @@ int run_train_bench(const TrainBenchOptions& o) {
     for (double s : j["step_s"]) torch.step_s.push_back(s);
     torch.max_rss_bytes = std::max(torch.max_rss_bytes, j["max_rss_bytes"].get<double>());
     torch_version = j["torch"].get<std::string>();
-    if (j.contains("profile") && round + 1 == o.rounds)
-      torch_profile = train::step_profile_from_json(j["profile"].dump());
+    if (j.contains("profile")) torch_profile = train::step_profile_from_json(j["profile"].dump());
   }
   std::filesystem::remove(config_path);
   rusage usage{};

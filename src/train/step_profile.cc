@@ -59,6 +59,11 @@ std::vector<int64_t> gemm_dims(const std::string& label) {
   return {};
 }
 
+// matmul's vjp names the phases of its backward products (ops/matmul/rules.cc); elsewhere: forward.
+std::string gemm_role(const std::string& phase) {
+  return phase == "input gradient" || phase == "weight gradient" || phase == "recompute" ? phase : "forward";
+}
+
 std::string kind_of(const OpTime& row, int64_t vocab) {
   if (row.phase == "optimizer") return "optimizer";
   if (row.phase == "clipping") return "gradient norm and clipping";
@@ -66,9 +71,7 @@ std::string kind_of(const OpTime& row, int64_t vocab) {
   if (op == "matmul") {
     const std::vector<int64_t> dims = gemm_dims(row.label);
     if (std::find(dims.begin(), dims.end(), vocab) != dims.end()) return "GEMM head";
-    if (row.phase == "input gradient" || row.phase == "weight gradient" || row.phase == "recompute")
-      return "GEMM " + row.phase;
-    return "GEMM forward";
+    return "GEMM " + gemm_role(row.phase);
   }
   if (op.starts_with("attention")) return "attention";
   if (op.starts_with("rms_norm") || op.starts_with("layer_norm")) return "norms";
@@ -81,15 +84,6 @@ std::string kind_of(const OpTime& row, int64_t vocab) {
                                                "tril",   "triu",  "fill", "arange"};
   if (layout.contains(op)) return "copies and layout";
   return "element-wise";
-}
-
-// The role a GEMM row is listed under: its phase's role, "head" prefixed where it is the head's.
-std::string gemm_role(const OpTime& row, int64_t vocab) {
-  const std::string kind = kind_of(row, vocab);
-  std::string role =
-      row.phase == "input gradient" || row.phase == "weight gradient" || row.phase == "recompute" ? row.phase
-                                                                                                  : "forward";
-  return kind == "GEMM head" ? "head " + role : role;
 }
 
 struct Usage {
@@ -135,13 +129,14 @@ StepProfile StepProfiler::result(int64_t vocab) const {
   std::map<std::string, StepProfile::Row> kinds, gemms;
   double accounted = 0;
   for (const OpTime& row : op_profile()) {
-    StepProfile::Row& k = kinds[kind_of(row, vocab)];
+    const std::string kind = kind_of(row, vocab);
+    StepProfile::Row& k = kinds[kind];
     k.calls += row.calls;
     k.seconds += row.seconds / n;
     k.flops += row.flops / n;
     accounted += row.seconds / n;
     if (row.op != "matmul" || row.phase == "optimizer" || row.phase == "clipping") continue;
-    const std::string name = gemm_role(row, vocab) + "  " + row.label;
+    const std::string name = (kind == "GEMM head" ? "head " : "") + gemm_role(row.phase) + "  " + row.label;
     StepProfile::Row& g = gemms[name];
     g.name = name;
     g.calls += row.calls;

@@ -6,6 +6,8 @@
 #include <dew/train.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 namespace dew::train {
 namespace {
 
@@ -28,16 +30,26 @@ data::Batch random_rows(int64_t rows, int64_t T, int64_t vocab, uint64_t seed) {
   return batch;
 }
 
+// A Llama of config.json `config` with its parameters trainable under AdamW.
+struct Trainable {
+  CausalLM model;
+  std::vector<Param> params;
+  std::unique_ptr<Optimizer> adamw;
+};
+Trainable trainable_llama(const std::string& config, uint64_t seed) {
+  Trainable t{CausalLM::init(parse_model_config(config, "test"), DType::f32, seed), {}, nullptr};
+  for (auto& [name, p] : t.model.parameters()) p.requires_grad_();
+  t.params = default_groups(t.model.parameters(), 0.1);
+  t.adamw = make_adamw(t.params);
+  return t;
+}
+
 StepProfile profile_of_one_step() {
   // vocab 40 differs from every other dimension (C 16, F 32, 3 x 8 = 24 rows), so only the head has it.
-  CausalLM model = CausalLM::init(parse_model_config(R"({"model_type": "llama", "vocab_size": 40,
+  auto [model, params, adamw] = trainable_llama(R"({"model_type": "llama", "vocab_size": 40,
       "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
       "num_key_value_heads": 1, "max_position_embeddings": 16})",
-                                                     "test"),
-                                  DType::f32, 5);
-  for (auto& [name, p] : model.parameters()) p.requires_grad_();
-  const std::vector<Param> params = default_groups(model.parameters(), 0.1);
-  auto adamw = make_adamw(params);
+                                                5);
   StepProfiler profiler;
   profiler.begin_step();
   std::optional<data::Batch> once = random_rows(3, 8, 40, 2);
@@ -120,14 +132,10 @@ TEST(StepProfile, JsonReadsBackAndTablesShowBothSystems) {
 // After warm-up a training step maps (almost) no fresh pages: Dew's tensors and oneDNN's scratchpads
 // come from Dew's cache, the buffers libraries malloc from memory malloc kept (NOTE [freed memory kept]).
 TEST(StepProfile, ASteadyStepMapsNoFreshPages) {
-  CausalLM model = CausalLM::init(parse_model_config(R"({"model_type": "llama", "vocab_size": 2048,
+  auto [model, params, adamw] = trainable_llama(R"({"model_type": "llama", "vocab_size": 2048,
       "hidden_size": 384, "intermediate_size": 1024, "num_hidden_layers": 2, "num_attention_heads": 6,
       "num_key_value_heads": 2, "max_position_embeddings": 512})",
-                                                     "test"),
-                                  DType::f32, 1);
-  for (auto& [name, p] : model.parameters()) p.requires_grad_();
-  const std::vector<Param> params = default_groups(model.parameters(), 0.1);
-  auto adamw = make_adamw(params);
+                                                1);
   std::vector<DType> computes{DType::f32};
   if (cpu_features().avx512bf16) computes.push_back(DType::bf16);
   for (DType compute : computes) {
