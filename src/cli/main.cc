@@ -52,18 +52,19 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
 // NOTE [OpenMP's idle threads]: oneDNN's GEMMs run on OpenMP's team, Dew's kernels on its own pool.
 // By default OpenMP's workers spin for milliseconds after each GEMM, taking cores from the kernels that
 // follow it; sleeping, they leave the cores to them (docs/perf.md, "Training against PyTorch"). libgomp
-// reads its wait policy once, when it is initialized — before main — so dew sets
-// OMP_WAIT_POLICY=PASSIVE (unless the caller chose a policy) from .preinit_array, which runs before any
-// library's initializer: the setting PyTorch is run with at its best.
-void wait_passively_in_openmp(int, char**, char**) {
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+// reads its wait policy once, in its initializer, before main, from the environment the process began
+// with (a setenv from .preinit_array did not reach it). So dew, when the caller chose no policy, sets
+// OMP_WAIT_POLICY=PASSIVE and executes itself again: the setting PyTorch is run with at its best.
+void run_openmp_passively(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  ::execv("/proc/self/exe", argv);  // returns only when it failed: run on with OpenMP's default policy
 }
-[[gnu::section(".preinit_array"),
-  gnu::used]] void (*const before_libraries)(int, char**, char**) = wait_passively_in_openmp;
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  run_openmp_passively(argv);
   CLI::App app{"dew: train and serve language and diffusion models"};
   app.set_version_flag("--version", dew::cli::version_text, "print the version, build, CPU and libraries");
   app.require_subcommand(1);

@@ -23,8 +23,9 @@ namespace {
 
 using Result = dew::CommandResult;
 
-Result run(const std::string& args) {
-  return dew::run_command(std::string(DEW_BINARY) + " " + args + " 2>&1");
+// `prefix` goes before the binary (an `env ...` setting, say).
+Result run(const std::string& args, const std::string& prefix = "") {
+  return dew::run_command(prefix + (prefix.empty() ? "" : " ") + DEW_BINARY + " " + args + " 2>&1");
 }
 
 TEST(Cli, CheckClosesWithPassedAndFailedCounts) {
@@ -274,6 +275,20 @@ TEST(Cli, VersionShortFlagsAndNearestSuggestions) {
       << command.out;
   Result missing = run("generate -m /nonexistent/model -p hi -n 3 -s 1");
   EXPECT_EQ(missing.exit_code, 1) << missing.out;  // the short flags parsed; the model is what is missing
+}
+
+// NOTE [OpenMP's idle threads] (src/cli/main.cc): libgomp itself, asked to display its settings at
+// start-up, must not spin its idle threads (spin count 0) unless the caller chose a policy. The policy
+// was once set from .preinit_array: libgomp never saw it and spun 300,000 rounds after every GEMM.
+// (Its OMP_WAIT_POLICY line reads PASSIVE for no policy too; the spin count tells them apart.)
+TEST(Cli, OpenMpDoesNotSpinUnlessTheCallerChose) {
+  Result chosen_by_dew = run("--version", "env -u OMP_WAIT_POLICY OMP_DISPLAY_ENV=verbose");
+  EXPECT_EQ(chosen_by_dew.exit_code, 0) << chosen_by_dew.out;
+  EXPECT_NE(chosen_by_dew.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << chosen_by_dew.out;
+  Result chosen_by_caller = run("--version", "env OMP_WAIT_POLICY=ACTIVE OMP_DISPLAY_ENV=verbose");
+  EXPECT_NE(chosen_by_caller.out.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos)
+      << chosen_by_caller.out;
+  EXPECT_EQ(chosen_by_caller.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << chosen_by_caller.out;
 }
 
 TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
