@@ -15,6 +15,7 @@
 
 #include "ceilings.h"
 #include "io/command.h"
+#include "llama_cpp_peer.h"
 
 namespace dew::bench {
 namespace {
@@ -44,7 +45,7 @@ int run_decode_bench(const DecodeBenchOptions& o) {
       c.vocab_size, o.prompt, o.new_tokens, triad);
   fmt::print("{:<6} {:>10} {:>12} {:>12} {:>14} {:>10}\n", "dtype", "params (M)", "prefill tok/s",
              "decode tok/s", "weights GB/s", "of triad");
-  std::string rows;
+  std::string rows, llama_rows, llama_why;
   for (DType dt : {DType::f32, DType::bf16}) {
     const CausalLM model = base.to(dt);
     int64_t params = 0, bytes = 0;
@@ -79,7 +80,19 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     rows += fmt::format(
         R"({}{{"dtype":"{}","parameters":{},"prefill_tokens_per_s":{:.1f},"decode_tokens_per_s":{:.2f},"weight_gb_per_s":{:.3f}}})",
         rows.empty() ? "" : ",", dtype_name(dt), params, prefill_rate, decode_rate, weight_rate);
+    // llama.cpp on the same weights (its f16 KV cache and its own kernels), when tools/llama-cpp is there.
+    if (o.llama_cpp && llama_why.empty())
+      for (const LlamaCppSpeed& peer : llama_cpp_speed(model, dt, o.prompt, o.new_tokens, llama_why)) {
+        fmt::print("{:<6} {:>10} {:>12.0f} {:>12.1f}   ({}, {} thread{})\n", dtype_name(dt), "",
+                   peer.prefill_tokens_per_s, peer.decode_tokens_per_s, llama_cpp_version(), peer.threads,
+                   peer.threads == 1 ? "" : "s");
+        llama_rows += fmt::format(
+            R"({}{{"dtype":"{}","threads":{},"prefill_tokens_per_s":{:.1f},"decode_tokens_per_s":{:.2f}}})",
+            llama_rows.empty() ? "" : ",", dtype_name(dt), peer.threads, peer.prefill_tokens_per_s,
+            peer.decode_tokens_per_s);
+      }
   }
+  if (!llama_why.empty()) fmt::print("({})\n", llama_why);
   // PyTorch on the same checkpoint, when Debian's python3-torch is installed.
   std::string torch_json = "null";
   if (o.pytorch && std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0) {
@@ -103,9 +116,9 @@ int run_decode_bench(const DecodeBenchOptions& o) {
     if (o.pytorch) fmt::print("(no PyTorch: apt-get install python3-torch for the comparison)\n");
   }
   fmt::print(
-      R"({{"bench":"decode","prompt":{},"new_tokens":{},"triad_gb_s":{:.2f},"rows":[{}],"pytorch":{}}})"
+      R"({{"bench":"decode","prompt":{},"new_tokens":{},"triad_gb_s":{:.2f},"rows":[{}],"pytorch":{},"llama_cpp":[{}]}})"
       "\n",
-      o.prompt, o.new_tokens, triad, rows, torch_json);
+      o.prompt, o.new_tokens, triad, rows, torch_json, llama_rows);
   return 0;
 }
 

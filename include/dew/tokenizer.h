@@ -46,6 +46,18 @@ struct ChatPrompt {
   std::vector<std::pair<size_t, size_t>> assistant_spans;
 };
 
+// A tokenizer as a GGUF file's tokenizer.ggml.* keys hold it, in llama.cpp's terms (models.h's
+// save_gguf writes it).
+struct GgufVocabulary {
+  std::string model = "gpt2";        // llama.cpp's byte-level BPE
+  std::string pre;                   // its pre-tokenizer: "llama-bpe" (Llama 3), "qwen2", "gpt-2"
+  std::vector<std::string> tokens;   // by id
+  std::vector<int32_t> token_types;  // by id: 1 normal, 3 control (special), 4 user-defined, 5 unused
+  std::vector<std::string> merges;   // "left right", in the file's order
+  std::optional<int64_t> bos, eos;
+  bool add_bos = false;  // encode's add_special_tokens puts the BOS first
+};
+
 class Tokenizer {
  public:
   // `path` is a tokenizer.json or a directory holding one; tokenizer_config.json is read from the same
@@ -79,6 +91,10 @@ class Tokenizer {
   std::optional<int64_t> eos_id() const;
 
   bool has_chat_template() const;
+  // This tokenizer as llama.cpp's vocabulary, its tokens padded with unused ones to `vocab_size` (a
+  // model's rows); an error naming what llama.cpp lacks for a tokenizer other than a byte-level BPE
+  // with Llama 3's, Qwen 2's or GPT-2's pre-tokenizer and no normalizer but NFC.
+  GgufVocabulary gguf_vocabulary(int64_t vocab_size) const;
   // `messages_json` is a JSON array of messages ({"role": "user", "content": "..."}, and whatever else
   // the template reads: tool_calls, reasoning_content, ...), rendered by the chat template as
   // transformers renders it (Jinja2 with trim_blocks and lstrip_blocks; bos_token, eos_token and the

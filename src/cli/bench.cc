@@ -42,8 +42,10 @@ void add_bench(CLI::App& app, int& status) {
   bench_memory_cmd->add_option("--layers", bench_memory.layers, "transformer blocks")->default_val(12);
   bench_memory_cmd->add_option("--batch", bench_memory.batch, "B")->default_val(4);
   bench_memory_cmd->add_option("--tokens", bench_memory.tokens, "T")->default_val(256);
-  auto* bench_decode_cmd = bench_cmd->add_subcommand(
-      "decode", "prefill and decode tokens/s of a Llama-shaped model, decode's weight bytes/s against triad");
+  auto* bench_decode_cmd =
+      bench_cmd->add_subcommand("decode",
+                                "prefill and decode tokens/s of a Llama-shaped model against PyTorch and "
+                                "llama.cpp, decode's weight bytes/s against triad");
   dew::bench::DecodeBenchOptions& bench_decode = runs(bench_decode_cmd, status, dew::bench::run_decode_bench);
   bench_decode_cmd->add_option("--layers", bench_decode.layers, "decoder layers")->default_val(12);
   bench_decode_cmd->add_option("--hidden", bench_decode.hidden, "hidden size (heads of 64)")
@@ -52,6 +54,8 @@ void add_bench(CLI::App& app, int& status) {
   bench_decode_cmd->add_option("--new-tokens", bench_decode.new_tokens, "decoded tokens")->default_val(32);
   bench_decode_cmd->add_flag("!--no-pytorch", bench_decode.pytorch,
                              "skip PyTorch's run of the same checkpoint");
+  bench_decode_cmd->add_flag("!--no-llama-cpp", bench_decode.llama_cpp,
+                             "skip llama.cpp's run of the same weights");
   auto* bench_tokenize_cmd = bench_cmd->add_subcommand(
       "tokenize", "encode MB/s on one core against tokenizers.js on the same text in the same run");
   dew::bench::TokenizeBenchOptions& bench_tokenize =

@@ -21,6 +21,7 @@ void add_tokenize(CLI::App& app, int& status);
 void add_tokenizer(CLI::App& app, int& status);
 void add_data(CLI::App& app, int& status);
 void add_inspect(CLI::App& app, int& status);
+void add_export(CLI::App& app, int& status);
 void add_check(CLI::App& app, int& status);
 void add_ops(CLI::App& app, int& status);
 void add_bench(CLI::App& app, int& status);

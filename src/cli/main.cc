@@ -5,11 +5,11 @@
 #include "cli/commands.h"
 #include "core/nearest_name.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
 #include <exception>
 #include <new>
+
+// libdew_openmp_passive.so (src/openmp_passive), which sets OpenMP's wait policy before libgomp reads it.
+extern "C" void dew_openmp_passive();
 
 namespace {
 
@@ -49,29 +49,17 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
   return 2;
 }
 
-// NOTE [OpenMP's idle threads]: oneDNN's GEMMs run on OpenMP's team, Dew's kernels on its own pool.
-// By default OpenMP's workers spin for milliseconds after each GEMM, taking cores from the kernels that
-// follow it; sleeping, they leave the cores to them (docs/perf.md, "Training against PyTorch"). libgomp
-// reads its wait policy once, in its initializer, before main, from the environment the process began
-// with (a setenv from .preinit_array did not reach it). So dew, when the caller chose no policy, sets
-// OMP_WAIT_POLICY=PASSIVE and executes itself again: the setting PyTorch is run with at its best.
-void run_openmp_passively(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY")) return;
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  ::execv("/proc/self/exe", argv);  // returns only when it failed: run on with OpenMP's default policy
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  run_openmp_passively(argv);
+  dew_openmp_passive();  // NOTE [OpenMP's idle threads]: keeps the library linked
   CLI::App app{"dew: train and serve language and diffusion models"};
   app.set_version_flag("--version", dew::cli::version_text, "print the version, build, CPU and libraries");
   app.require_subcommand(1);
   int status = 2;
   for (auto add : {dew::cli::add_train, dew::cli::add_generate, dew::cli::add_score, dew::cli::add_tokenize,
                    dew::cli::add_tokenizer, dew::cli::add_data, dew::cli::add_report, dew::cli::add_inspect,
-                   dew::cli::add_check, dew::cli::add_ops, dew::cli::add_bench})
+                   dew::cli::add_export, dew::cli::add_check, dew::cli::add_ops, dew::cli::add_bench})
     add(app, status);
   try {
     app.parse(argc, argv);  // runs the chosen command's callback

@@ -94,6 +94,7 @@ BpeModel::BpeModel(const nlohmann::json& spec, const std::string& source) {
   // Merges: "left right" strings (older files) or [left, right] pairs (newer ones).
   const auto& merges = json_member(spec, "merges", nlohmann::json::value_t::array, where);
   merges_.reserve(merges.size());
+  merge_order_.reserve(merges.size());
   int32_t rank = 0;
   for (const auto& merge : merges) {
     std::string left, right;
@@ -122,8 +123,17 @@ BpeModel::BpeModel(const nlohmann::json& spec, const std::string& source) {
                 right);
     // A repeated merge keeps its last rank, as the Rust crate's (and tokenizers.js') maps do.
     merges_.insert_or_assign(int32_t(*left_id), int32_t(*right_id), {rank, int32_t(*merged_id)});
+    merge_order_.emplace_back(int32_t(*left_id), int32_t(*right_id));
     ++rank;
   }
+}
+
+std::vector<std::string> BpeModel::merges() const {
+  std::vector<std::string> out;
+  out.reserve(merge_order_.size());
+  for (const auto& [left, right] : merge_order_)
+    out.push_back(tokens_[size_t(left)] + " " + tokens_[size_t(right)]);
+  return out;
 }
 
 std::optional<int64_t> BpeModel::find(std::string_view token) const {

@@ -66,6 +66,9 @@ class BpeModel {
 
   const TokenIds& vocab() const { return vocab_; }
   const std::vector<std::string>& tokens() const { return tokens_; }  // by id; "" where no token has the id
+  // The merges as the file lists them ("left right"; repeats kept), for a GGUF vocabulary.
+  std::vector<std::string> merges() const;
+  bool byte_fallback() const { return byte_fallback_; }
 
  private:
   void encode_word(std::string_view word, std::vector<int64_t>& ids) const;  // through the cache
@@ -76,6 +79,7 @@ class BpeModel {
   TokenIds vocab_;
   std::vector<std::string> tokens_;
   MergeTable merges_;
+  std::vector<std::pair<int32_t, int32_t>> merge_order_;  // (left id, right id) in the file's order
   std::optional<int64_t> unk_id_;
   bool fuse_unk_ = false, byte_fallback_ = false, ignore_merges_ = false;
   bool split_before_metaspace_ = false;  // NOTE [metaspace segments] (bpe.cc)

@@ -17,33 +17,12 @@
 #include "tokenize/normalizers.h"
 #include "tokenize/post_processor.h"
 #include "tokenize/pre_tokenizers.h"
+#include "tokenize/tokenizer_state.h"
 #include "tokenize/utf8.h"
 
 namespace dew {
 
 using namespace tokenize;
-
-struct Tokenizer::State {
-  std::unique_ptr<Normalizer> normalizer;
-  std::unique_ptr<PreTokenizer> pre_tokenizer;
-  std::unique_ptr<BpeModel> model;
-  std::unique_ptr<Decoder> decoder;
-  std::vector<AddedToken> added;
-  std::unique_ptr<AddedTokenMatcher> raw_matcher, normalized_matcher;
-  SpecialTokenTemplate special_template;
-  std::vector<std::string> tokens;  // by id: the model's vocabulary, then the added tokens
-  std::vector<bool> special;        // by id
-  TokenIds added_ids;               // added token content → id
-  std::optional<int64_t> bos, eos;
-  bool clean_up_spaces = false;
-  ChatTemplates chat;
-
-  std::optional<int64_t> id_of(std::string_view token) const {
-    if (auto it = added_ids.find(token); it != added_ids.end()) return it->second;
-    if (auto it = model->vocab().find(token); it != model->vocab().end()) return it->second;
-    return std::nullopt;
-  }
-};
 
 namespace {
 
@@ -102,8 +81,10 @@ Tokenizer Tokenizer::from_json(std::string_view tokenizer_json, std::string_view
           source, unsupported);
     }
     const std::string where = "[tokenizer] " + source;
-    s->normalizer = make_normalizer(spec.value("normalizer", nlohmann::json()), where);
-    s->pre_tokenizer = make_pre_tokenizer(spec.value("pre_tokenizer", nlohmann::json()), where);
+    s->normalizer_spec = spec.value("normalizer", nlohmann::json());
+    s->pre_tokenizer_spec = spec.value("pre_tokenizer", nlohmann::json());
+    s->normalizer = make_normalizer(s->normalizer_spec, where);
+    s->pre_tokenizer = make_pre_tokenizer(s->pre_tokenizer_spec, where);
     s->model =
         std::make_unique<BpeModel>(json_member(spec, "model", nlohmann::json::value_t::object, where), where);
     s->decoder = make_decoder(spec.value("decoder", nlohmann::json()), where);

@@ -216,6 +216,7 @@ TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find(R"("bench":"decode","prompt":8,"new_tokens":2)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(R"("dtype":"bf16")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("llama_cpp":[)"), std::string::npos) << r.out;  // empty where it is not installed
 }
 
 }  // namespace
@@ -362,6 +363,29 @@ std::string model_with_tokenizer(const std::string& name) {
   std::ofstream(dir + "/tokenizer.json") << dew::train_byte_level_bpe({"x"}, options);
   std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|endoftext|>"})";
   return dir;
+}
+
+// dew export writes the GGUF file and says so; a model llama.cpp's architectures cannot hold is a user
+// error naming why, and leaves no file.
+TEST(Cli, ExportWritesAGgufFileOrSaysWhyNot) {
+  const std::string dir = model_with_tokenizer("dew_cli_export");
+  const std::string gguf = dir + "/model.gguf";
+  Result r = run("export " + dir + " --gguf " + gguf + " --dtype f32");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote " + gguf + " ("), std::string::npos) << r.out;
+  std::ifstream file(gguf, std::ios::binary);
+  std::string magic(4, '\0');
+  file.read(magic.data(), 4);
+  EXPECT_EQ(magic, "GGUF");
+  EXPECT_EQ(run("export " + dir + " --gguf " + gguf + " --dtype i64").exit_code, 2);
+  std::string config = dew::read_text_file(dir + "/config.json");
+  config.insert(config.rfind('}'), R"(,"rope_scaling":{"type":"linear","factor":2.0})");
+  dew::write_text_file(dir + "/config.json", config);
+  std::filesystem::remove(gguf);
+  Result refused = run("export " + dir + " --gguf " + gguf);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("rope_scaling type linear"), std::string::npos) << refused.out;
+  EXPECT_FALSE(std::filesystem::exists(gguf));
 }
 
 // A model with a NaN weight is refused by generate and score with exit 1, naming the tensor: its every
