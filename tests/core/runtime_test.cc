@@ -59,6 +59,23 @@ TEST(Random, StreamsAndCounterBaseSelectDifferentAndContinuingSequences) {
   EXPECT_TRUE(std::equal(cv.begin(), cv.end(), av.begin() + 4));
 }
 
+// The narrower dtypes draw normals in float, 64 at a time (NOTE [normal draws in groups of 16]): each
+// within its float roundings of the f64 draw of the same key — the angle's (2^-25 of a turn, times the
+// largest radius, 6.7) and a few ulps of the value — at every position, the tail and a chunk's start
+// included; so a model initialized at f32 is its f64 initialization rounded.
+TEST(Random, FloatNormalDrawsAreTheDoubleDrawsToWithinTheirRounding) {
+  for (const int64_t n : {int64_t(1), int64_t(67), int64_t(1000003)}) {
+    Tensor single = Tensor::empty({n}, DType::f32), wide = Tensor::empty({n}, DType::f64);
+    fill_normal(single, {3, 5, 7}, 0.5, 2.0);
+    fill_normal(wide, {3, 5, 7}, 0.5, 2.0);
+    const std::vector<double> x = single.to_f64_vector(), y = wide.to_f64_vector();
+    for (int64_t i = 0; i < n; ++i) {
+      const double bound = 2.0 * (6.7 * 2 * M_PI * 0x1p-25 + 8 * 0x1p-24 * std::fabs(y[size_t(i)]));
+      ASSERT_LE(std::fabs(x[size_t(i)] - y[size_t(i)]), bound) << "element " << i << " of " << n;
+    }
+  }
+}
+
 // Moments within 6 standard errors: a real deviation fails, chance essentially never does.
 TEST(Random, DistributionsHaveTheirMoments) {
   const int64_t n = 400000;
