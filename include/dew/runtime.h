@@ -77,7 +77,10 @@ void fill_normal(Tensor& t, RandomKey key, double mean, double stddev);
 void fill_bernoulli(Tensor& t, RandomKey key, double p);                 // 1 with probability p
 void fill_randint(Tensor& t, RandomKey key, int64_t low, int64_t high);  // [low, high)
 
-// Which instruction sets this CPU offers (cpuid), for the selector's cpu_has requirement.
+// Which instruction sets this CPU offers (cpuid), for the selector's cpu_has requirement. The
+// environment's DEW_MAX_CPU_ISA (baseline, avx2, avx512, avx512_bf16) treats the sets above that level as
+// absent, so the routes and speed of a lesser CPU can be seen on this one (with oneDNN's own
+// DNNL_MAX_CPU_ISA for its kernels); another value is an error naming the levels.
 struct CpuFeatures {
   bool avx2 = false;
   bool fma = false;

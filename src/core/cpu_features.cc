@@ -1,7 +1,12 @@
-// cpuid-based detection of the instruction sets the selector's cpu_has requirement asks about.
+// cpuid-based detection of the instruction sets the selector's cpu_has requirement asks about, capped by
+// DEW_MAX_CPU_ISA (runtime.h).
+#include <dew/error.h>
 #include <dew/runtime.h>
 
 #include <cpuid.h>
+
+#include <cstdlib>
+#include <string_view>
 
 namespace dew {
 namespace {
@@ -10,6 +15,18 @@ namespace {
 bool has_f16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+
+// DEW_MAX_CPU_ISA: the instruction sets above the named level are treated as absent.
+void cap_to_environment(CpuFeatures& f) {
+  const char* env = std::getenv("DEW_MAX_CPU_ISA");
+  if (!env) return;
+  const std::string_view level = env;
+  DEW_REQUIRE(level == "baseline" || level == "avx2" || level == "avx512" || level == "avx512_bf16",
+              "DEW_MAX_CPU_ISA='{}' is not a level; expected baseline, avx2, avx512 or avx512_bf16", env);
+  if (level == "baseline") f.avx2 = f.fma = f.f16c = false;
+  if (level == "baseline" || level == "avx2") f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = false;
+  if (level != "avx512_bf16") f.avx512bf16 = false;
 }
 
 }  // namespace
@@ -26,6 +43,7 @@ const CpuFeatures& cpu_features() {
     f.avx512vl = __builtin_cpu_supports("avx512vl");
     f.avx512dq = __builtin_cpu_supports("avx512dq");
     f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+    cap_to_environment(f);
     return f;
   }();
   return features;

@@ -1,6 +1,7 @@
 // The dew command end to end: exit codes and the closing line of `dew check`.
 #include <dew/models.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <dew/safetensors.h>
 #include <dew/tokenizer.h>
 #include <dew/train.h>
@@ -290,6 +291,25 @@ TEST(Cli, OpenMpDoesNotSpinUnlessTheCallerChose) {
   EXPECT_NE(chosen_by_caller.out.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos)
       << chosen_by_caller.out;
   EXPECT_EQ(chosen_by_caller.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << chosen_by_caller.out;
+}
+
+// DEW_MAX_CPU_ISA shows a lesser CPU's routes on this one: no AVX-512 implementation runs under avx2
+// (the AVX2 ones do, where this CPU has AVX2), and a level that does not exist is refused by name.
+TEST(Cli, MaxCpuIsaHidesTheInstructionSetsAboveIt) {
+  Result capped = run("check --op rms_norm --forward-only", "env DEW_MAX_CPU_ISA=avx2");
+  EXPECT_EQ(capped.exit_code, 0) << capped.out;
+  EXPECT_EQ(capped.out.find(" cpu.avx512 "), std::string::npos) << capped.out;
+  if (dew::cpu_features().avx2) {
+    EXPECT_NE(capped.out.find(" cpu.avx2 "), std::string::npos) << capped.out;
+  }
+  Result version = run("--version", "env DEW_MAX_CPU_ISA=baseline");
+  EXPECT_EQ(version.out.find("avx"), std::string::npos) << version.out;
+  Result wrong = run("check --op rms_norm", "env DEW_MAX_CPU_ISA=avx3");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_NE(
+      wrong.out.find("DEW_MAX_CPU_ISA='avx3' is not a level; expected baseline, avx2, avx512 or avx512_bf16"),
+      std::string::npos)
+      << wrong.out;
 }
 
 TEST(Cli, TokenizerTrainWritesAFileThatTokenizeReads) {
