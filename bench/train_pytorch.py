@@ -181,10 +181,19 @@ def gemm_dims(event):
     return m, n, k
 
 
-def gemm_roles(events):
-    """Backward GEMMs by role: of the two products an autograd node runs (AddmmBackward0, MmBackward0),
-    torch 1.13 runs the weight gradient (grad^T @ input) first and the input gradient (grad @ weight)
-    second; their shapes alone can agree (with B T = 2048 rows, a 2048-wide layer's two are alike)."""
+def shape_role(dims, rows):
+    """A backward product's role from its shape where the shape tells: the weight gradient sums over the
+    B T rows (K = rows), the input gradient has one output row per row (M = rows)."""
+    if dims is None or (dims[2] == rows) == (dims[0] == rows):
+        return None
+    return "weight gradient" if dims[2] == rows else "input gradient"
+
+
+def gemm_roles(events, rows):
+    """Backward GEMMs by role: by shape where one tells (shape_role); otherwise, of the two products an
+    autograd node runs (AddmmBackward0, MmBackward0), torch 1.13 runs the weight gradient (grad^T @ input)
+    first and the input gradient (grad @ weight) second for nn.Linear's weights (their shapes agree when
+    a layer is as wide as there are rows: 2048 with B T = 2048)."""
     roles = {}
     children = {}
     for event in events:
@@ -196,8 +205,12 @@ def gemm_roles(events):
     for products in children.values():
         if len(products) == 2:
             first, second = sorted(products, key=lambda e: e.time_range.start)
-            roles[id(first)] = "weight gradient"
-            roles[id(second)] = "input gradient"
+            by_shape = [shape_role(gemm_dims(e), rows) for e in (first, second)]
+            if None not in by_shape and by_shape[0] != by_shape[1]:
+                roles[id(first)], roles[id(second)] = by_shape
+            else:
+                roles[id(first)] = "weight gradient"
+                roles[id(second)] = "input gradient"
     return roles
 
 
@@ -211,8 +224,7 @@ def classify(event, phase, rows, vocab, roles):
         dims = gemm_dims(event)
         if dims is None:
             return "element-wise", None
-        role = "forward" if phase == "forward" else roles.get(
-            id(event), "weight gradient" if dims[2] == rows and dims[0] != rows else "input gradient")
+        role = "forward" if phase == "forward" else roles.get(id(event), shape_role(dims, rows) or "input gradient")
         kind = "GEMM head" if vocab in dims else "GEMM " + role
         return kind, ("head " + role if kind == "GEMM head" else role) + "  %dx%dx%d" % dims
     if name in ATTENTION:
@@ -243,7 +255,7 @@ def profiled_step(step, vocab, rows):
     gemms = {}
     accounted = 0.0
     events = prof.events()
-    roles = gemm_roles(events)
+    roles = gemm_roles(events, rows)
     for event in events:
         phase = next((a.name for a in ancestors(event) if a.name in PHASES), "")
         kind, gemm = classify(event, phase, rows, vocab, roles)
