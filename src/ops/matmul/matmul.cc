@@ -188,6 +188,20 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
       {"odd_shapes", {"ci", "edge"}, all, plain({7, 33}, {33, 5}, false, false)},
       {"transposed_both", {"ci"}, all, plain({40, 17}, {9, 40}, true, true)},
       {"batched_broadcast", {"ci"}, all, plain({3, 1, 6, 16}, {4, 16, 10}, false, false)},
+      // A transposed with more rows than oneDNN takes at once (NOTE [rows in pieces]): a full piece and
+      // a tail, the epilogue's residual rows following them.
+      {"transposed_a_rows_in_pieces",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{
+             random_input({16, 8300}, t, k), random_input({16, 8}, t, {k.seed, k.stream + 1}), {}};
+         args.options.transpose_a = true;
+         args.options.bias = random_input({8}, t, {k.seed, k.stream + 2});
+         args.options.residual = random_input({8300, 8}, t, {k.seed, k.stream + 3});
+         args.options.scale = 0.75;
+         return args;
+       }},
       {"linear_3d", {"ci"}, all, plain({2, 9, 32}, {48, 32}, false, true)},
       {"long_k", {"ci"}, all, plain({4, 2048}, {2048, 4}, false, false)},
       {"bias_relu_residual", {"ci"}, all, epilogue(Activation::relu, true)},

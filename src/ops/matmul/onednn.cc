@@ -7,6 +7,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <optional>
 #include <unordered_map>
 
 #include "ops/cast/cast.h"
@@ -98,57 +99,79 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   const memory::data_type type =
       args.dtype() == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16;
-  const memory::desc a_md({g.M, g.K}, type, {a.strides()[br], a.strides()[br + 1]});
-  const memory::desc b_md({g.K, g.N}, type, {b.strides()[br], b.strides()[br + 1]});
-  const memory::desc c_md({g.M, g.N}, direct ? type : memory::data_type::f32, {g.N, 1});
+  // NOTE [rows in pieces]: with A transposed (M its contiguous dimension), oneDNN's matmul slows down
+  // on tens of thousands of rows — GPT-2's tied head's weight gradient, 50257 rows: 423 GFLOP/s in
+  // bf16, against 723 for the same product in pieces of 8192 rows (docs/perf.md) — so such a product
+  // runs as pieces of at most that many rows, each a large product of its own.
+  constexpr int64_t kRowsPerPiece = 8192;
+  const bool rows_strided = a.strides()[br] == 1 && a.strides()[br + 1] != 1;
+  const int64_t piece_rows = rows_strided && g.M > kRowsPerPiece ? kRowsPerPiece : g.M;
   const memory::desc bias_md({1, g.N}, type, {g.N, 1});
-  const memory::desc residual_md({g.M, g.N}, type, {g.N, 1});
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (direct) {
-    if (o.scale != 1.0) attr.set_output_scales(0, {float(o.scale)});
-    dnnl::post_ops post;
-    if (bias.defined()) post.append_binary(dnnl::algorithm::binary_add, bias_md);
-    if (residual.defined()) post.append_binary(dnnl::algorithm::binary_add, residual_md);
-    attr.set_post_ops(post);
-  }
-  dnnl::matmul::primitive_desc pd;
-  try {
-    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
-  } catch (const dnnl::error&) {  // no such matmul at all on this CPU (bf16 without SSE4.1, say)
-    return false;
-  }
-  if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return false;
-  dnnl::matmul prim(pd);
+  struct Piece {
+    memory::desc a_md, b_md, c_md, residual_md, scratch_md;
+    dnnl::matmul prim;
+  };
+  // The primitive for `rows` rows of the output; nullopt where oneDNN has no native kernel for it.
+  auto piece_of = [&](int64_t rows) -> std::optional<Piece> {
+    Piece p;
+    p.a_md = memory::desc({rows, g.K}, type, {a.strides()[br], a.strides()[br + 1]});
+    p.b_md = memory::desc({g.K, g.N}, type, {b.strides()[br], b.strides()[br + 1]});
+    p.c_md = memory::desc({rows, g.N}, direct ? type : memory::data_type::f32, {g.N, 1});
+    p.residual_md = memory::desc({rows, g.N}, type, {g.N, 1});
+    dnnl::primitive_attr piece_attr;
+    piece_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (direct) {
+      if (o.scale != 1.0) piece_attr.set_output_scales(0, {float(o.scale)});
+      dnnl::post_ops post;
+      if (bias.defined()) post.append_binary(dnnl::algorithm::binary_add, bias_md);
+      if (residual.defined()) post.append_binary(dnnl::algorithm::binary_add, p.residual_md);
+      piece_attr.set_post_ops(post);
+    }
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a_md, p.b_md, p.c_md), piece_attr, engine);
+    } catch (const dnnl::error&) {  // no such matmul at all on this CPU (bf16 without SSE4.1, say)
+      return std::nullopt;
+    }
+    if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return std::nullopt;
+    p.prim = dnnl::matmul(pd);
+    p.scratch_md = pd.scratchpad_desc();
+    return p;
+  };
+  const int64_t tail_rows = g.M % piece_rows;
+  const std::optional<Piece> full = piece_of(piece_rows);
+  const std::optional<Piece> tail = tail_rows ? piece_of(tail_rows) : std::nullopt;
+  if (!full || (tail_rows && !tail)) return false;
   dnnl::stream stream(engine);
-  const Tensor scratch = Tensor::empty({int64_t(pd.scratchpad_desc().get_size())}, DType::u8);
-  memory scratch_mem(pd.scratchpad_desc(), engine, scratch.raw_data());
+  const Tensor scratch = Tensor::empty(
+      {int64_t(std::max(full->scratch_md.get_size(), tail ? tail->scratch_md.get_size() : 0))}, DType::u8);
   Tensor c = direct ? out : Tensor::empty(out.shape(), DType::f32);
   auto a_off = batch_offsets(a, br), b_off = batch_offsets(b, br);
   const size_t element = dtype_size(args.dtype());
   char* A = static_cast<char*>(a.raw_data());
   char* B = static_cast<char*>(b.raw_data());
   const int64_t mn = g.M * g.N;
-  for (size_t bi = 0; bi < a_off.size(); ++bi) {
-    memory a_mem(a_md, engine, A + a_off[bi] * int64_t(element));
-    memory b_mem(b_md, engine, B + b_off[bi] * int64_t(element));
-    memory c_mem(c_md, engine, static_cast<char*>(c.raw_data()) + int64_t(bi) * mn * dtype_size(c.dtype()));
-    std::unordered_map<int, memory> io{{DNNL_ARG_SRC, a_mem},
-                                       {DNNL_ARG_WEIGHTS, b_mem},
-                                       {DNNL_ARG_DST, c_mem},
-                                       {DNNL_ARG_SCRATCHPAD, scratch_mem}};
-    if (direct) {
-      int post = 0;
-      if (bias.defined())
-        io[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] =
-            memory(bias_md, engine, bias.raw_data());
-      if (residual.defined())
-        io[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] =
-            memory(residual_md, engine,
-                   static_cast<char*>(residual.raw_data()) + int64_t(bi) * mn * int64_t(element));
+  for (size_t bi = 0; bi < a_off.size(); ++bi)
+    for (int64_t m0 = 0; m0 < g.M; m0 += piece_rows) {
+      const Piece& p = g.M - m0 < piece_rows ? *tail : *full;
+      const int64_t c_at = int64_t(bi) * mn + m0 * g.N;  // elements into C (and the residual)
+      std::unordered_map<int, memory> io{
+          {DNNL_ARG_SRC, memory(p.a_md, engine, A + (a_off[bi] + m0 * a.strides()[br]) * int64_t(element))},
+          {DNNL_ARG_WEIGHTS, memory(p.b_md, engine, B + b_off[bi] * int64_t(element))},
+          {DNNL_ARG_DST,
+           memory(p.c_md, engine, static_cast<char*>(c.raw_data()) + c_at * dtype_size(c.dtype()))},
+          {DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, engine, scratch.raw_data())}};
+      if (direct) {
+        int post = 0;
+        if (bias.defined())
+          io[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] =
+              memory(bias_md, engine, bias.raw_data());
+        if (residual.defined())
+          io[DNNL_ARG_ATTR_MULTIPLE_POST_OP(post++) | DNNL_ARG_SRC_1] = memory(
+              p.residual_md, engine, static_cast<char*>(residual.raw_data()) + c_at * int64_t(element));
+      }
+      p.prim.execute(stream, io);
     }
-    prim.execute(stream, io);
-  }
   stream.wait();
   if (direct) return true;
   const bf16* bias_p = bias.defined() ? bias.data<bf16>() : nullptr;
