@@ -36,13 +36,8 @@ void fill_with(Tensor& t, const RandomKey& key, Values values) {
     const int64_t n = t.numel(), blocks = (n + 3) / 4;
     parallel_for(blocks, 1024, [&](int64_t b0, int64_t b1) {
       for (int64_t b = b0; b < b1; ++b) {
-        const auto v = values(block_words(key, uint64_t(b)));  // 4 doubles, or 4 floats for float draws
-        for (int64_t j = 0; j < 4 && 4 * b + j < n; ++j) {
-          if constexpr (std::is_same_v<T, float> && std::is_same_v<decltype(v), const std::array<float, 4>>)
-            p[4 * b + j] = v[size_t(j)];
-          else
-            p[4 * b + j] = Scalar<T>::from_f64(double(v[size_t(j)]));
-        }
+        const std::array<double, 4> v = values(block_words(key, uint64_t(b)));
+        for (int64_t j = 0; j < 4 && 4 * b + j < n; ++j) p[4 * b + j] = Scalar<T>::from_f64(v[size_t(j)]);
       }
     });
   });

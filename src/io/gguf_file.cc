@@ -30,9 +30,7 @@ class Bytes {
     put<uint64_t>(s.size());
     out_ += s;
   }
-  void pad_to(uint64_t alignment) {
-    out_.resize((out_.size() + alignment - 1) / alignment * alignment, '\0');
-  }
+  void pad_to(uint64_t size) { out_.resize(size, '\0'); }
   const std::string& str() const { return out_; }
 
  private:
@@ -123,7 +121,7 @@ void GgufWriter::write(const std::string& path) const {
     head.put<uint64_t>(offset);
     offset = aligned(offset + bytes_of(t.tensor));
   }
-  head.pad_to(kAlignment);
+  head.pad_to(aligned(head.str().size()));
   AtomicFile file(path);
   file.write(head.str().data(), head.str().size());
   static const char zeros[kAlignment] = {};

@@ -77,8 +77,9 @@ std::string gguf_name(const std::string& hf_name) {
   const std::string prefix = "model.layers.";
   if (hf_name.starts_with(prefix)) {
     const size_t dot = hf_name.find('.', prefix.size());
-    const auto it = layer_names().find(hf_name.substr(dot + 1));
-    if (dot != std::string::npos && it != layer_names().end())
+    const auto it =
+        dot == std::string::npos ? layer_names().end() : layer_names().find(hf_name.substr(dot + 1));
+    if (it != layer_names().end())
       return "blk." + hf_name.substr(prefix.size(), dot - prefix.size()) + "." + it->second;
   }
   fail("[gguf] parameter {} has no name in llama.cpp's llama-family architectures", hf_name);
