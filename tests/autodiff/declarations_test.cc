@@ -23,8 +23,9 @@ TEST(Differentiation, EveryOpDeclaresHowItIsDifferentiated) {
   };
 #undef DEW_OP
   const std::set<std::string> non_differentiable{
-      "eq",      "ne",   "lt",     "le",           "gt",         "ge",          "argmax",
-      "one_hot", "fill", "arange", "adamw_update", "sgd_update", "lion_update", "squared_norm"};
+      "eq",           "ne",         "lt",          "le",           "gt",
+      "ge",           "argmax",     "one_hot",     "fill",         "arange",
+      "adamw_update", "sgd_update", "lion_update", "squared_norm", "paged_attention"};
   // Differentiated through the ops they are made of (NOTE [attention's higher derivatives]).
   const std::set<std::string> composite{"attention_backward", "attention_jvp"};
   for (const Declared& d : declared) {

@@ -9,6 +9,7 @@
 // pass over the keys per query row, shifted by the saved lse: NOTE [attention tangent].
 #pragma once
 
+#include "ops/attention/paged.h"  // the paged decode member of the family (ops.def)
 #include "ops/op.h"
 
 namespace dew::ops {
