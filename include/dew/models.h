@@ -5,6 +5,7 @@
 // name; nothing is silently ignored.
 #pragma once
 
+#include <dew/ops.h>
 #include <dew/tensor.h>
 
 #include <functional>
@@ -71,6 +72,17 @@ struct KvCache {
   int64_t length() const { return tokens; }
 };
 
+// How each layer's queries meet the keys and values: CausalLM::forward attends densely over a KvCache;
+// a serving engine attends through its paged cache (src/serve). attend(layer, q (B,T,H,D), k and v
+// (B,T,Hkv,D) of this call's tokens, the family's mask: causal, its window, padded rows' segments)
+// -> (B,T,H,D).
+class LayerAttention {
+ public:
+  virtual ~LayerAttention() = default;
+  virtual Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionOptions& mask) = 0;
+};
+
 // A causal language model: config and parameters by Hugging Face name. forward() records onto the
 // tape when parameters require gradients.
 class CausalLM {
@@ -100,8 +112,16 @@ class CausalLM {
   // only padding (NOTE [padding], causal_lm.cc); a padded row's tokens get the logits they get alone.
   Tensor forward(const Tensor& ids, const Tensor& positions, KvCache* cache = nullptr,
                  const Tensor& segments = {}) const;
+  // The same through the caller's attention (no segments); with `logit_rows` (K) i64, the logits of
+  // those positions only, (B,K,V): a server needs each sequence's last position, not the prompt's.
+  Tensor forward(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
+                 const Tensor& logit_rows = {}) const;
 
  private:
+  void check_ids_and_positions(const Tensor& ids, const Tensor& positions) const;
+  Tensor run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
+                    const AttentionOptions& mask, const Tensor& logit_rows) const;
+
   ModelConfig config_;
   std::string config_text_;  // config.json as read, written back but for its dtype (save())
   std::map<std::string, Tensor> parameters_;

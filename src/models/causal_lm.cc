@@ -223,6 +223,8 @@ void copy_rows(const Tensor& from, Tensor& to, int64_t at, int64_t count) {
 // and attention reads the view of its filled part. Growing by concatenation instead copied the whole
 // cache, into fresh pages, at every token — most of a decode step's time at a few hundred tokens. The
 // buffer doubles when full. Written in place, it cannot be differentiated through.
+namespace {
+
 std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor& k, const Tensor& v) {
   if (!cache) return {k, v};
   DEW_REQUIRE(!k.requires_grad() && !v.requires_grad(),
@@ -252,6 +254,26 @@ std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor
   return {cache->keys[size_t(layer)].slice(1, 0, filled), cache->values[size_t(layer)].slice(1, 0, filled)};
 }
 
+// Attention over the layer's keys and values after the cached ones (the cache grown by them).
+class DenseAttention final : public LayerAttention {
+ public:
+  explicit DenseAttention(KvCache* cache) : cache_(cache) {}
+  Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                const AttentionOptions& mask) override {
+    const auto [keys, values] = with_cache(cache_, layer, k, v);
+    return attention(q, keys, values, mask).out;
+  }
+
+ private:
+  KvCache* cache_;
+};
+
+}  // namespace
+
+Tensor logit_positions(const Tensor& x, const Tensor& rows) {
+  return rows.defined() ? index_select(x, 1, rows) : x;
+}
+
 }  // namespace models
 
 // NOTE [padding]: rows of different lengths are left-padded to one length. Attention's segment ids
@@ -260,11 +282,7 @@ std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor
 // caller and start at 0 at the row's first real token). The cache keeps the keys' segment ids.
 Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* cache,
                          const Tensor& segments) const {
-  DEW_REQUIRE(ids.dim() == 2 && ids.dtype() == DType::i64, "[model] ids is {}; expected (B,T) i64",
-              ids.describe());
-  DEW_REQUIRE(positions.shape() == ids.shape() && positions.dtype() == DType::i64,
-              "[model] positions is {}; expected i64 of the ids' shape {}", positions.describe(),
-              shape_str(ids.shape()));
+  check_ids_and_positions(ids, positions);
   DEW_REQUIRE(!segments.defined() || (segments.shape() == ids.shape() && segments.dtype() == DType::i64),
               "[model] segments is {}; expected i64 of the ids' shape {}", segments.describe(),
               shape_str(ids.shape()));
@@ -288,15 +306,40 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
       cache->segments = mask.k_segments;
     }
   }
+  models::DenseAttention dense(cache);
+  Tensor logits = run_family(ids, positions, dense, mask, Tensor());
+  if (cache) cache->tokens += ids.size(1);  // every layer wrote at the same offset (with_cache)
+  return logits;
+}
+
+Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
+                         const Tensor& logit_rows) const {
+  check_ids_and_positions(ids, positions);
+  DEW_REQUIRE(!logit_rows.defined() || (logit_rows.dim() == 1 && logit_rows.dtype() == DType::i64),
+              "[model] logit_rows is {}; expected (K) i64 positions of the call", logit_rows.describe());
+  AttentionOptions mask;
+  mask.causal = true;
+  return run_family(ids, positions, attention, mask, logit_rows);
+}
+
+Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
+                            const AttentionOptions& mask, const Tensor& logit_rows) const {
   if (is_gpt2(config_))
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
-  Tensor logits = is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, cache, mask)
-                                   : models::llama_forward(config_, parameters_, ids, positions, cache, mask);
-  if (cache) cache->tokens += ids.size(1);  // every layer wrote at the same offset (with_cache)
-  return logits;
+  return is_gpt2(config_)
+             ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask, logit_rows)
+             : models::llama_forward(config_, parameters_, ids, positions, attention, mask, logit_rows);
+}
+
+void CausalLM::check_ids_and_positions(const Tensor& ids, const Tensor& positions) const {
+  DEW_REQUIRE(ids.dim() == 2 && ids.dtype() == DType::i64, "[model] ids is {}; expected (B,T) i64",
+              ids.describe());
+  DEW_REQUIRE(positions.shape() == ids.shape() && positions.dtype() == DType::i64,
+              "[model] positions is {}; expected i64 of the ids' shape {}", positions.describe(),
+              shape_str(ids.shape()));
 }
 
 }  // namespace dew

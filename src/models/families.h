@@ -17,17 +17,18 @@ using ParameterShapes = std::vector<std::pair<std::string, Shape>>;
 
 // llama, mistral, qwen2, qwen3: one decoder (RMSNorm, rotary GQA attention, SwiGLU MLP) with switches.
 ParameterShapes llama_parameter_shapes(const ModelConfig& c);
-// `mask`: causal, with the segment ids of padded rows when there are some (CausalLM::forward).
+// `mask`: causal, with the segment ids of padded rows when there are some (CausalLM::forward); each
+// layer's attention goes through `attend`; with `logit_rows`, only those positions' logits (T' = K).
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                     KvCache* cache, AttentionOptions mask);
+                     LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows);
 
 // gpt2: learned positions, LayerNorm, fused qkv (Conv1D weights stored (in, out)), tanh-GELU MLP.
 ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                    KvCache* cache, const AttentionOptions& mask);
+                    LayerAttention& attend, const AttentionOptions& mask, const Tensor& logit_rows);
 
-// Layer i's keys and values after the cached ones (and the cache grown by them); as given without one.
-std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor& k, const Tensor& v);
+// The rows of (B,T,C) hidden states whose logits are wanted: all of them, or `rows` (K) of T.
+Tensor logit_positions(const Tensor& x, const Tensor& rows);
 
 // A parameter by name; throws naming the model's family and the missing name (a bug, not user input,
 // once load() has checked the names).

@@ -38,7 +38,7 @@ ParameterShapes gpt2_parameter_shapes(const ModelConfig& c) {
 }
 
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                    KvCache* cache, const AttentionOptions& causal) {
+                    LayerAttention& attend, const AttentionOptions& causal, const Tensor& logit_rows) {
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
                 D = c.head_dim;
   auto w = [&](int64_t i, const std::string& rest) -> const Tensor& { return parameter(p, block(i, rest)); };
@@ -49,8 +49,10 @@ Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids
     MatmulOptions qkv_proj;
     qkv_proj.bias = w(i, "attn.c_attn.bias");
     const std::vector<Tensor> qkv = split(matmul(h, w(i, "attn.c_attn.weight"), qkv_proj), {C, C, C}, -1);
-    const auto [k, v] = with_cache(cache, i, qkv[1].reshape({B, T, H, D}), qkv[2].reshape({B, T, H, D}));
-    const Tensor att = attention(qkv[0].reshape({B, T, H, D}), k, v, causal).out.reshape({B, T, C});
+    const Tensor att = attend
+                           .attend(i, qkv[0].reshape({B, T, H, D}), qkv[1].reshape({B, T, H, D}),
+                                   qkv[2].reshape({B, T, H, D}), causal)
+                           .reshape({B, T, C});
     MatmulOptions out_proj;
     out_proj.bias = w(i, "attn.c_proj.bias");
     out_proj.residual = x;
@@ -64,7 +66,9 @@ Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids
     mlp_proj.residual = x;
     x = matmul(matmul(h2, w(i, "mlp.c_fc.weight"), fc), w(i, "mlp.c_proj.weight"), mlp_proj);
   }
-  x = layer_norm(x, parameter(p, "ln_f.weight"), parameter(p, "ln_f.bias"), c.norm_eps).y;
+  x = layer_norm(logit_positions(x, logit_rows), parameter(p, "ln_f.weight"), parameter(p, "ln_f.bias"),
+                 c.norm_eps)
+          .y;
   MatmulOptions head;
   head.transpose_b = true;
   return matmul(x, c.tie_word_embeddings ? parameter(p, "wte.weight") : parameter(p, "lm_head.weight"), head);

@@ -4,7 +4,6 @@
 #include <dew/ops.h>
 
 #include <algorithm>
-#include <tuple>
 
 #include "models/families.h"
 
@@ -59,7 +58,7 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 }
 
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                     KvCache* cache, AttentionOptions attend) {
+                     LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows) {
   const int64_t B = ids.size(0), T = ids.size(1), H = c.num_attention_heads, Hkv = c.num_key_value_heads,
                 D = c.head_dim;
   const Tensor& embed = parameter(p, "model.embed_tokens.weight");
@@ -78,7 +77,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     const Tensor factor = Tensor::full({}, freq.attention_factor, table_dtype, ids.device());
     tables = {mul(tables.cos, factor), mul(tables.sin, factor)};
   }
-  attend.window = c.sliding_window;
+  mask.window = c.sliding_window;
 
   Tensor x = embedding(embed, ids);  // (B,T,C)
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
@@ -99,15 +98,14 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     }
     q = rope(q, positions, tables);
     k = rope(k, positions, tables);
-    std::tie(k, v) = with_cache(cache, i, k, v);
-    const Tensor att = attention(q, k, v, attend).out.reshape({B, T, H * D});
+    const Tensor att = attend.attend(i, q, k, v, mask).reshape({B, T, H * D});
     x = linear(att, w("self_attn.o_proj.weight"), b("self_attn.o_proj.bias", c.attention_output_bias), x);
     const Tensor h2 = rms_norm(x, w("post_attention_layernorm.weight"), c.norm_eps);
     const Tensor gated = swiglu(linear(h2, w("mlp.gate_proj.weight"), b("mlp.gate_proj.bias", c.mlp_bias)),
                                 linear(h2, w("mlp.up_proj.weight"), b("mlp.up_proj.bias", c.mlp_bias)));
     x = linear(gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias), x);
   }
-  x = rms_norm(x, parameter(p, "model.norm.weight"), c.norm_eps);
+  x = rms_norm(logit_positions(x, logit_rows), parameter(p, "model.norm.weight"), c.norm_eps);
   return linear(x, c.tie_word_embeddings ? embed : parameter(p, "lm_head.weight"));
 }
 
