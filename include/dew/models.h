@@ -135,15 +135,18 @@ class Tokenizer;
 void save_gguf(const CausalLM& model, const Tokenizer& tokenizer, const std::string& path, DType dtype);
 
 // Choosing the next token from a row of logits, as transformers' generate does: the repetition
-// penalty, then temperature, top-k, top-p and min-p, then a draw from what remains. temperature 0 is
-// greedy (the first maximum). The draw's uniform number comes from Philox keyed by (seed, sequence,
-// step): the same sequence draws the same tokens whatever else shares its batch.
+// penalty (OpenAI's presence and frequency penalties beside it, over the generated tokens: the last
+// `step` of the history), then temperature, top-k, top-p and min-p, then a draw from what remains.
+// temperature 0 is greedy (the first maximum). The draw's uniform number comes from Philox keyed by (seed,
+// sequence, step): the same sequence draws the same tokens whatever else shares its batch.
 struct SamplingOptions {
   double temperature = 1.0;
   int64_t top_k = 0;                // 0: off
   double top_p = 1.0;               // 1: off
   double min_p = 0.0;               // 0: off
   double repetition_penalty = 1.0;  // 1: off
+  double presence_penalty = 0.0;    // subtracted once from each token generated so far, -2 to 2
+  double frequency_penalty = 0.0;   // subtracted per occurrence among the generated tokens, -2 to 2
   uint64_t seed = 0;
 };
 int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& options,

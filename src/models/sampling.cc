@@ -36,10 +36,13 @@ int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& o,
   DEW_REQUIRE(!logits.empty(), "[sample] no logits; expected one row of the vocabulary's size");
   DEW_REQUIRE(
       o.temperature >= 0 && o.top_k >= 0 && o.top_p > 0 && o.top_p <= 1 && o.min_p >= 0 && o.min_p <= 1 &&
-          o.repetition_penalty > 0,
-      "[sample] temperature {}, top_k {}, top_p {}, min_p {}, repetition_penalty {}; expected temperature "
-      ">= 0, top_k >= 0, 0 < top_p <= 1, 0 <= min_p <= 1 and a positive penalty",
-      o.temperature, o.top_k, o.top_p, o.min_p, o.repetition_penalty);
+          o.repetition_penalty > 0 && std::fabs(o.presence_penalty) <= 2 &&
+          std::fabs(o.frequency_penalty) <= 2,
+      "[sample] temperature {}, top_k {}, top_p {}, min_p {}, repetition_penalty {}, presence_penalty {}, "
+      "frequency_penalty {}; expected temperature >= 0, top_k >= 0, 0 < top_p <= 1, 0 <= min_p <= 1, a "
+      "positive repetition penalty and presence and frequency penalties from -2 to 2",
+      o.temperature, o.top_k, o.top_p, o.min_p, o.repetition_penalty, o.presence_penalty,
+      o.frequency_penalty);
   std::vector<double> s(logits.begin(), logits.end());
   // Repetition penalty (RepetitionPenaltyLogitsProcessor): each token seen, once, made less likely.
   if (o.repetition_penalty != 1) {
@@ -51,6 +54,24 @@ int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& o,
                   id, s.size());
       double& x = s[size_t(id)];
       x = x < 0 ? x * o.repetition_penalty : x / o.repetition_penalty;
+    }
+  }
+  // Presence and frequency penalties (OpenAI's definition): over the generated tokens only.
+  if (o.presence_penalty != 0 || o.frequency_penalty != 0) {
+    DEW_REQUIRE(step <= history.size(),
+                "[sample] step {} with a history of {} tokens; expected the generated "
+                "tokens to be the history's last `step`",
+                step, history.size());
+    std::vector<int64_t> generated(history.end() - long(step), history.end());
+    std::sort(generated.begin(), generated.end());
+    for (size_t i = 0; i < generated.size();) {
+      size_t j = i;
+      while (j < generated.size() && generated[j] == generated[i]) ++j;
+      const int64_t id = generated[i];
+      DEW_REQUIRE(id >= 0 && id < int64_t(s.size()), "[sample] history holds id {}; expected ids in [0, {})",
+                  id, s.size());
+      s[size_t(id)] -= o.presence_penalty + double(j - i) * o.frequency_penalty;
+      i = j;
     }
   }
   if (o.temperature == 0) return first_max(s);

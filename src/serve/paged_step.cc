@@ -1,0 +1,97 @@
+// PagedStepAttention: the cache writes, the one-token pieces through paged_attention, the prompt chunks
+// through attention over gathered keys.
+#include "serve/paged_step.h"
+
+#include <dew/ops.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace dew::serve {
+namespace {
+
+// Copies `rows` rows of `row_bytes` from x's row `from` to y's row `to` (both contiguous).
+void copy_rows(const Tensor& x, int64_t from, Tensor& y, int64_t to, int64_t rows, size_t row_bytes) {
+  std::memcpy(static_cast<char*>(y.raw_data()) + size_t(to) * row_bytes,
+              static_cast<const char*>(x.raw_data()) + size_t(from) * row_bytes, size_t(rows) * row_bytes);
+}
+
+}  // namespace
+
+PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces)
+    : pool_(pool), pieces_(std::move(pieces)) {
+  std::vector<double> tables, lengths, rows;
+  int64_t width = 1;
+  for (const StepPiece& p : pieces_)
+    if (p.count == 1) width = std::max(width, int64_t(p.blocks->size()));
+  for (const StepPiece& p : pieces_) {
+    if (p.count != 1) continue;
+    for (int64_t b = 0; b < width; ++b)
+      tables.push_back(b < int64_t(p.blocks->size()) ? double((*p.blocks)[size_t(b)]) : 0);
+    lengths.push_back(double(p.position + 1));
+    rows.push_back(double(p.start));
+  }
+  if (rows.empty()) return;
+  const int64_t n = int64_t(rows.size());
+  decode_tables_ = Tensor::from_values(tables, {n, width}, DType::i64);
+  decode_lengths_ = Tensor::from_values(lengths, {n}, DType::i64);
+  decode_rows_ = Tensor::from_values(rows, {n}, DType::i64);
+}
+
+void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tensor& v) {
+  const int64_t bs = pool_.block_size();
+  for (auto [x, cache] : {std::pair{&k, &pool_.keys(layer)}, {&v, &pool_.values(layer)}}) {
+    const Tensor rows = cast(*x, cache->dtype()).contiguous();
+    Tensor target = *cache;
+    const size_t row_bytes = size_t(rows.numel() / rows.size(1)) * dtype_size(rows.dtype());  // Hkv * D
+    for (const StepPiece& p : pieces_)
+      for (int64_t t = 0; t < p.count; ++t) {
+        const int64_t position = p.position + t;
+        copy_rows(rows, p.start + t, target, (*p.blocks)[size_t(position / bs)] * bs + position % bs, 1,
+                  row_bytes);
+      }
+    target.bump_version();
+  }
+}
+
+Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionOptions& mask) {
+  DEW_REQUIRE(q.size(0) == 1, "[serve] a step is one row of tokens; got q {}", q.describe());
+  write_cache(layer, k, v);
+  const Tensor& keys = pool_.keys(layer);
+  const Tensor& values = pool_.values(layer);
+  const int64_t N = q.size(1), H = q.size(2), D = q.size(3), Hkv = keys.size(2), bs = pool_.block_size();
+  const DType cache_dtype = keys.dtype();
+  Tensor out = Tensor::empty({1, N, H, D}, q.dtype());
+  const size_t out_row = size_t(H * D) * dtype_size(q.dtype());
+  AttentionOptions options = mask;
+  options.causal = true;
+  if (decode_rows_.defined()) {
+    const Tensor rows = index_select(q.reshape({N, H, D}), 0, decode_rows_);
+    const Tensor o = cast(
+        paged_attention(cast(rows, cache_dtype), keys, values, decode_tables_, decode_lengths_, options).out,
+        q.dtype());
+    const std::vector<double> at = decode_rows_.to_f64_vector();
+    for (size_t i = 0; i < at.size(); ++i) copy_rows(o, int64_t(i), out, int64_t(at[i]), 1, out_row);
+  }
+  for (const StepPiece& p : pieces_) {
+    if (p.count == 1) continue;
+    const int64_t S = p.position + p.count, blocks = (S + bs - 1) / bs;
+    // The piece's keys and values, whole blocks at a time, then cut to S.
+    Tensor dense_k = Tensor::empty({1, blocks * bs, Hkv, D}, cache_dtype);
+    Tensor dense_v = Tensor::empty({1, blocks * bs, Hkv, D}, cache_dtype);
+    const size_t block_bytes = size_t(bs * Hkv * D) * dtype_size(cache_dtype);
+    for (int64_t b = 0; b < blocks; ++b) {
+      copy_rows(keys, (*p.blocks)[size_t(b)], dense_k, b, 1, block_bytes);
+      copy_rows(values, (*p.blocks)[size_t(b)], dense_v, b, 1, block_bytes);
+    }
+    const Tensor piece_q = cast(q.slice(1, p.start, p.start + p.count), cache_dtype);
+    const Tensor o =
+        cast(attention(piece_q, dense_k.slice(1, 0, S), dense_v.slice(1, 0, S), options).out, q.dtype())
+            .contiguous();
+    copy_rows(o, 0, out, p.start, p.count, out_row);
+  }
+  return out;
+}
+
+}  // namespace dew::serve

@@ -1,0 +1,36 @@
+// One engine step's attention through the paged KV cache: the step's tokens are one row (1, N) of
+// several sequences' pieces — a decode token, or a chunk of a prompt. Each layer writes the pieces'
+// keys and values into their blocks, then a one-token piece attends through paged_attention, read in
+// place, and a longer one through attention over its keys gathered from the blocks (the dense kernels'
+// speed for prefill).
+#pragma once
+
+#include <dew/models.h>
+
+#include <vector>
+
+#include "serve/kv_block_pool.h"
+
+namespace dew::serve {
+
+struct StepPiece {
+  int64_t start = 0;     // first token of the piece in the step's row
+  int64_t count = 0;     // its tokens
+  int64_t position = 0;  // the position of its first token (the tokens before it are cached)
+  const std::vector<int64_t>* blocks = nullptr;  // the sequence's block table, covering the piece
+};
+
+class PagedStepAttention final : public LayerAttention {
+ public:
+  PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces);
+  Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
+                const AttentionOptions& mask) override;
+
+ private:
+  void write_cache(int64_t layer, const Tensor& k, const Tensor& v);
+  KvBlockPool& pool_;
+  std::vector<StepPiece> pieces_;
+  Tensor decode_tables_, decode_lengths_, decode_rows_;  // the one-token pieces', built once per step
+};
+
+}  // namespace dew::serve
