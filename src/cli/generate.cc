@@ -34,23 +34,6 @@ struct GenerateOptions {
       chat_vars;  // with --chat: KEY=VALUE template variables (VALUE as JSON if it parses)
 };
 
-nlohmann::json read_json_if_present(const std::filesystem::path& path) {
-  if (!std::filesystem::is_regular_file(path)) return nlohmann::json::object();
-  nlohmann::json json = parse_json(read_text_file(path.string()), path.string());
-  DEW_REQUIRE(json.is_object(), "{}: expected a JSON object", path.string());
-  return json;
-}
-
-// eos_token_id is an integer or a list of them.
-void add_eos_ids(const nlohmann::json& json, const std::string& source, std::vector<int64_t>& eos) {
-  if (!json.contains("eos_token_id") || json["eos_token_id"].is_null()) return;
-  const nlohmann::json& value = json["eos_token_id"];
-  for (const auto& id : value.is_array() ? value : nlohmann::json::array({value})) {
-    DEW_REQUIRE(id.is_number_integer(), "{}: eos_token_id holds {}; expected integers", source, id.dump());
-    eos.push_back(id.get<int64_t>());
-  }
-}
-
 // --chat: the prompt as a user message (after --system's), rendered by the tokenizer's chat template
 // with the assistant's turn opened. The template writes BOS and the other special tokens itself.
 std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptions& o) {
@@ -75,32 +58,21 @@ std::vector<int64_t> chat_prompt(const Tokenizer& tokenizer, const GenerateOptio
 }
 
 int run_generate(const GenerateOptions& o) {
-  namespace fs = std::filesystem;
   const InferenceModel loaded = load_inference_model(o.model, o.dtype);
-  const std::string& model_dir = loaded.directory;
   const CausalLM& model = loaded.model;
   const Tokenizer tokenizer = load_inference_tokenizer(loaded);
-  const fs::path generation_path = fs::path(model_dir) / "generation_config.json";
-  const nlohmann::json generation = read_json_if_present(generation_path);
-  const JsonFields g{generation, generation_path.string()};
-
+  const GenerationDefaults defaults = generation_defaults(loaded, tokenizer);
   GenerationOptions options;
   options.max_new_tokens = o.max_new_tokens;
+  options.sampling = defaults.sampling;
+  options.eos_ids = defaults.eos_ids;
   SamplingOptions& s = options.sampling;
-  s.temperature = g.flag_or("do_sample", false) ? g.number_or("temperature", 1.0) : 0.0;
-  s.top_k = g.size_or("top_k", 50);
-  s.top_p = g.number_or("top_p", 1.0);
-  s.min_p = g.number_or("min_p", 0.0);
-  s.repetition_penalty = g.number_or("repetition_penalty", 1.0);
   if (o.temperature) s.temperature = *o.temperature;
   if (o.top_k) s.top_k = *o.top_k;
   if (o.top_p) s.top_p = *o.top_p;
   if (o.min_p) s.min_p = *o.min_p;
   if (o.repetition_penalty) s.repetition_penalty = *o.repetition_penalty;
   s.seed = o.seed;
-  add_eos_ids(generation, generation_path.string(), options.eos_ids);
-  add_eos_ids(read_json_if_present(fs::path(model_dir) / "config.json"), "config.json", options.eos_ids);
-  if (tokenizer.eos_id()) options.eos_ids.push_back(*tokenizer.eos_id());
 
   DEW_REQUIRE(o.chat || (o.system.empty() && o.chat_vars.empty() && o.assistant_start.empty()),
               "generate: --system, --assistant-start and --chat-var shape a chat prompt; add --chat");

@@ -20,4 +20,12 @@ InferenceModel load_inference_model(const std::string& model_or_run, const std::
 // The tokenizer beside the model, refused when its ids run past the model's vocabulary (naming both).
 Tokenizer load_inference_tokenizer(const InferenceModel& loaded);
 
+// What generation_config.json says, as transformers reads it: sampling defaults (do_sample false:
+// greedy; top_k 50 otherwise), and the end-of-sequence ids of it, config.json and the tokenizer.
+struct GenerationDefaults {
+  SamplingOptions sampling;
+  std::vector<int64_t> eos_ids;
+};
+GenerationDefaults generation_defaults(const InferenceModel& loaded, const Tokenizer& tokenizer);
+
 }  // namespace dew::cli

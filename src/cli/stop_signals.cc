@@ -10,24 +10,22 @@
 
 namespace dew::cli {
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals(std::string first, std::string second) {
   sigemptyset(&signals_);
   sigaddset(&signals_, SIGINT);
   sigaddset(&signals_, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals_, &previous_mask_);
-  waiter_ = std::thread([this] {
+  waiter_ = std::thread([this, first = std::move(first), second = std::move(second)] {
     const timespec poll{0, 100'000'000};  // how soon the thread notices the run is over
     while (!done_.load()) {
       const int signal = sigtimedwait(&signals_, nullptr, &poll);
       if (signal < 0) continue;  // timed out or interrupted
       if (!requested_.exchange(true)) {
-        fmt::print(stderr,
-                   "\n{} received: finishing this step and writing a checkpoint (again to stop at once)\n",
-                   signal == SIGINT ? "SIGINT" : "SIGTERM");
+        fmt::print(stderr, "\n{} received: {}\n", signal == SIGINT ? "SIGINT" : "SIGTERM", first);
         std::fflush(stderr);
         continue;
       }
-      fmt::print(stderr, "\nstopped at once: the steps since the last checkpoint are lost\n");
+      fmt::print(stderr, "\nstopped at once: {}\n", second);
       std::fflush(stderr);
       ::_exit(128 + signal);
     }

@@ -1,4 +1,4 @@
-// SIGINT and SIGTERM as a request to stop `dew train`, received by one dedicated thread.
+// SIGINT and SIGTERM as a request to stop `dew train` or `dew serve`, received by one dedicated thread.
 // NOTE [signals by sigwait]: a signal handler runs on whichever thread the kernel picks, inside
 // oneDNN's JIT code or malloc alike, and a run stopped so could corrupt its heap. So both signals are
 // blocked in every thread (the mask is set before any other thread exists, and threads inherit it) and
@@ -10,13 +10,17 @@
 #include <signal.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 
 namespace dew::cli {
 
 class StopSignals {
  public:
-  StopSignals();   // call before any other thread is started
+  // Call before any other thread is started; `first` says what the first signal does, `second` what
+  // stopping at once loses.
+  StopSignals(std::string first = "finishing this step and writing a checkpoint (again to stop at once)",
+              std::string second = "the steps since the last checkpoint are lost");
   ~StopSignals();  // stops the waiting thread and restores the signal mask
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;

@@ -85,7 +85,10 @@ std::optional<int64_t> KvBlockPool::lookup(const BlockKey& key) {
 }
 
 void KvBlockPool::publish(int64_t block, BlockKey key) {
-  if (key_of_[size_t(block)] || cached_.count(key)) return;
+  // A parent that is not itself cached (a duplicate of a cached block) would leave the entry keyed by an
+  // id that may come back holding other tokens: such a block stays out of the cache.
+  if (key_of_[size_t(block)] || cached_.count(key) || (key.parent >= 0 && !key_of_[size_t(key.parent)]))
+    return;
   if (key.parent >= 0) children_[size_t(key.parent)].push_back(block);
   cached_.emplace(key, block);
   key_of_[size_t(block)] = std::move(key);

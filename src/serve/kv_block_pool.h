@@ -47,7 +47,7 @@ class KvBlockPool {
   // The cached block holding exactly `key`, retained for the caller; none when not cached.
   std::optional<int64_t> lookup(const BlockKey& key);
   // Records that `block` (held by the caller, full) holds `key`; a block already cached under the
-  // key keeps the entry.
+  // key keeps the entry, and a block whose parent is not the cached one stays out.
   void publish(int64_t block, BlockKey key);
   int64_t lookups() const { return lookups_; }
   int64_t hits() const { return hits_; }
