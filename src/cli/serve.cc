@@ -69,11 +69,11 @@ int run_serve(const ServeOptions& o) {
 
   serve::ApiContext api;
   api.tokenizer = &tokenizer;
-  api.model_name = o.served_model_name.empty()
-                       ? std::filesystem::path(loaded.directory).lexically_normal().filename().string()
-                       : o.served_model_name;
-  if (api.model_name.empty())
-    api.model_name = std::filesystem::path(loaded.directory).parent_path().filename().string();
+  // The name the user gave the model (a run directory's, not its checkpoint's), unless told another.
+  const std::filesystem::path given = std::filesystem::path(o.model).lexically_normal();
+  api.model_name = !o.served_model_name.empty() ? o.served_model_name
+                   : given.has_filename()       ? given.filename().string()
+                                                : given.parent_path().filename().string();
   api.context = config.max_position_embeddings;
   const int64_t pool_blocks =
       o.kv_blocks > 0 ? o.kv_blocks
