@@ -21,6 +21,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "bench_models.h"
 #include "ceilings.h"
 #include "cuda_bench.h"
 #include "io/command.h"
@@ -29,14 +30,6 @@
 namespace dew::bench {
 namespace {
 
-constexpr const char* kGpt2Small =
-    R"({"model_type": "gpt2", "vocab_size": 50257, "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024})";
-// Qwen3-0.6B's config.json (its sizes, grouped KV heads, q/k norms, tied embeddings).
-constexpr const char* kQwen3_0_6B =
-    R"({"model_type": "qwen3", "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072,
-        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
-        "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "rope_theta": 1000000,
-        "tie_word_embeddings": true})";
 constexpr const char* kJemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
 
 struct Figures {
@@ -125,15 +118,7 @@ double gemm_alone_gflop_s(const std::string& row) {
 }  // namespace
 
 int run_train_bench(const TrainBenchOptions& o) {
-  std::string model_json = o.model == "gpt2-124m" ? kGpt2Small : o.model == "qwen3-0.6b" ? kQwen3_0_6B : "";
-  if (o.model == "default" || o.model.ends_with(".toml")) {
-    const std::string path =
-        o.model == "default" ? std::string(DEW_SOURCE_DIR) + "/examples/default.toml" : o.model;
-    model_json = train::trainer_config_from_toml(path).model_json;
-  }
-  DEW_REQUIRE(!model_json.empty(),
-              "[bench train] model \"{}\"; expected gpt2-124m, qwen3-0.6b, default or a TOML config",
-              o.model);
+  const std::string model_json = bench_model_json(o.model, "train");
   DEW_REQUIRE(o.steps >= 1 && o.rounds >= 1 && o.tokens >= 1 && o.batch >= 0,
               "[bench train] --steps {}, --rounds {}, --tokens {}, --batch {}; expected positive counts",
               o.steps, o.rounds, o.tokens, o.batch);

@@ -23,6 +23,11 @@ struct EngineOptions {
   int64_t max_step_tokens = 512;         // tokens in one step: decodes plus prompt chunks
   int64_t max_running = 64;              // sequences in one step
   bool prefix_caching = true;
+  // NOTE [batch invariance]: a request's logits, bit for bit, do not depend on what runs beside it or on
+  // how its prompt was chunked: every token attends through paged_attention (one query row each) and
+  // matmul is pinned, for the whole process (as DEW_IMPL pins it), to cpu.<tier>.gemv_rows, whose
+  // every output row is computed alone. Slower (docs/perf.md).
+  bool batch_invariant = false;
   std::vector<int64_t> eos_ids;  // end-of-sequence ids (the tokenizer's and generation_config's)
 };
 

@@ -7,6 +7,7 @@
 #include "decode_bench.h"
 #include "memory_bench.h"
 #include "ops_bench.h"
+#include "serve_bench.h"
 #include "tokenize_bench.h"
 #include "train_bench.h"
 
@@ -56,6 +57,21 @@ void add_bench(CLI::App& app, int& status) {
                              "skip PyTorch's run of the same checkpoint");
   bench_decode_cmd->add_flag("!--no-llama-cpp", bench_decode.llama_cpp,
                              "skip llama.cpp's run of the same weights");
+  auto* bench_serve_cmd = bench_cmd->add_subcommand(
+      "serve",
+      "the serving engine at 1, 8 and 32 concurrent requests: output tokens/s, latency, batching's gain");
+  dew::bench::ServeBenchOptions& bench_serve = runs(bench_serve_cmd, status, dew::bench::run_serve_bench);
+  bench_serve_cmd->add_option("model", bench_serve.model, "gpt2-124m, qwen3-0.6b, default or a TOML config")
+      ->default_val("default");
+  bench_serve_cmd->add_option("--precision", bench_serve.precision, "f32 or bf16 weights and KV cache")
+      ->default_val("f32");
+  bench_serve_cmd->add_option("--prompt", bench_serve.prompt, "prompt tokens per request")->default_val(128);
+  bench_serve_cmd->add_option("--new-tokens", bench_serve.new_tokens, "tokens generated per request")
+      ->default_val(64);
+  bench_serve_cmd->add_option("--concurrency", bench_serve.concurrency, "levels of concurrent requests")
+      ->default_val(std::vector<int64_t>{1, 8, 32});
+  bench_serve_cmd->add_flag("--batch-invariant", bench_serve.batch_invariant,
+                            "the engine's deterministic mode");
   auto* bench_tokenize_cmd = bench_cmd->add_subcommand(
       "tokenize", "encode MB/s on one core against tokenizers.js on the same text in the same run");
   dew::bench::TokenizeBenchOptions& bench_tokenize =

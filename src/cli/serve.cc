@@ -22,7 +22,7 @@ struct ServeOptions {
   int64_t kv_blocks = 0, block_size = 16, max_step_tokens = 512, max_running = 64, max_waiting = 256;
   int64_t max_body_bytes = int64_t(1) << 20, max_connections = 256;
   double idle_seconds = 60, request_seconds = 10, drain_seconds = 30;
-  bool no_prefix_caching = false;
+  bool no_prefix_caching = false, batch_invariant = false;
 };
 
 // 512M, 2G, 1073741824: bytes with an optional K, M or G (powers of 1024).
@@ -64,6 +64,7 @@ int run_serve(const ServeOptions& o) {
   engine.max_step_tokens = o.max_step_tokens;
   engine.max_running = o.max_running;
   engine.prefix_caching = !o.no_prefix_caching;
+  engine.batch_invariant = o.batch_invariant;
   engine.eos_ids = defaults.eos_ids;
   serve::EngineLoop loop(loaded.model, tokenizer, engine, o.max_waiting);
 
@@ -151,6 +152,8 @@ void add_serve(CLI::App& app, int& status) {
   cmd->add_option("--drain-seconds", o.drain_seconds, "on SIGTERM: seconds running requests may finish")
       ->default_val(30);
   cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "do not reuse cached prompt blocks");
+  cmd->add_flag("--batch-invariant", o.batch_invariant,
+                "a request's logprobs bit-identical alone or batched (slower; docs/serving.md)");
 }
 
 }  // namespace dew::cli

@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 
+#include "select/requirements.h"
 #include "serve/kv_block_pool.h"
 #include "serve/paged_step.h"
 #include "serve/sequence.h"
@@ -187,6 +188,10 @@ Engine::Engine(const CausalLM& model, const EngineOptions& options)
     : state_(std::make_unique<State>(model, options)) {
   DEW_REQUIRE(model.device().kind == Device::Kind::cpu,
               "[serve] the model is on {}; the engine serves from the cpu", model.device().str());
+  if (options.batch_invariant)  // NOTE [batch invariance]
+    set_impl_overrides(select::cpu_supports(select::Isa::avx512) ? "matmul:cpu.avx512.gemv_rows"
+                       : select::cpu_supports(select::Isa::avx2) ? "matmul:cpu.avx2.gemv_rows"
+                                                                 : "matmul:portable");
   DEW_REQUIRE(options.max_step_tokens >= 1 && options.max_running >= 1,
               "[serve] max_step_tokens {} and max_running {}; expected both at least 1",
               options.max_step_tokens, options.max_running);
@@ -276,7 +281,7 @@ bool Engine::step() {
   }
   const int64_t N = int64_t(ids.size());
   if (logit_rows.empty()) logit_rows.push_back(double(N - 1));  // prompt chunks only: no row is sampled
-  PagedStepAttention attention(st.pool, pieces);
+  PagedStepAttention attention(st.pool, pieces, st.options.batch_invariant);
   const Tensor logits =
       cast(st.model.forward(Tensor::from_values(ids, {1, N}, DType::i64),
                             Tensor::from_values(positions, {1, N}, DType::i64), attention,

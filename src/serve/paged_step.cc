@@ -18,18 +18,23 @@ void copy_rows(const Tensor& x, int64_t from, Tensor& y, int64_t to, int64_t row
 
 }  // namespace
 
-PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces)
-    : pool_(pool), pieces_(std::move(pieces)) {
+PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces,
+                                       bool every_token_paged)
+    : pool_(pool), pieces_(std::move(pieces)), every_token_paged_(every_token_paged) {
+  // The rows paged_attention reads: one-token pieces, or every token.
+  const auto paged = [&](const StepPiece& p) { return every_token_paged_ || p.count == 1; };
   std::vector<double> tables, lengths, rows;
   int64_t width = 1;
   for (const StepPiece& p : pieces_)
-    if (p.count == 1) width = std::max(width, int64_t(p.blocks->size()));
+    if (paged(p)) width = std::max(width, int64_t(p.blocks->size()));
   for (const StepPiece& p : pieces_) {
-    if (p.count != 1) continue;
-    for (int64_t b = 0; b < width; ++b)
-      tables.push_back(b < int64_t(p.blocks->size()) ? double((*p.blocks)[size_t(b)]) : 0);
-    lengths.push_back(double(p.position + 1));
-    rows.push_back(double(p.start));
+    if (!paged(p)) continue;
+    for (int64_t t = 0; t < p.count; ++t) {
+      for (int64_t b = 0; b < width; ++b)
+        tables.push_back(b < int64_t(p.blocks->size()) ? double((*p.blocks)[size_t(b)]) : 0);
+      lengths.push_back(double(p.position + t + 1));
+      rows.push_back(double(p.start + t));
+    }
   }
   if (rows.empty()) return;
   const int64_t n = int64_t(rows.size());
@@ -75,7 +80,7 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
     for (size_t i = 0; i < at.size(); ++i) copy_rows(o, int64_t(i), out, int64_t(at[i]), 1, out_row);
   }
   for (const StepPiece& p : pieces_) {
-    if (p.count == 1) continue;
+    if (every_token_paged_ || p.count == 1) continue;
     const int64_t S = p.position + p.count, blocks = (S + bs - 1) / bs;
     // The piece's keys and values, whole blocks at a time, then cut to S.
     Tensor dense_k = Tensor::empty({1, blocks * bs, Hkv, D}, cache_dtype);

@@ -13,6 +13,8 @@
 
 namespace dew::serve {
 
+// With `every_token_paged` (NOTE [batch invariance]), every token, prompt chunks' too, is one query row
+// of paged_attention.
 struct StepPiece {
   int64_t start = 0;     // first token of the piece in the step's row
   int64_t count = 0;     // its tokens
@@ -22,7 +24,7 @@ struct StepPiece {
 
 class PagedStepAttention final : public LayerAttention {
  public:
-  PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces);
+  PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces, bool every_token_paged = false);
   Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionOptions& mask) override;
 
@@ -30,6 +32,7 @@ class PagedStepAttention final : public LayerAttention {
   void write_cache(int64_t layer, const Tensor& k, const Tensor& v);
   KvBlockPool& pool_;
   std::vector<StepPiece> pieces_;
+  bool every_token_paged_;
   Tensor decode_tables_, decode_lengths_, decode_rows_;  // the one-token pieces', built once per step
 };
 

@@ -1,6 +1,7 @@
 // The serving engine: its tokens against generate()'s, chunked prefill, preemption, prefix reuse,
 // cancellation, seeds, stops, log-probabilities, and the pool back to full afterwards.
 #include <dew/models.h>
+#include <dew/ops.h>
 #include <dew/serve.h>
 #include <gtest/gtest.h>
 
@@ -238,6 +239,39 @@ TEST(Engine, StopIdsEndAChoiceAndLogprobsDescribeTheChoice) {
     EXPECT_LT(ev.chosen.logprob, 0);
     EXPECT_GE(ev.top[0].logprob, ev.top[1].logprob);
     EXPECT_GE(ev.top[1].logprob, ev.top[2].logprob);
+  }
+}
+
+// NOTE [batch invariance]: a request's log-probabilities are the same bits alone and beside seven
+// others, whose prompts chunk its prefill differently under a small step budget.
+TEST(Engine, BatchInvariantModeGivesTheSameLogprobsAloneAndBatched) {
+  const CausalLM model = CausalLM::init(tiny("qwen3"), DType::f32, 29);
+  EngineOptions eo;
+  eo.kv_blocks = 128;
+  eo.block_size = 4;
+  eo.max_step_tokens = 6;
+  eo.batch_invariant = true;
+  RequestOptions o = greedy(6);
+  o.logprobs = 4;
+  Outcome alone, batched;
+  {
+    Engine engine(model, eo);
+    submit(engine, prompt_of(11, 4), o, alone);
+    run_until_idle(engine);
+  }
+  Engine engine(model, eo);
+  std::vector<Outcome> others(7);
+  for (int i = 0; i < 3; ++i) submit(engine, prompt_of(3 + 4 * i, 40 + i), o, others[size_t(i)]);
+  submit(engine, prompt_of(11, 4), o, batched);
+  for (int i = 3; i < 7; ++i) submit(engine, prompt_of(3 + 4 * i, 40 + i), o, others[size_t(i)]);
+  run_until_idle(engine);
+  set_impl_overrides("");
+  ASSERT_EQ(alone.events.size(), batched.events.size());
+  for (size_t i = 0; i < alone.events.size(); ++i) {
+    EXPECT_EQ(alone.events[i].token, batched.events[i].token);
+    EXPECT_EQ(alone.events[i].chosen.logprob, batched.events[i].chosen.logprob) << i;
+    for (size_t j = 0; j < alone.events[i].top.size(); ++j)
+      EXPECT_EQ(alone.events[i].top[j].logprob, batched.events[i].top[j].logprob) << i << " " << j;
   }
 }
 

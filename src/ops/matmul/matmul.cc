@@ -129,6 +129,8 @@ const select::Registry<MatmulArgs>& Matmul::registry() {
     avx512::add_matmul_gemv_cpu(reg);  // one row: before the library (docs/perf.md)
     avx2::add_matmul_gemv_cpu(reg);
     add_matmul_onednn(reg);
+    avx512::add_matmul_gemv_rows_cpu(reg);  // every row on its own: batch-invariant serving pins it
+    avx2::add_matmul_gemv_rows_cpu(reg);
     add_matmul_portable(reg);
     return reg;
   }();

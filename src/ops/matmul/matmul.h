@@ -48,11 +48,7 @@ struct Matmul {
 void add_matmul_portable(select::Registry<MatmulArgs>& r);
 void add_matmul_onednn(select::Registry<MatmulArgs>& r);
 void add_matmul_cuda(select::Registry<MatmulArgs>& r);
-namespace avx2 {
-void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r);
-}
-namespace avx512 {
-void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r);
-}
+DEW_DECLARE_CPU_TIERS(void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r))
+DEW_DECLARE_CPU_TIERS(void add_matmul_gemv_rows_cpu(select::Registry<MatmulArgs>& r))
 
 }  // namespace dew::ops
