@@ -25,7 +25,7 @@ struct EngineOptions {
   bool prefix_caching = true;
   // NOTE [batch invariance]: a request's logits, bit for bit, do not depend on what runs beside it or on
   // how its prompt was chunked: every token attends through paged_attention (one query row each) and
-  // matmul is pinned, for the whole process (as DEW_IMPL pins it), to cpu.<tier>.gemv_rows, whose
+  // matmul is pinned, for the whole process (as DEW_IMPL pins it), to cpu.<tier>.dot_tiles, whose
   // every output row is computed alone. Slower (docs/perf.md).
   bool batch_invariant = false;
   std::vector<int64_t> eos_ids;  // end-of-sequence ids (the tokenizer's and generation_config's)

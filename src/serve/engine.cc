@@ -189,8 +189,8 @@ Engine::Engine(const CausalLM& model, const EngineOptions& options)
   DEW_REQUIRE(model.device().kind == Device::Kind::cpu,
               "[serve] the model is on {}; the engine serves from the cpu", model.device().str());
   if (options.batch_invariant)  // NOTE [batch invariance]
-    set_impl_overrides(select::cpu_supports(select::Isa::avx512) ? "matmul:cpu.avx512.gemv_rows"
-                       : select::cpu_supports(select::Isa::avx2) ? "matmul:cpu.avx2.gemv_rows"
+    set_impl_overrides(select::cpu_supports(select::Isa::avx512) ? "matmul:cpu.avx512.dot_tiles"
+                       : select::cpu_supports(select::Isa::avx2) ? "matmul:cpu.avx2.dot_tiles"
                                                                  : "matmul:portable");
   DEW_REQUIRE(options.max_step_tokens >= 1 && options.max_running >= 1,
               "[serve] max_step_tokens {} and max_running {}; expected both at least 1",

@@ -2,9 +2,6 @@
 // — for each CPU tier (built once per tier, NOTE [instruction-set regions]): each output is the dot
 // product of x with one contiguous row of W, so W streams from memory once, split across threads by
 // rows. A general GEMM library pays packing and blocking meant for many rows.
-// NOTE [rows one at a time]: gemv_rows takes any number of rows of x, each output the same dot product
-// as the one-row case, so a row's result does not depend on the rows beside it (serving's
-// batch-invariant mode pins it); the selector prefers the library for more than one row.
 #include <immintrin.h>
 
 #include <dew/runtime.h>
@@ -21,13 +18,12 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
-// y[m, n] = epilogue(dot(m, n)) for every row m of x and row n of W, split across threads by rows of W
-// (each row of W read once, for every row of x).
+// y[n] = epilogue(dot(n)) for every row n of W, split across threads by rows.
 template <class T, class Dot>
 void for_each_output(const MatmulArgs& args, Tensor& out, Dot dot) {
   using Acc = AccumulatorOf<T>;
   const MatmulOptions& o = args.options;
-  const int64_t K = args.a.size(-1), N = args.b.size(-2), M = args.a.numel() / K;
+  const int64_t K = args.a.size(-1), N = args.b.size(-2);
   const Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor();
   const Tensor residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
   const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
@@ -37,10 +33,8 @@ void for_each_output(const MatmulArgs& args, Tensor& out, Dot dot) {
   const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, K * int64_t(sizeof(T))));
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n)
-      for (int64_t m = 0; m < M; ++m)
-        y[m * N + n] =
-            narrow<T>(matmul_epilogue<Acc>(o, dot(m, n), bias_p ? widen<Acc>(bias_p[n]) : Acc(0),
-                                           residual_p ? widen<Acc>(residual_p[m * N + n]) : Acc(0)));
+      y[n] = narrow<T>(matmul_epilogue<Acc>(o, dot(n), bias_p ? widen<Acc>(bias_p[n]) : Acc(0),
+                                            residual_p ? widen<Acc>(residual_p[n]) : Acc(0)));
   });
 }
 
@@ -70,20 +64,18 @@ float dot_vec(const float* x, const T* row, int64_t K) {
 template <class T>
 void gemv_rows(const MatmulArgs& args, Tensor& out) {
   using Acc = AccumulatorOf<T>;
-  const int64_t K = args.a.size(-1), MK = args.a.numel();
+  const int64_t K = args.a.size(-1);
   const Tensor x_tensor = args.a.contiguous();
-  Scratch<Acc> x_values = widening_buffer<Acc, T>(MK);
-  const Acc* x = row_as<Acc>(x_tensor.data<T>(), MK, x_values.data());
+  Scratch<Acc> x_values = widening_buffer<Acc, T>(K);
+  const Acc* x = row_as<Acc>(x_tensor.data<T>(), K, x_values.data());
   const T* w = args.b.data<T>();
 #if DEW_HAS_FLOAT_VEC
   if (rows_on_float_vec<T>())
-    return for_each_output<T>(args, out,
-                              [&](int64_t m, int64_t n) { return dot_vec(x + m * K, w + n * K, K); });
+    return for_each_output<T>(args, out, [&](int64_t n) { return dot_vec(x, w + n * K, K); });
 #endif
-  for_each_output<T>(args, out, [&](int64_t m, int64_t n) {
+  for_each_output<T>(args, out, [&](int64_t n) {
     const T* row = w + n * K;
-    const Acc* xm = x + m * K;
-    return lane_sum<kLanes, Acc>(K, [&](int64_t k) { return xm[k] * widen<Acc>(row[k]); });
+    return lane_sum<kLanes, Acc>(K, [&](int64_t k) { return x[k] * widen<Acc>(row[k]); });
   });
 }
 
@@ -94,9 +86,9 @@ void gemv_rows(const MatmulArgs& args, Tensor& out) {
 void gemv_rows_dpbf16(const MatmulArgs& args, Tensor& out) {
   const int64_t K = args.a.size(-1);
   const Tensor x_tensor = args.a.contiguous();
+  const bf16* x = x_tensor.data<bf16>();
   const bf16* w = args.b.data<bf16>();
-  for_each_output<bf16>(args, out, [&](int64_t m, int64_t n) {
-    const bf16* x = x_tensor.data<bf16>() + m * K;
+  for_each_output<bf16>(args, out, [&](int64_t n) {
     const bf16* row = w + n * K;
     __m512 even = _mm512_setzero_ps(), odd = _mm512_setzero_ps();
     int64_t k = 0;
@@ -136,32 +128,6 @@ select::Requirement<MatmulArgs> one_row_against_weight_rows() {
         return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
                            a.options.transpose_b ? "" : " (not transposed)");
       });
-}
-
-// Rows of a against the contiguous (N,K) rows of b, transposed: Y = X W^T, any number of rows.
-select::Requirement<MatmulArgs> rows_against_weight_rows() {
-  return select::requires_that<MatmulArgs>(
-      "rows of a against the contiguous (N,K) rows of b, transposed",
-      [](const MatmulArgs& a) {
-        return !a.options.transpose_a && a.options.transpose_b && a.b.dim() == 2 && a.b.is_contiguous();
-      },
-      [](const MatmulArgs& a) {
-        return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
-                           a.options.transpose_b ? "" : " (not transposed)");
-      });
-}
-
-void add_matmul_gemv_rows_cpu(select::Registry<MatmulArgs>& r) {
-  add_cpu_f32_bf16<MatmulArgs>(
-      r,
-      [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) {
-#if DEW_ISA_CONCAT(DEW_LANES_, DEW_KERNEL_NS) == 16
-        if constexpr (std::is_same_v<decltype(t), bf16>)
-          if (cpu_features().avx512bf16) return gemv_rows_dpbf16(a, outs[0]);
-#endif
-        gemv_rows<decltype(t)>(a, outs[0]);
-      },
-      {rows_against_weight_rows()}, "gemv_rows");
 }
 
 void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r) {

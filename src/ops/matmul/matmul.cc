@@ -128,9 +128,11 @@ const select::Registry<MatmulArgs>& Matmul::registry() {
     DEW_CUDA_IMPLEMENTATIONS(add_matmul_cuda, reg);
     avx512::add_matmul_gemv_cpu(reg);  // one row: before the library (docs/perf.md)
     avx2::add_matmul_gemv_cpu(reg);
+    avx512::add_matmul_dot_tiles_cpu(reg, true);  // a few rows: before the library (NOTE [few rows])
+    avx2::add_matmul_dot_tiles_cpu(reg, true);
     add_matmul_onednn(reg);
-    avx512::add_matmul_gemv_rows_cpu(reg);  // every row on its own: batch-invariant serving pins it
-    avx2::add_matmul_gemv_rows_cpu(reg);
+    avx512::add_matmul_dot_tiles_cpu(reg, false);  // every row on its own: batch-invariant serving pins it
+    avx2::add_matmul_dot_tiles_cpu(reg, false);
     add_matmul_portable(reg);
     return reg;
   }();
@@ -222,6 +224,20 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
          args.options.residual = random_input({1, 24}, t, {k.seed, k.stream + 3});
          return args;
        }},
+      // A decode batch (NOTE [few rows]): tiles of rows and of weight rows with tails in both, and in K.
+      {"few_rows_bias_silu_residual",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{random_input({5, 67}, t, k), random_input({29, 67}, t, {k.seed, k.stream + 1}), {}};
+         args.options.transpose_b = true;
+         args.options.bias = random_input({29}, t, {k.seed, k.stream + 2});
+         args.options.activation = Activation::silu;
+         args.options.scale = 0.75;
+         args.options.residual = random_input({5, 29}, t, {k.seed, k.stream + 3});
+         return args;
+       }},
+      {"decode_batch_8_mlp_up", {"bench"}, {DType::f32, DType::bf16}, plain({8, 768}, {2048, 768}, false, true)},
       {"llama_decode_mlp_down",
        {"bench"},
        {DType::f32, DType::bf16},

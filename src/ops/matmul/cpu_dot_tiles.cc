@@ -1,0 +1,151 @@
+// matmul for a few rows against weights stored as nn.Linear has them, Y = X W^T with W (N,K), for each
+// CPU tier (NOTE [instruction-set regions]): tiles of MR rows of X by NR rows of W, each output one
+// vector accumulator along K, so a tile loads MR + NR vectors for MR x NR fused multiply-adds, where a
+// row-at-a-time dot loads two per one. A library GEMM packs and blocks for many rows; at a decode batch
+// of 2 to 16 rows it runs far below the machine's rate (docs/perf.md, "Serving").
+// NOTE [rows one at a time]: every output is the same sequence of operations whatever the tile it falls
+// in — one accumulator from zero over K in vector steps, the tail masked, then its lanes summed — so a
+// row's result does not depend on how many rows come with it (serving's batch-invariant mode pins this
+// kernel for every product).
+#include <dew/runtime.h>
+
+#include "ops/cpu_tier.h"
+#include "ops/kernel_types.h"
+#include "ops/matmul/epilogue.h"
+#include "ops/matmul/matmul.h"
+#include "ops/scratch.h"
+#include "simd/float_vec.h"
+#include "simd/lanes.h"
+
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS {
+namespace {
+
+#if DEW_HAS_FLOAT_VEC
+// AVX-512's 32 registers hold 4 x 4 accumulators with their operands; AVX2's 16 hold 2 x 4.
+inline constexpr int kTileRows = kVecWidth == 16 ? 4 : 2, kTileCols = 4;
+
+// dots[m][n] = x_m . w_n for MR rows of x (widened, row stride K) and NR rows of w.
+template <int MR, int NR, class T>
+[[gnu::always_inline]] inline void dot_tile(const float* x, const T* w, int64_t K,
+                                            float (&dots)[kTileRows][kTileCols]) {
+  constexpr int64_t W = kVecWidth;
+  FloatVec acc[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) acc[m][n] = 0.0f;
+  int64_t k = 0;
+  for (; k + W <= K; k += W) {
+    FloatVec xv[MR];
+    for (int m = 0; m < MR; ++m) xv[m] = load_vec(x + m * K + k);
+    for (int n = 0; n < NR; ++n) {
+      const FloatVec wv = load_vec(w + n * K + k);
+      for (int m = 0; m < MR; ++m) acc[m][n] = mul_add(xv[m], wv, acc[m][n]);
+    }
+  }
+  if (k < K) {
+    const int lanes = int(K - k);
+    FloatVec xv[MR];
+    for (int m = 0; m < MR; ++m) xv[m] = load_vec(x + m * K + k, lanes);
+    for (int n = 0; n < NR; ++n) {
+      const FloatVec wv = load_vec(w + n * K + k, lanes);
+      for (int m = 0; m < MR; ++m) acc[m][n] = mul_add(xv[m], wv, acc[m][n]);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) dots[m][n] = lanes_sum(acc[m][n]);
+}
+
+template <int NR, class T>
+void dot_rows(int rows, const float* x, const T* w, int64_t K, float (&dots)[kTileRows][kTileCols]) {
+  if constexpr (kTileRows == 4) {
+    if (rows == 4) return dot_tile<4, NR>(x, w, K, dots);
+    if (rows == 3) return dot_tile<3, NR>(x, w, K, dots);
+  }
+  if (rows == 2) return dot_tile<2, NR>(x, w, K, dots);
+  dot_tile<1, NR>(x, w, K, dots);
+}
+
+template <class T>
+void dot_tiles(const MatmulArgs& args, Tensor& out) {
+  const MatmulOptions& o = args.options;
+  const int64_t K = args.a.size(-1), N = args.b.size(-2), M = args.a.numel() / K;
+  const Tensor x_tensor = args.a.contiguous();
+  Scratch<float> x_values = widening_buffer<float, T>(M * K);
+  const float* x = row_as<float>(x_tensor.data<T>(), M * K, x_values.data());
+  const T* w = args.b.data<T>();
+  const Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor();
+  const Tensor residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
+  const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
+  const T* residual_p = residual.defined() ? residual.data<T>() : nullptr;
+  T* y = out.data<T>();
+  // Column tiles in tasks of 16 KiB of weights or more: enough to hide the dispatch.
+  const int64_t tiles = (N + kTileCols - 1) / kTileCols;
+  const int64_t grain =
+      std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, kTileCols * K * int64_t(sizeof(T))));
+  parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
+    float dots[kTileRows][kTileCols];
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n0 = t * kTileCols, cols = std::min<int64_t>(kTileCols, N - n0);
+      for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {  // the tile's weights stay in L1 across the rows
+        const int rows = int(std::min<int64_t>(kTileRows, M - m0));
+        if (cols == kTileCols)
+          dot_rows<kTileCols>(rows, x + m0 * K, w + n0 * K, K, dots);
+        else
+          for (int64_t c = 0; c < cols; ++c) {  // the last columns one at a time
+            float one[kTileRows][kTileCols];
+            dot_rows<1>(rows, x + m0 * K, w + (n0 + c) * K, K, one);
+            for (int r = 0; r < rows; ++r) dots[r][c] = one[r][0];
+          }
+        for (int r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c) {
+            const int64_t m = m0 + r, n = n0 + c;
+            y[m * N + n] =
+                narrow<T>(matmul_epilogue<float>(o, dots[r][c], bias_p ? widen<float>(bias_p[n]) : 0.0f,
+                                                 residual_p ? widen<float>(residual_p[m * N + n]) : 0.0f));
+          }
+      }
+    }
+  });
+}
+#endif
+
+}  // namespace
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END
+
+// Registration runs on every CPU: outside the instruction-set region.
+namespace dew::ops::DEW_KERNEL_NS {
+
+// NOTE [few rows]: measured alone against oneDNN (docs/perf.md, "Serving"), the tiles are faster up to 4
+// rows at every width and up to 8 rows for up to 4096 outputs a row; past that the library is.
+bool few_rows(const MatmulArgs& a) {
+  const int64_t M = a.a.numel() / std::max<int64_t>(1, a.a.size(-1)), N = a.b.size(-2);
+  return M <= 4 || (M <= 8 && N <= 4096);
+}
+
+void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_rows) {
+#if DEW_HAS_FLOAT_VEC
+  std::vector<select::Requirement<MatmulArgs>> more = {select::requires_that<MatmulArgs>(
+      "rows of a against the contiguous (N,K) rows of b, transposed",
+      [](const MatmulArgs& a) {
+        return !a.options.transpose_a && a.options.transpose_b && a.b.dim() == 2 && a.b.is_contiguous();
+      },
+      [](const MatmulArgs& a) {
+        return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
+                           a.options.transpose_b ? "" : " (not transposed)");
+      })};
+  if (only_few_rows)
+    more.push_back(select::requires_that<MatmulArgs>(
+        "at most 4 rows, or 8 with at most 4096 columns (NOTE [few rows])", few_rows,
+        [](const MatmulArgs& a) {
+          return fmt::format("a is {} and b is {}", a.a.describe(), a.b.describe());
+        }));
+  add_cpu_f32_bf16<MatmulArgs>(
+      r, [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) { dot_tiles<decltype(t)>(a, outs[0]); },
+      more, only_few_rows ? "dot_tiles_few_rows" : "dot_tiles");
+#else
+  (void)r, (void)only_few_rows;
+#endif
+}
+
+}  // namespace dew::ops::DEW_KERNEL_NS
