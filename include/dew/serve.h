@@ -26,7 +26,8 @@ struct EngineOptions {
   // NOTE [batch invariance]: a request's logits, bit for bit, do not depend on what runs beside it or on
   // how its prompt was chunked: every token attends through paged_attention (one query row each) and
   // matmul is pinned, for the whole process (as DEW_IMPL pins it), to cpu.<tier>.dot_tiles, whose
-  // every output row is computed alone. Slower (docs/perf.md).
+  // every output is the same operations whatever rows come with it (NOTE [rows one at a time]). Slower
+  // to prefill (docs/perf.md).
   bool batch_invariant = false;
   std::vector<int64_t> eos_ids;  // end-of-sequence ids (the tokenizer's and generation_config's)
 };
