@@ -104,6 +104,14 @@ struct Engine::State {
 
   // Frees the sequence's blocks and takes it off the queues before telling the caller; the last choice
   // of a request takes the request (and its sequences) with it.
+  // A request's later choices start once its first has computed the prompt, whose full blocks they then
+  // take from the prefix cache instead of computing them again.
+  bool waits_for_first_choice(const Sequence& s) const {
+    if (s.choice == 0 || !options.prefix_caching || s.generated() > 0) return false;
+    const Sequence& first = *requests.at(s.request).sequences[0];
+    return !first.finished && first.computed < first.prompt_length;
+  }
+
   void finish(Sequence& s, FinishReason reason) {
     free_blocks(s);
     s.finished = true;
@@ -129,7 +137,8 @@ struct Engine::State {
 // NOTE [scheduling]: running sequences first, oldest first, each its next piece (a decode token, or the
 // next chunk of its prompt) within the budget; a sequence that cannot get its blocks preempts the
 // newest running one (possibly itself). Then waiting sequences, first come first, while budget, slots
-// and blocks last; one that does not fit waits, and so do those behind it (no overtaking).
+// and blocks last; one that does not fit waits, and so do those behind it (no overtaking), but a
+// request's later choices let others pass while its first computes the prompt they will share.
 std::vector<StepPiece> Engine::State::schedule(std::vector<Sequence*>& sequences) {
   std::vector<StepPiece> pieces;
   int64_t budget = options.max_step_tokens;
@@ -147,15 +156,19 @@ std::vector<StepPiece> Engine::State::schedule(std::vector<Sequence*>& sequences
     budget -= count;
     ++i;
   }
-  while (!waiting.empty() && budget > 0 && int64_t(running.size()) < options.max_running) {
-    Sequence& s = *waiting.front();
+  for (size_t w = 0; w < waiting.size() && budget > 0 && int64_t(running.size()) < options.max_running;) {
+    Sequence& s = *waiting[w];
+    if (waits_for_first_choice(s)) {
+      ++w;
+      continue;
+    }
     reuse_prefix(s);
     const int64_t count = std::min(int64_t(s.tokens.size()) - s.computed, budget);
     if (!grow(s, s.computed + count)) {
       free_blocks(s);
       break;
     }
-    waiting.pop_front();
+    waiting.erase(waiting.begin() + long(w));
     running.push_back(&s);
     pieces.push_back({0, count, s.computed, &s.blocks});
     sequences.push_back(&s);

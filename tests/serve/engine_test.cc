@@ -275,6 +275,24 @@ TEST(Engine, BatchInvariantModeGivesTheSameLogprobsAloneAndBatched) {
   }
 }
 
+// A request's four choices compute its prompt once: the later three take its full blocks from the
+// prefix cache.
+TEST(Engine, ChoicesOfOneRequestShareThePromptsBlocks) {
+  const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 31);
+  EngineOptions eo;
+  eo.kv_blocks = 64;
+  eo.block_size = 4;
+  Engine engine(model, eo);
+  RequestOptions o = greedy(5);
+  o.n = 4;
+  Outcome out;
+  submit(engine, prompt_of(17, 6), o, out);  // 4 full blocks before the last token
+  run_until_idle(engine);
+  EXPECT_EQ(engine.stats().prefix_hits, 3 * 4);
+  EXPECT_EQ(engine.stats().prompt_tokens_computed, 17 + 3 * 1);
+  for (int64_t c = 0; c < 4; ++c) EXPECT_EQ(out.tokens[c], generate_alone(model, prompt_of(17, 6), 5)) << c;
+}
+
 TEST(Engine, RefusesWhatCouldNeverRun) {
   const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 19);
   EngineOptions eo;
