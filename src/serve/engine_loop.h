@@ -87,6 +87,7 @@ class EngineLoop {
   bool stop_ = false, draining_ = false;
   EngineStats stats_;  // as of the last step
   int64_t requests_total_ = 0, unfinished_requests_ = 0;
+  double tokens_per_second_ = 0;
   Histogram time_to_first_token_, inter_token_;
   std::thread thread_;
 };

@@ -165,12 +165,18 @@ TEST(Http, TheOpenAiClientGetsWhatItExpects) {
 }
 
 // 64 concurrent streams, a quarter of them cut off mid-stream: the completed ones equal their solo
-// answers, and afterwards no sequence runs and no block is held.
+// answers, and afterwards no sequence runs, no block is held and the live tensor memory is what it was.
 TEST(Http, ABoundedLoadWithDisconnectsLeaksNoBlocks) {
   if (!has_client())
     GTEST_SKIP() << "no node or tools/openai-client/node_modules (tools/setup-debian.sh installs them)";
   Server server;
   ASSERT_GT(server.port(), 0) << server.log();
+  const auto bytes_in_use = [&] {
+    const std::string m = ask(server.port(), get("/metrics", false));
+    const size_t at = m.find("\ndew_tensor_bytes_in_use ");
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + 26));
+  };
+  const double baseline = bytes_in_use();
   const auto [passed, out] = run_client(server.port(), "load");
   EXPECT_TRUE(passed) << out;
   std::string metrics;
@@ -184,6 +190,8 @@ TEST(Http, ABoundedLoadWithDisconnectsLeaksNoBlocks) {
   EXPECT_NE(metrics.find("\ndew_kv_blocks_in_use 0\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("\ndew_requests_running 0\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("dew_time_to_first_token_seconds_count"), std::string::npos) << metrics;
+  EXPECT_GT(baseline, 0);
+  EXPECT_EQ(bytes_in_use(), baseline);  // the KV pool and nothing else, as before the load
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
