@@ -61,7 +61,8 @@ TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
   }
 }
 
-// One row: the GEMV; a few rows: the tiles (NOTE [few rows]); more, or weights not transposed: the library.
+// One row: the GEMV (weights (N,K)) or the column GEMV (weights (K,N)); a few rows: the tiles (NOTE [few
+// rows]); more: the library.
 TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
   MatmulOptions linear;
   linear.transpose_b = true;
@@ -80,7 +81,11 @@ TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
   EXPECT_ROUTE("matmul", tiles, matmul(ones({8, 8}, DType::f32), ones({4096, 8}, DType::f32), linear));
   EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({8, 8}, DType::f32), ones({4097, 8}, DType::f32), linear));
   EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({9, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
-  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({1, 8}, DType::f32), ones({8, 3}, DType::f32)));
+  const std::string columns = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512.gemv_columns"
+                              : select::cpu_supports(select::Isa::avx2) ? "cpu.avx2.gemv_columns"
+                                                                        : "cpu.onednn";
+  EXPECT_ROUTE("matmul", columns, matmul(ones({1, 8}, DType::f32), ones({8, 3}, DType::f32)));
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({2, 8}, DType::f32), ones({8, 3}, DType::f32)));
 }
 
 TEST_F(Selector, PinAndExcludeThroughDewImpl) {
@@ -102,8 +107,9 @@ TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
   EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: "), std::string::npos) << e;
   EXPECT_NE(
-      e.find("cpu.avx512.gemv_dpbf16, cpu.avx512.gemv, cpu.avx2.gemv, cpu.avx512.dot_tiles_few_rows, "
-             "cpu.avx2.dot_tiles_few_rows, cpu.onednn, cpu.avx512.dot_tiles, cpu.avx2.dot_tiles, portable"),
+      e.find("cpu.avx512.gemv_dpbf16, cpu.avx512.gemv, cpu.avx2.gemv, cpu.avx512.gemv_columns, "
+             "cpu.avx2.gemv_columns, cpu.avx512.dot_tiles_few_rows, cpu.avx2.dot_tiles_few_rows, cpu.onednn, "
+             "cpu.avx512.dot_tiles, cpu.avx2.dot_tiles, portable"),
       std::string::npos)
       << e;
   EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);

@@ -11,7 +11,7 @@
 
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
-#include "ops/matmul/epilogue.h"
+#include "ops/matmul/cpu_epilogue.h"
 #include "ops/matmul/matmul.h"
 #include "ops/scratch.h"
 #include "simd/float_vec.h"
@@ -67,17 +67,12 @@ void dot_rows(int rows, const float* x, const T* w, int64_t K, float (&dots)[kTi
 
 template <class T>
 void dot_tiles(const MatmulArgs& args, Tensor& out) {
-  const MatmulOptions& o = args.options;
   const int64_t K = args.a.size(-1), N = args.b.size(-2), M = args.a.numel() / K;
   const Tensor x_tensor = args.a.contiguous();
   Scratch<float> x_values = widening_buffer<float, T>(M * K);
   const float* x = row_as<float>(x_tensor.data<T>(), M * K, x_values.data());
   const T* w = args.b.data<T>();
-  const Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor();
-  const Tensor residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
-  const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
-  const T* residual_p = residual.defined() ? residual.data<T>() : nullptr;
-  T* y = out.data<T>();
+  const CpuEpilogue<T> epilogue(args, out, N);
   // Column tiles in tasks of 16 KiB of weights or more: enough to hide the dispatch.
   const int64_t tiles = (N + kTileCols - 1) / kTileCols;
   const int64_t grain =
@@ -97,12 +92,7 @@ void dot_tiles(const MatmulArgs& args, Tensor& out) {
             for (int r = 0; r < rows; ++r) dots[r][c] = one[r][0];
           }
         for (int r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c) {
-            const int64_t m = m0 + r, n = n0 + c;
-            y[m * N + n] =
-                narrow<T>(matmul_epilogue<float>(o, dots[r][c], bias_p ? widen<float>(bias_p[n]) : 0.0f,
-                                                 residual_p ? widen<float>(residual_p[m * N + n]) : 0.0f));
-          }
+          for (int64_t c = 0; c < cols; ++c) epilogue.store(m0 + r, n0 + c, dots[r][c]);
       }
     }
   });

@@ -9,7 +9,7 @@
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
-#include "ops/matmul/epilogue.h"
+#include "ops/matmul/cpu_epilogue.h"
 #include "ops/matmul/matmul.h"
 #include "ops/scratch.h"
 #include "simd/lanes.h"
@@ -21,20 +21,12 @@ namespace {
 // y[n] = epilogue(dot(n)) for every row n of W, split across threads by rows.
 template <class T, class Dot>
 void for_each_output(const MatmulArgs& args, Tensor& out, Dot dot) {
-  using Acc = AccumulatorOf<T>;
-  const MatmulOptions& o = args.options;
   const int64_t K = args.a.size(-1), N = args.b.size(-2);
-  const Tensor bias = o.bias.defined() ? o.bias.contiguous() : Tensor();
-  const Tensor residual = o.residual.defined() ? o.residual.contiguous() : Tensor();
-  const T* bias_p = bias.defined() ? bias.data<T>() : nullptr;
-  const T* residual_p = residual.defined() ? residual.data<T>() : nullptr;
-  T* y = out.data<T>();
+  const CpuEpilogue<T> epilogue(args, out, N);
   // Rows in blocks of 16 KiB of weights or more per task: enough to hide the dispatch.
   const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, K * int64_t(sizeof(T))));
   parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n)
-      y[n] = narrow<T>(matmul_epilogue<Acc>(o, dot(n), bias_p ? widen<Acc>(bias_p[n]) : Acc(0),
-                                            residual_p ? widen<Acc>(residual_p[n]) : Acc(0)));
+    for (int64_t n = n0; n < n1; ++n) epilogue.store(0, n, dot(n));
   });
 }
 

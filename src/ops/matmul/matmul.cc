@@ -128,6 +128,8 @@ const select::Registry<MatmulArgs>& Matmul::registry() {
     DEW_CUDA_IMPLEMENTATIONS(add_matmul_cuda, reg);
     avx512::add_matmul_gemv_cpu(reg);  // one row: before the library (docs/perf.md)
     avx2::add_matmul_gemv_cpu(reg);
+    avx512::add_matmul_gemv_columns_cpu(reg);  // one row, weights stored (K,N): before the library
+    avx2::add_matmul_gemv_columns_cpu(reg);
     avx512::add_matmul_dot_tiles_cpu(reg, true);  // a few rows: before the library (NOTE [few rows])
     avx2::add_matmul_dot_tiles_cpu(reg, true);
     add_matmul_onednn(reg);
@@ -237,7 +239,27 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
          args.options.residual = random_input({5, 29}, t, {k.seed, k.stream + 3});
          return args;
        }},
-      {"decode_batch_8_mlp_up", {"bench"}, {DType::f32, DType::bf16}, plain({8, 768}, {2048, 768}, false, true)},
+      // GPT-2's Conv1D at batch 1: weights (K,N), a full block of columns and a tail with lanes left.
+      {"one_row_untransposed_bias_gelu_residual",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{
+             random_input({1, 1, 70}, t, k), random_input({70, 290}, t, {k.seed, k.stream + 1}), {}};
+         args.options.bias = random_input({290}, t, {k.seed, k.stream + 2});
+         args.options.activation = Activation::gelu_tanh;
+         args.options.scale = 0.75;
+         args.options.residual = random_input({1, 1, 290}, t, {k.seed, k.stream + 3});
+         return args;
+       }},
+      {"gpt2_decode_mlp_up",
+       {"bench"},
+       {DType::f32, DType::bf16},
+       plain({1, 768}, {768, 3072}, false, false)},
+      {"decode_batch_8_mlp_up",
+       {"bench"},
+       {DType::f32, DType::bf16},
+       plain({8, 768}, {2048, 768}, false, true)},
       {"llama_decode_mlp_down",
        {"bench"},
        {DType::f32, DType::bf16},

@@ -49,6 +49,7 @@ void add_matmul_portable(select::Registry<MatmulArgs>& r);
 void add_matmul_onednn(select::Registry<MatmulArgs>& r);
 void add_matmul_cuda(select::Registry<MatmulArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r))
+DEW_DECLARE_CPU_TIERS(void add_matmul_gemv_columns_cpu(select::Registry<MatmulArgs>& r))
 // `only_few_rows`: the default for products of a few rows (NOTE [few rows]); else any rows, after the
 // library, for the batch-invariant mode to pin.
 DEW_DECLARE_CPU_TIERS(void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_rows))
