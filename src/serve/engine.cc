@@ -102,8 +102,6 @@ struct Engine::State {
     }
   }
 
-  // Frees the sequence's blocks and takes it off the queues before telling the caller; the last choice
-  // of a request takes the request (and its sequences) with it.
   // A request's later choices start once its first has computed the prompt, whose full blocks they then
   // take from the prefix cache instead of computing them again.
   bool waits_for_first_choice(const Sequence& s) const {
@@ -112,6 +110,8 @@ struct Engine::State {
     return !first.finished && first.computed < first.prompt_length;
   }
 
+  // Frees the sequence's blocks and takes it off the queues before telling the caller; the last choice
+  // of a request takes the request (and its sequences) with it.
   void finish(Sequence& s, FinishReason reason) {
     free_blocks(s);
     s.finished = true;
