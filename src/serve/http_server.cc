@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -12,6 +13,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 namespace dew::serve {
@@ -130,11 +132,17 @@ void HttpServer::run(const std::atomic<bool>& stop) {
       std::lock_guard lock(s.mutex);
       ++s.connections;
     }
-    std::thread([&s, fd, v6] {
-      s.serve_connection(fd, v6);
+    try {
+      std::thread([&s, fd, v6] {
+        s.serve_connection(fd, v6);
+        std::lock_guard lock(s.mutex);
+        if (--s.connections == 0) s.closed.notify_all();
+      }).detach();
+    } catch (const std::system_error&) {  // no thread to be had: this connection is dropped, not the server
+      ::close(fd);
       std::lock_guard lock(s.mutex);
-      if (--s.connections == 0) s.closed.notify_all();
-    }).detach();
+      --s.connections;
+    }
   }
   s.stopping = true;
   s.acceptor.close();
