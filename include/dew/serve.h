@@ -97,7 +97,4 @@ class Engine {
   std::unique_ptr<State> state_;
 };
 
-// Blocks of `block_size` tokens that `bytes` hold for a model's keys and values in `dtype`.
-int64_t kv_blocks_for_memory(const ModelConfig& config, DType dtype, int64_t block_size, int64_t bytes);
-
 }  // namespace dew::serve

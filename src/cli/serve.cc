@@ -76,17 +76,9 @@ int run_serve(const ServeOptions& o) {
                    : given.has_filename()       ? given.filename().string()
                                                 : given.parent_path().filename().string();
   api.context = config.max_position_embeddings;
-  const int64_t pool_blocks =
-      o.kv_blocks > 0 ? o.kv_blocks
-                      : serve::kv_blocks_for_memory(config, engine.kv_dtype, o.block_size, engine.kv_memory);
-  DEW_REQUIRE(pool_blocks >= 1,
-              "serve: --kv-memory {} holds no block of {} tokens; expected at least {} bytes", o.kv_memory,
-              o.block_size,
-              2 * config.num_hidden_layers * o.block_size * config.num_key_value_heads * config.head_dim *
-                  int64_t(dtype_size(engine.kv_dtype)));
+  const int64_t pool_blocks = loop.stats().kv_blocks;
   api.max_request_tokens = pool_blocks * o.block_size;
   api.defaults = defaults.sampling;
-  api.eos_ids = defaults.eos_ids;
 
   serve::ServerOptions server;
   server.host = o.host;

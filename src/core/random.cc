@@ -52,8 +52,8 @@ auto each_word(Value value) {
 }
 
 // NOTE [normal draws in groups of 16]: a model's initialization is mostly normal draws, and libm's logf
-// and sincosf one element at a time made GPT-2's 124 M of them take 0.8 s. So the narrower dtypes draw
-// 16 counter blocks (64 values) at a time in plain loops over lanes, which the compiler vectorizes in
+// and sincosf one element at a time made them most of the start-up (docs/perf.md). So the narrower dtypes
+// draw 16 counter blocks (64 values) at a time in plain loops over lanes, which the compiler vectorizes in
 // each clone of target_clones (AVX-512, AVX2, baseline; the one this CPU runs is chosen at load):
 // Philox's products as 64-bit lanes, log and sincos as polynomials (Cephes' single-precision ones,
 // within a few ulps of float), sqrt as the instruction. Every group computes all 16 lanes, past the end

@@ -32,9 +32,20 @@ const char* finish_reason_name(FinishReason r) {
   return "?";
 }
 
-int64_t kv_blocks_for_memory(const ModelConfig& c, DType dtype, int64_t block_size, int64_t bytes) {
-  return bytes / KvBlockPool::block_bytes(c, dtype, block_size);
+namespace {
+
+// The pool's blocks: as given, or as many as kv_memory holds (at least one).
+int64_t pool_blocks(const ModelConfig& c, const EngineOptions& o) {
+  if (o.kv_blocks > 0) return o.kv_blocks;
+  const int64_t block = KvBlockPool::block_bytes(c, o.kv_dtype, o.block_size);
+  DEW_REQUIRE(
+      o.kv_memory >= block,
+      "[serve] KV memory of {} bytes holds no block of {} tokens; expected at least {} bytes (--kv-memory)",
+      o.kv_memory, o.block_size, block);
+  return o.kv_memory / block;
 }
+
+}  // namespace
 
 struct Engine::State {
   const CausalLM& model;
@@ -43,18 +54,13 @@ struct Engine::State {
   std::map<uint64_t, Request> requests;
   std::deque<Sequence*> waiting;   // preempted ones at the front
   std::vector<Sequence*> running;  // in admission order: the newest last
-  uint64_t next_request = 1, next_arrival = 0;
+  uint64_t next_request = 1;
   uint64_t seed =
       uint64_t(std::random_device{}()) << 32 | std::random_device{}();  // unseeded requests' seeds
   EngineStats counts;
 
   State(const CausalLM& m, const EngineOptions& o)
-      : model(m),
-        options(o),
-        pool(m.config(), o.kv_dtype,
-             o.kv_blocks > 0 ? o.kv_blocks
-                             : kv_blocks_for_memory(m.config(), o.kv_dtype, o.block_size, o.kv_memory),
-             o.block_size) {}
+      : model(m), options(o), pool(m.config(), o.kv_dtype, pool_blocks(m.config(), o), o.block_size) {}
 
   int64_t blocks_for(int64_t tokens) const { return (tokens + pool.block_size() - 1) / pool.block_size(); }
 
@@ -257,7 +263,6 @@ uint64_t Engine::submit(const std::vector<int64_t>& prompt, const RequestOptions
     s.choice = choice;
     s.tokens = prompt;
     s.prompt_length = int64_t(prompt.size());
-    s.arrival = st.next_arrival++;
     st.waiting.push_back(&s);
   }
   return id;

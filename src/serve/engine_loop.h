@@ -85,7 +85,7 @@ class EngineLoop {
   std::deque<std::shared_ptr<Pending>> inbox_;
   std::vector<uint64_t> cancels_;
   bool stop_ = false, draining_ = false;
-  EngineStats stats_;  // as of the last step
+  EngineStats stats_;  // as of the last step (at first, the empty engine's)
   int64_t requests_total_ = 0, unfinished_requests_ = 0;
   double tokens_per_second_ = 0;
   Histogram time_to_first_token_, inter_token_;

@@ -44,6 +44,48 @@ bool peer_gone(int fd) {
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
+// JSON text for the wire: a string that is not UTF-8 (a token's partial bytes) is written with U+FFFD.
+std::string wire_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+using Response = http::response<http::string_body>;
+
+Response json_response(http::status status, const json& body, unsigned version, bool keep_alive) {
+  Response r{status, version};
+  r.set(http::field::content_type, "application/json");
+  r.set(http::field::server, "dew");
+  r.keep_alive(keep_alive);
+  r.body() = wire_json(body);
+  r.prepare_payload();
+  return r;
+}
+
+// One client's socket on its own io_context, and every write to it under the write timeout.
+struct Connection {
+  net::io_context io;
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  int fd;
+  std::chrono::milliseconds write_timeout;
+
+  Connection(int native, bool v6, std::chrono::milliseconds timeout)
+      : stream(tcp::socket(io, v6 ? tcp::v6() : tcp::v4(), native)), fd(native), write_timeout(timeout) {}
+  template <class Start>
+  bool write(Start start) {
+    return !run_for(io, stream, write_timeout, start);
+  }
+  bool send(Response& r) {
+    return write([&](auto h) { http::async_write(stream, r, h); });
+  }
+  // An OpenAI error object with its status (503s with Retry-After).
+  bool reply(const ApiError& e, unsigned version, bool keep_alive) {
+    Response r = json_response(http::status(e.status), e.body(), version, keep_alive);
+    if (e.status == 503) r.set(http::field::retry_after, "1");
+    return send(r);
+  }
+};
+
 bool same_key(const std::string& a, const std::string& b) {  // constant time in the key's length
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
@@ -71,31 +113,8 @@ struct HttpServer::Impl {
   void serve_connection(int fd, bool v6);
   // A completion or chat request: parsed, submitted, answered whole or streamed. False when the
   // connection is to close (the client went away or a write failed).
-  bool answer(Endpoint endpoint, const std::string& text, unsigned version, bool keep_alive,
-              net::io_context& io, beast::tcp_stream& stream, int fd);
+  bool answer(Endpoint endpoint, const std::string& text, unsigned version, bool keep_alive, Connection& c);
 };
-
-namespace {
-
-using Response = http::response<http::string_body>;
-
-Response json_response(http::status status, const json& body, unsigned version, bool keep_alive) {
-  Response r{status, version};
-  r.set(http::field::content_type, "application/json");
-  r.set(http::field::server, "dew");
-  r.keep_alive(keep_alive);
-  r.body() = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  r.prepare_payload();
-  return r;
-}
-
-Response error_response(const ApiError& e, unsigned version, bool keep_alive) {
-  Response r = json_response(http::status(e.status), e.body(), version, keep_alive);
-  if (e.status == 503) r.set(http::field::retry_after, "1");
-  return r;
-}
-
-}  // namespace
 
 HttpServer::HttpServer(EngineLoop& loop, ApiContext context, ServerOptions options)
     : impl_(std::make_unique<Impl>(loop, std::move(context), std::move(options))) {
@@ -153,26 +172,20 @@ void HttpServer::run(const std::atomic<bool>& stop) {
 }
 
 void HttpServer::Impl::serve_connection(int fd, bool v6) {
-  net::io_context io;
-  beast::tcp_stream stream(tcp::socket(io, v6 ? tcp::v6() : tcp::v4(), fd));
-  beast::flat_buffer buffer;
+  Connection c(fd, v6, options.write_timeout);
   bool over_capacity;
   {
     std::lock_guard lock(mutex);
     over_capacity = connections > options.max_connections;
   }
-  const auto send = [&](Response& r) {
-    return !run_for(io, stream, options.write_timeout, [&](auto h) { http::async_write(stream, r, h); });
-  };
   if (over_capacity) {
-    Response r = error_response({503, "too many connections; retry later", "", "server_error"}, 11, false);
-    send(r);
+    c.reply({503, "too many connections; retry later", "", "server_error"}, 11, false);
     return;
   }
   for (;;) {
     // Idle: wait for the next request's first byte in slices, so that a stop is seen.
     const auto idle_until = Clock::now() + options.idle_timeout;
-    while (buffer.size() == 0) {
+    while (c.buffer.size() == 0) {
       if (stopping || Clock::now() >= idle_until) return;
       pollfd p{fd, POLLIN, 0};
       const int ready = ::poll(&p, 1, 200);
@@ -182,8 +195,8 @@ void HttpServer::Impl::serve_connection(int fd, bool v6) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(std::uint32_t(options.max_header_bytes));
     parser.body_limit(std::uint64_t(options.max_body_bytes));
-    const beast::error_code ec = run_for(io, stream, options.request_timeout,
-                                         [&](auto h) { http::async_read(stream, buffer, parser, h); });
+    const beast::error_code ec = run_for(c.io, c.stream, options.request_timeout,
+                                         [&](auto h) { http::async_read(c.stream, c.buffer, parser, h); });
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::connection_reset || ec == net::error::eof)
       return;
@@ -195,18 +208,14 @@ void HttpServer::Impl::serve_connection(int fd, bool v6) {
                  header ? fmt::format("the request's header is over {} bytes", options.max_header_bytes)
                  : body ? fmt::format("the request's body is over {} bytes", options.max_body_bytes)
                         : fmt::format("malformed HTTP request: {}", ec.message())};
-      Response r = error_response(e, 11, false);
-      send(r);
+      c.reply(e, 11, false);
       return;
     }
     const http::request<http::string_body>& req = parser.get();
     const bool keep_alive = req.keep_alive() && !stopping;
     const unsigned version = req.version();
     const std::string target(req.target().substr(0, req.target().find('?')));
-    const auto reply = [&](const ApiError& e) {
-      Response r = error_response(e, version, keep_alive);
-      return send(r);
-    };
+    const auto reply = [&](const ApiError& e) { return c.reply(e, version, keep_alive); };
     const bool api = target.rfind("/v1/", 0) == 0;
     if (api && !options.api_key.empty()) {
       const std::string given(req[http::field::authorization]);
@@ -222,23 +231,23 @@ void HttpServer::Impl::serve_connection(int fd, bool v6) {
     const bool get = req.method() == http::verb::get, post = req.method() == http::verb::post;
     if (target == "/health" && get) {
       Response r = json_response(http::status::ok, {{"status", "ok"}}, version, keep_alive);
-      ok = send(r);
+      ok = c.send(r);
     } else if (target == "/metrics" && get) {
       Response r{http::status::ok, version};
       r.set(http::field::content_type, "text/plain; version=0.0.4");
       r.keep_alive(keep_alive);
       r.body() = loop.metrics_text();
       r.prepare_payload();
-      ok = send(r);
+      ok = c.send(r);
     } else if (target == "/v1/models" && get) {
       json model = {{"id", context.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "dew"}};
       if (context.context > 0) model["max_model_len"] = context.context;
       Response r = json_response(http::status::ok, {{"object", "list"}, {"data", json::array({model})}},
                                  version, keep_alive);
-      ok = send(r);
+      ok = c.send(r);
     } else if ((target == "/v1/completions" || target == "/v1/chat/completions") && post) {
       ok = answer(target == "/v1/chat/completions" ? Endpoint::chat : Endpoint::completions, req.body(),
-                  version, keep_alive, io, stream, fd);
+                  version, keep_alive, c);
     } else if (target == "/health" || target == "/metrics" || target == "/v1/models" ||
                target == "/v1/completions" || target == "/v1/chat/completions") {
       ok = reply({405, fmt::format("{} does not take {}", target, std::string(req.method_string())), "",
@@ -256,14 +265,8 @@ void HttpServer::Impl::serve_connection(int fd, bool v6) {
 }
 
 bool HttpServer::Impl::answer(Endpoint endpoint, const std::string& text, unsigned version, bool keep_alive,
-                              net::io_context& io, beast::tcp_stream& stream, int fd) {
-  const auto send = [&](Response& r) {
-    return !run_for(io, stream, options.write_timeout, [&](auto h) { http::async_write(stream, r, h); });
-  };
-  const auto reply = [&](const ApiError& e) {
-    Response r = error_response(e, version, keep_alive);
-    return send(r);
-  };
+                              Connection& c) {
+  const auto reply = [&](const ApiError& e) { return c.reply(e, version, keep_alive); };
   const json body = json::parse(text, nullptr, false);  // also refuses ill-formed UTF-8 in strings
   if (body.is_discarded()) return reply({400, "the request body is not valid JSON (UTF-8)"});
   ApiRequest request;
@@ -285,7 +288,7 @@ bool HttpServer::Impl::answer(Endpoint endpoint, const std::string& text, unsign
   // The next event; false (and the request cancelled) when the client has gone away meanwhile.
   const auto next = [&]() {
     while (!submitted.stream->next(event, std::chrono::milliseconds(100)))
-      if (peer_gone(fd)) {
+      if (peer_gone(c.fd)) {
         loop.cancel(submitted.id);
         return false;
       }
@@ -298,7 +301,7 @@ bool HttpServer::Impl::answer(Endpoint endpoint, const std::string& text, unsign
       open -= event.finished;
     }
     Response r = json_response(http::status::ok, builder.answer(), version, keep_alive);
-    return send(r);
+    return c.send(r);
   }
   http::response<http::empty_body> head{http::status::ok, version};
   head.set(http::field::content_type, "text/event-stream");
@@ -307,15 +310,15 @@ bool HttpServer::Impl::answer(Endpoint endpoint, const std::string& text, unsign
   head.keep_alive(keep_alive);
   head.chunked(true);
   http::response_serializer<http::empty_body> serializer{head};
-  const auto send_chunk = [&](const std::string& data) {
-    const bool ok = !run_for(io, stream, options.write_timeout, [&](auto h) {
-      net::async_write(stream, http::make_chunk(net::buffer(data)), h);
-    });
-    if (!ok) loop.cancel(submitted.id);  // a client that went away mid-stream
+  // One server-sent event; a failed write (a client that went away mid-stream) cancels the request.
+  const auto send_event = [&](const std::string& data) {
+    const std::string line = "data: " + data + "\n\n";
+    const bool ok =
+        c.write([&](auto h) { net::async_write(c.stream, http::make_chunk(net::buffer(line)), h); });
+    if (!ok) loop.cancel(submitted.id);
     return ok;
   };
-  if (run_for(io, stream, options.write_timeout,
-              [&](auto h) { http::async_write_header(stream, serializer, h); })) {
+  if (!c.write([&](auto h) { http::async_write_header(c.stream, serializer, h); })) {
     loop.cancel(submitted.id);
     return false;
   }
@@ -323,14 +326,11 @@ bool HttpServer::Impl::answer(Endpoint endpoint, const std::string& text, unsign
     if (!next()) return false;
     open -= event.finished;
     const json chunk = builder.chunk(event);
-    if (!chunk.is_null() &&
-        !send_chunk("data: " + chunk.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n"))
-      return false;
+    if (!chunk.is_null() && !send_event(wire_json(chunk))) return false;
   }
-  if (request.include_usage && !send_chunk("data: " + builder.usage_chunk().dump() + "\n\n")) return false;
-  if (!send_chunk("data: [DONE]\n\n")) return false;
-  return !run_for(io, stream, options.write_timeout,
-                  [&](auto h) { net::async_write(stream, http::make_chunk_last(), h); });
+  if (request.include_usage && !send_event(wire_json(builder.usage_chunk()))) return false;
+  if (!send_event("[DONE]")) return false;
+  return c.write([&](auto h) { net::async_write(c.stream, http::make_chunk_last(), h); });
 }
 
 }  // namespace dew::serve

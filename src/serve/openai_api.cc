@@ -53,15 +53,15 @@ void refuse_unsupported(const json& body) {
   if (flag(body, "echo")) refuse("echo", "'echo' is not supported by dew serve");
 }
 
+bool all_integers(const json& array) {
+  return std::all_of(array.begin(), array.end(), [](const json& x) { return x.is_number_integer(); });
+}
+
 std::vector<int64_t> prompt_tokens(const json& body, const ApiContext& c) {
   const auto it = body.find("prompt");
   if (it == body.end()) refuse("prompt", "'prompt' is missing; expected a string or an array of token ids");
   if (it->is_string()) return c.tokenizer->encode(it->get<std::string>(), {.add_special_tokens = true});
-  if (it->is_array() && !it->empty() &&
-      std::all_of(it->begin(), it->end(), [](const json& x) { return x.is_number_integer(); })) {
-    std::vector<int64_t> ids = it->get<std::vector<int64_t>>();
-    return ids;
-  }
+  if (it->is_array() && !it->empty() && all_integers(*it)) return it->get<std::vector<int64_t>>();
   refuse("prompt", "'prompt' must be one string or one array of token ids (one prompt per request)");
 }
 
@@ -96,10 +96,6 @@ std::vector<std::string> stop_strings(const json& body) {
   refuse("stop", "'stop' must be a string or an array of up to 4 non-empty strings");
 }
 
-std::string finish_name(FinishReason r) {
-  return finish_reason_name(r);
-}
-
 json bytes_of(const std::string& s) {
   json b = json::array();
   for (unsigned char ch : s) b.push_back(int(ch));
@@ -129,21 +125,14 @@ ApiRequest parse_request(Endpoint endpoint, const json& body, const ApiContext& 
   r.text.prompt = endpoint == Endpoint::chat ? chat_tokens(body, c) : prompt_tokens(body, c);
   if (r.text.prompt.empty()) refuse("prompt", "the prompt encodes to no tokens; expected some text");
   const int64_t prompt = int64_t(r.text.prompt.size());
-  const int64_t room =
-      std::min(c.context > 0 ? c.context : c.max_request_tokens, c.max_request_tokens) - prompt;
-  if (room < 1)
-    refuse(endpoint == Endpoint::chat ? "messages" : "prompt",
-           fmt::format("the prompt has {} tokens; this server takes at most {} with at least one to generate",
-                       prompt, prompt + room - 1));
+  // The tokens left for the answer, for max_tokens' default; the engine refuses a request past them.
+  const int64_t room = std::max<int64_t>(
+      1, std::min(c.context > 0 ? c.context : c.max_request_tokens, c.max_request_tokens) - prompt);
   RequestOptions& o = r.text.options;
   const auto max_tokens = endpoint == Endpoint::chat && body.contains("max_completion_tokens")
                               ? integer(body, "max_completion_tokens", 1, int64_t(1) << 30)
                               : integer(body, "max_tokens", 1, int64_t(1) << 30);
   o.max_tokens = max_tokens.value_or(endpoint == Endpoint::chat ? room : std::min<int64_t>(16, room));
-  if (o.max_tokens > room)
-    refuse("max_tokens",
-           fmt::format("max_tokens {} and the prompt's {} tokens exceed the {} this server takes per request",
-                       o.max_tokens, prompt, prompt + room));
   SamplingOptions& s = o.sampling;
   s = c.defaults;
   s.temperature = number(body, "temperature", 0, 2).value_or(s.temperature);
@@ -164,8 +153,7 @@ ApiRequest parse_request(Endpoint endpoint, const json& body, const ApiContext& 
     refuse("best_of", "'best_of' other than n is not supported by dew serve");
   o.ignore_eos = flag(body, "ignore_eos");
   if (const auto it = body.find("stop_token_ids"); it != body.end() && !it->is_null()) {
-    if (!it->is_array() ||
-        !std::all_of(it->begin(), it->end(), [](const json& x) { return x.is_number_integer(); }))
+    if (!it->is_array() || !all_integers(*it))
       refuse("stop_token_ids", "'stop_token_ids' must be an array of token ids");
     o.stop_token_ids = it->get<std::vector<int64_t>>();
   }
@@ -221,11 +209,16 @@ json AnswerBuilder::choice_logprobs(const StreamEvent& e) const {
 }
 
 void AnswerBuilder::add(const StreamEvent& e) {
+  record(e);
+}
+
+json AnswerBuilder::record(const StreamEvent& e) {
   Choice& c = choices_[size_t(e.choice)];
+  json lp = nullptr;
   if (!e.finished) {
     ++completion_tokens_;
     if (request_.text.options.logprobs >= 0) {
-      const json lp = choice_logprobs(e);
+      lp = choice_logprobs(e);
       if (request_.endpoint == Endpoint::chat) {
         c.logprobs["content"].push_back(lp);
       } else {
@@ -236,9 +229,17 @@ void AnswerBuilder::add(const StreamEvent& e) {
       }
     }
   } else {
-    c.finish_reason = finish_name(e.reason);
+    c.finish_reason = finish_reason_name(e.reason);
   }
   c.text += e.text;
+  return lp;
+}
+
+json AnswerBuilder::usage() const {
+  const int64_t prompt = int64_t(request_.text.prompt.size());
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion_tokens_},
+          {"total_tokens", prompt + completion_tokens_}};
 }
 
 json AnswerBuilder::envelope(const char* object) const {
@@ -262,23 +263,19 @@ json AnswerBuilder::answer() const {
     choices.push_back(choice);
   }
   a["choices"] = choices;
-  const int64_t prompt = int64_t(request_.text.prompt.size());
-  a["usage"] = {{"prompt_tokens", prompt},
-                {"completion_tokens", completion_tokens_},
-                {"total_tokens", prompt + completion_tokens_}};
+  a["usage"] = usage();
   return a;
 }
 
 json AnswerBuilder::chunk(const StreamEvent& e) {
-  add(e);
+  const json one = record(e);
   const bool chat = request_.endpoint == Endpoint::chat;
   Choice& c = choices_[size_t(e.choice)];
   if (!e.finished && e.text.empty() && request_.text.options.logprobs < 0 && (!chat || c.role_sent))
     return nullptr;
   json choice = {{"index", e.choice}, {"finish_reason", e.finished ? json(c.finish_reason) : json(nullptr)}};
   json lp = nullptr;
-  if (!e.finished && request_.text.options.logprobs >= 0) {
-    const json one = choice_logprobs(e);
+  if (!one.is_null()) {
     lp = chat ? json{{"content", json::array({one})}}
               : json{{"tokens", {one["token"]}},
                      {"token_logprobs", {one["logprob"]}},
@@ -300,10 +297,7 @@ json AnswerBuilder::chunk(const StreamEvent& e) {
 json AnswerBuilder::usage_chunk() const {
   json out = envelope(request_.endpoint == Endpoint::chat ? "chat.completion.chunk" : "text_completion");
   out["choices"] = json::array();
-  const int64_t prompt = int64_t(request_.text.prompt.size());
-  out["usage"] = {{"prompt_tokens", prompt},
-                  {"completion_tokens", completion_tokens_},
-                  {"total_tokens", prompt + completion_tokens_}};
+  out["usage"] = usage();
   return out;
 }
 

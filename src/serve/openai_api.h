@@ -35,7 +35,6 @@ struct ApiContext {
   int64_t context = 0;             // the model's positions (0: unbounded)
   int64_t max_request_tokens = 0;  // prompt + max_tokens the KV pool can hold for one sequence
   SamplingOptions defaults;        // generation_config.json's
-  std::vector<int64_t> eos_ids;
 };
 
 // Reads a request body; throws ApiError.
@@ -50,9 +49,11 @@ class AnswerBuilder {
   // One streamed chunk for an event (null when the event carries nothing to send).
   nlohmann::json chunk(const StreamEvent& event);
   nlohmann::json usage_chunk() const;  // stream_options.include_usage: the last chunk
-  int64_t completion_tokens() const { return completion_tokens_; }
 
  private:
+  // Takes an event into its choice; the token's log-probabilities entry (null when none are asked).
+  nlohmann::json record(const StreamEvent& event);
+  nlohmann::json usage() const;
   nlohmann::json choice_logprobs(const StreamEvent& event) const;
   nlohmann::json envelope(const char* object) const;
   const ApiRequest& request_;

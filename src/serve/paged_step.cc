@@ -21,8 +21,6 @@ void copy_rows(const Tensor& x, int64_t from, Tensor& y, int64_t to, int64_t row
 PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces,
                                        bool every_token_paged)
     : pool_(pool), pieces_(std::move(pieces)), every_token_paged_(every_token_paged) {
-  // The rows paged_attention reads: one-token pieces, or every token.
-  const auto paged = [&](const StepPiece& p) { return every_token_paged_ || p.count == 1; };
   std::vector<double> tables, lengths, rows;
   int64_t width = 1;
   for (const StepPiece& p : pieces_)
@@ -34,13 +32,14 @@ PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece>
         tables.push_back(b < int64_t(p.blocks->size()) ? double((*p.blocks)[size_t(b)]) : 0);
       lengths.push_back(double(p.position + t + 1));
       rows.push_back(double(p.start + t));
+      paged_rows_.push_back(p.start + t);
     }
   }
   if (rows.empty()) return;
   const int64_t n = int64_t(rows.size());
-  decode_tables_ = Tensor::from_values(tables, {n, width}, DType::i64);
-  decode_lengths_ = Tensor::from_values(lengths, {n}, DType::i64);
-  decode_rows_ = Tensor::from_values(rows, {n}, DType::i64);
+  paged_tables_ = Tensor::from_values(tables, {n, width}, DType::i64);
+  paged_lengths_ = Tensor::from_values(lengths, {n}, DType::i64);
+  paged_row_index_ = Tensor::from_values(rows, {n}, DType::i64);
 }
 
 void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tensor& v) {
@@ -71,16 +70,15 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
   const size_t out_row = size_t(H * D) * dtype_size(q.dtype());
   AttentionOptions options = mask;
   options.causal = true;
-  if (decode_rows_.defined()) {
-    const Tensor rows = index_select(q.reshape({N, H, D}), 0, decode_rows_);
+  if (!paged_rows_.empty()) {
+    const Tensor rows = index_select(q.reshape({N, H, D}), 0, paged_row_index_);
     const Tensor o = cast(
-        paged_attention(cast(rows, cache_dtype), keys, values, decode_tables_, decode_lengths_, options).out,
+        paged_attention(cast(rows, cache_dtype), keys, values, paged_tables_, paged_lengths_, options).out,
         q.dtype());
-    const std::vector<double> at = decode_rows_.to_f64_vector();
-    for (size_t i = 0; i < at.size(); ++i) copy_rows(o, int64_t(i), out, int64_t(at[i]), 1, out_row);
+    for (size_t i = 0; i < paged_rows_.size(); ++i) copy_rows(o, int64_t(i), out, paged_rows_[i], 1, out_row);
   }
   for (const StepPiece& p : pieces_) {
-    if (every_token_paged_ || p.count == 1) continue;
+    if (paged(p)) continue;
     const int64_t S = p.position + p.count, blocks = (S + bs - 1) / bs;
     // The piece's keys and values, whole blocks at a time, then cut to S.
     Tensor dense_k = Tensor::empty({1, blocks * bs, Hkv, D}, cache_dtype);

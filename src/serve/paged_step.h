@@ -30,10 +30,14 @@ class PagedStepAttention final : public LayerAttention {
 
  private:
   void write_cache(int64_t layer, const Tensor& k, const Tensor& v);
+  // Whether a piece's tokens are rows of paged_attention: one-token pieces, or every token.
+  bool paged(const StepPiece& p) const { return every_token_paged_ || p.count == 1; }
   KvBlockPool& pool_;
   std::vector<StepPiece> pieces_;
   bool every_token_paged_;
-  Tensor decode_tables_, decode_lengths_, decode_rows_;  // the one-token pieces', built once per step
+  // The paged rows' block tables, lengths and places in the step's row, built once per step.
+  Tensor paged_tables_, paged_lengths_, paged_row_index_;
+  std::vector<int64_t> paged_rows_;
 };
 
 }  // namespace dew::serve

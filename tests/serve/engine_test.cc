@@ -313,6 +313,12 @@ TEST(Engine, RefusesWhatCouldNeverRun) {
             }).find("past the model's context of 256"),
             std::string::npos);
   EXPECT_NE(error_of([&] { submit(engine, {}, greedy(1), out); }).find("an empty prompt"), std::string::npos);
+  EngineOptions tiny_memory;
+  tiny_memory.kv_memory = 1000;  // a block of 16 tokens of this model takes 8 KiB
+  EXPECT_NE(error_of([&] {
+              Engine(model, tiny_memory);
+            }).find("KV memory of 1000 bytes holds no block of 16 tokens"),
+            std::string::npos);
   EXPECT_TRUE(engine.idle());
 }
 
