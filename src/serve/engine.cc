@@ -20,18 +20,6 @@
 
 namespace dew::serve {
 
-const char* finish_reason_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::stop:
-      return "stop";
-    case FinishReason::length:
-      return "length";
-    case FinishReason::cancelled:
-      return "cancelled";
-  }
-  return "?";
-}
-
 namespace {
 
 // The pool's blocks: as given, or as many as kv_memory holds (at least one).

@@ -104,6 +104,20 @@ json bytes_of(const std::string& s) {
 
 }  // namespace
 
+// Here, beside the answers that write them, so that the request parser builds without the engine (its
+// fuzz target, tests/fuzz/openai_request_fuzz.cc).
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::stop:
+      return "stop";
+    case FinishReason::length:
+      return "length";
+    case FinishReason::cancelled:
+      return "cancelled";
+  }
+  return "?";
+}
+
 json ApiError::body() const {
   return {{"error",
            {{"message", message},

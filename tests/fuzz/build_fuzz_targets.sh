@@ -24,13 +24,15 @@ sources_toml="src/io/toml.cc src/core/nearest_name.cc $io"
 sources_tokenizer="$tokenize"
 sources_chat_template="$tokenize"
 sources_safetensors_index="src/io/safetensors_format.cc src/io/json.cc src/core/printable.cc"
+sources_openai_request="src/serve/openai_api.cc $tokenize"
 sources_records="src/data/sources.cc src/data/token_files.cc src/data/files.cc src/data/stage.cc src/data/shuffle.cc src/core/philox.cc src/core/printable.cc $io"
 libs_toml="-ltomlplusplus"
 libs_tokenizer="-lpcre2-8 -lutf8proc"
 libs_chat_template="-lpcre2-8 -lutf8proc"
 libs_records="-lxxhash"
+libs_openai_request="-lpcre2-8 -lutf8proc"
 
-targets="safetensors safetensors_index model_config toml tokenizer chat_template records"
+targets="safetensors safetensors_index model_config toml tokenizer chat_template records openai_request"
 mkdir -p "$work/obj"
 # Every source once (an object per path), two at a time.
 all=$(for t in $targets; do eval echo "tests/fuzz/${t}_fuzz.cc \$sources_$t"; done |
