@@ -293,6 +293,32 @@ template <AcrossLanes Op>
                                           _mm512_maskz_extractf32x8_ps(0xff, v.v, 1)));
 }
 
+// Lane i: lanes_sum(v[i]), each of the 16 folded by the same halves as lanes_sum (so bit for bit its
+// result), the 16 folds sharing 30 shuffles where one at a time takes 16 x 7 steps. Each step adds two
+// vectors that hold the lower and upper halves of four, then two, then one lane of every input; the
+// inputs enter transposed (row i, column j of a 4 x 4 grid) so that the results come out in order. (The
+// masked shuffles: GCC bug 105593, as above.)
+inline F32x16 lanes_sums(const F32x16 (&v)[16]) {
+  const auto input = [&](int k) { return v[(k % 4) * 4 + k / 4].v; };
+  __m512 halves[8], quarters[4], pairs[2];
+  for (int p = 0; p < 8; ++p) {
+    const __m512 a = input(2 * p), b = input(2 * p + 1);
+    halves[p] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(kAllLanes, a, b, 0x44),
+                              _mm512_maskz_shuffle_f32x4(kAllLanes, a, b, 0xEE));
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512 a = halves[2 * q], b = halves[2 * q + 1];
+    quarters[q] = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(kAllLanes, a, b, 0x88),
+                                _mm512_maskz_shuffle_f32x4(kAllLanes, a, b, 0xDD));
+  }
+  for (int r = 0; r < 2; ++r) {
+    const __m512 a = quarters[2 * r], b = quarters[2 * r + 1];
+    pairs[r] = _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
+  }
+  return _mm512_add_ps(_mm512_shuffle_ps(pairs[0], pairs[1], 0x88),
+                       _mm512_shuffle_ps(pairs[0], pairs[1], 0xDD));
+}
+
 // The running sums of v's lanes (lane i: v[0] + ... + v[i]) by four shifted adds, and v's last lane in
 // every lane: a row's prefix sums a vector at a time (cumsum).
 inline F32x16 lane_prefix_sums(F32x16 v) {

@@ -239,6 +239,22 @@ template <AcrossLanes Op>
 [[gnu::always_inline]] inline float across_lanes(F32x8 v) {
   return across_lanes<Op>(v.v);
 }
+// Lane i: lanes_sum(v[i]), the 8 folded by lanes_sum's halves (so bit for bit its result) with shared
+// shuffles, as F32x16's lanes_sums; the inputs enter in the order that brings the results out in order.
+inline F32x8 lanes_sums(const F32x8 (&v)[8]) {
+  const auto input = [&](int k) { return v[(k % 2) * 4 + k / 2].v; };
+  __m256 halves[4], pairs[2];
+  for (int p = 0; p < 4; ++p) {
+    const __m256 a = input(2 * p), b = input(2 * p + 1);
+    halves[p] = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+  }
+  for (int q = 0; q < 2; ++q) {
+    const __m256 a = halves[2 * q], b = halves[2 * q + 1];
+    pairs[q] = _mm256_add_ps(_mm256_shuffle_ps(a, b, 0x44), _mm256_shuffle_ps(a, b, 0xEE));
+  }
+  return _mm256_add_ps(_mm256_shuffle_ps(pairs[0], pairs[1], 0x88),
+                       _mm256_shuffle_ps(pairs[0], pairs[1], 0xDD));
+}
 // The larger of part and v lane by lane, part where v is NaN (so NaN elements are passed over); only the
 // first `lanes` lanes of v count.
 inline F32x8 max_skipping_nan(F32x8 part, F32x8 v) {

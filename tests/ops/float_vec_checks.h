@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -111,6 +112,19 @@ inline std::vector<float> widened(const std::vector<bf16>& x, int lanes) {
 // Whether store_vec narrows bf16 on this CPU (F32x16's needs AVX512-BF16).
 inline bool stores_bf16() {
   return rows_on_float_vec<bf16>();
+}
+
+// The lanes of kVecWidth vectors (x holds kVecWidth^2 floats, vector i at i * kVecWidth) summed by
+// lanes_sums at once ([0]) and by lanes_sum one vector at a time ([1]).
+inline std::array<std::vector<float>, 2> lanes_sums_both_ways(const std::vector<float>& x) {
+  FloatVec v[kVecWidth];
+  std::array<std::vector<float>, 2> sums{std::vector<float>(kVecWidth), std::vector<float>(kVecWidth)};
+  for (int i = 0; i < kVecWidth; ++i) {
+    v[i] = load_vec(x.data() + i * kVecWidth);
+    sums[1][size_t(i)] = lanes_sum(v[i]);
+  }
+  store_vec(sums[0].data(), lanes_sums(v));
+  return sums;
 }
 
 inline float row_max(const std::vector<float>& x) {
@@ -297,6 +311,25 @@ DEW_FLOAT_VEC_TEST(TablesHoldTheirValuesRoundedOnce) {
   // NOTE [exps of x <= 0 by thirty-seconds]: 2^(j/32) rounded once.
   for (int j = 0; j < 32; ++j)
     EXPECT_EQ(ops::DEW_KERNEL_NS::kExp2ThirtySeconds[j], float(exp2l(j / 32.0L))) << j;
+}
+
+// lanes_sums folds many vectors by the same halves as lanes_sum: the same bits, in order (a kernel that
+// sums a tile's accumulators at once gives each output as it would alone). Magnitudes spread over 2^40,
+// so a different order of additions would round differently.
+DEW_FLOAT_VEC_TEST(LanesSumsEqualLanesSumOneVectorAtATime) {
+  DEW_NEED_TIER();
+  const int width = ops::DEW_KERNEL_NS::kVecWidth;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> x(size_t(width * width));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = std::ldexp(float((i * 7919 + size_t(trial) * 104729) % 2001) - 1000.0f,
+                        int((i * 31 + size_t(trial)) % 41) - 20);
+    const auto sums = checks::lanes_sums_both_ways(x);
+    for (int i = 0; i < width; ++i)
+      ASSERT_TRUE(same_float(sums[0][size_t(i)], sums[1][size_t(i)]))
+          << "trial " << trial << ", vector " << i << ": " << sums[0][size_t(i)] << " against "
+          << sums[1][size_t(i)];
+  }
 }
 
 DEW_FLOAT_VEC_TEST(RowMaxSkipsNanAndCountsOnlyTheRow) {

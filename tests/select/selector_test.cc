@@ -78,9 +78,15 @@ TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
                             : select::cpu_supports(select::Isa::avx2) ? "cpu.avx2.dot_tiles_few_rows"
                                                                       : "cpu.onednn";
   EXPECT_ROUTE("matmul", tiles, matmul(ones({2, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
-  EXPECT_ROUTE("matmul", tiles, matmul(ones({8, 8}, DType::f32), ones({4096, 8}, DType::f32), linear));
-  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({8, 8}, DType::f32), ones({4097, 8}, DType::f32), linear));
-  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({9, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", tiles, matmul(ones({32, 8}, DType::f32), ones({5000, 8}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", tiles, matmul(ones({64, 1024}, DType::f32), ones({3, 1024}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", "cpu.onednn",
+               matmul(ones({64, 1025}, DType::f32), ones({3, 1025}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({65, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
+  EXPECT_ROUTE("matmul", tiles, matmul(ones({8, 8}, DType::bf16), ones({4096, 8}, DType::bf16), linear));
+  EXPECT_ROUTE("matmul", "cpu.onednn",
+               matmul(ones({8, 8}, DType::bf16), ones({4097, 8}, DType::bf16), linear));
+  EXPECT_ROUTE("matmul", "cpu.onednn", matmul(ones({9, 8}, DType::bf16), ones({3, 8}, DType::bf16), linear));
   const std::string columns = select::cpu_supports(select::Isa::avx512) ? "cpu.avx512.gemv_columns"
                               : select::cpu_supports(select::Isa::avx2) ? "cpu.avx2.gemv_columns"
                                                                         : "cpu.onednn";

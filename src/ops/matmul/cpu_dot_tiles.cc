@@ -51,8 +51,16 @@ template <int MR, int NR, class T>
       for (int m = 0; m < MR; ++m) acc[m][n] = mul_add(xv[m], wv, acc[m][n]);
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) dots[m][n] = lanes_sum(acc[m][n]);
+  if constexpr (MR == kTileRows && NR == kTileCols) {  // a whole tile: one vector of sums, the same bits
+    static_assert(kTileRows * kTileCols == kVecWidth);
+    FloatVec all[kVecWidth];
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n) all[m * NR + n] = acc[m][n];
+    store_vec(&dots[0][0], lanes_sums(all));
+  } else {
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n) dots[m][n] = lanes_sum(acc[m][n]);
+  }
 }
 
 template <int NR, class T>
@@ -63,6 +71,14 @@ void dot_rows(int rows, const float* x, const T* w, int64_t K, float (&dots)[kTi
   }
   if (rows == 2) return dot_tile<2, NR>(x, w, K, dots);
   dot_tile<1, NR>(x, w, K, dots);
+}
+
+// Part `part` of `parts` of the cache lines of [p, p + bytes), asked into L1 ahead of their use.
+inline void prefetch_part(const void* p, int64_t bytes, int64_t part, int64_t parts) {
+  const int64_t lines = (bytes + 63) / 64;
+  const char* c = static_cast<const char*>(p);
+  for (int64_t l = lines * part / parts; l < lines * (part + 1) / parts; ++l)
+    __builtin_prefetch(c + l * 64, 0, 3);
 }
 
 template <class T>
@@ -81,8 +97,14 @@ void dot_tiles(const MatmulArgs& args, Tensor& out) {
     float dots[kTileRows][kTileCols];
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n0 = t * kTileCols, cols = std::min<int64_t>(kTileCols, N - n0);
+      const int64_t next = std::min<int64_t>(kTileCols, N - n0 - cols),
+                    passes = (M + kTileRows - 1) / kTileRows;
       for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {  // the tile's weights stay in L1 across the rows
         const int rows = int(std::min<int64_t>(kTileRows, M - m0));
+        // The next tile's weights come from memory while this one's rows run from L1 (the first pass
+        // alone, waiting on them, ran at half the rate of the others).
+        if (next > 0)
+          prefetch_part(w + (n0 + cols) * K, next * K * int64_t(sizeof(T)), m0 / kTileRows, passes);
         if (cols == kTileCols)
           dot_rows<kTileCols>(rows, x + m0 * K, w + n0 * K, K, dots);
         else
@@ -106,11 +128,15 @@ DEW_ISA_END
 // Registration runs on every CPU: outside the instruction-set region.
 namespace dew::ops::DEW_KERNEL_NS {
 
-// NOTE [few rows]: measured alone against oneDNN (docs/perf.md, "Serving"), the tiles are faster up to 4
-// rows at every width and up to 8 rows for up to 4096 outputs a row; past that the library is.
+// NOTE [few rows]: measured alone against oneDNN (docs/perf.md, "Serving"), the f32 tiles are faster up
+// to 32 rows at every width, and level to 64 while the rows fit in L2 (K up to 1024); in a decode step
+// they are also spared the hand-over between Dew's threads and the library's OpenMP team. In bf16 the
+// library multiplies with AVX512-BF16 dot products at twice the f32 rate, so the tiles take only up to
+// 4 rows, and 8 with up to 4096 outputs a row.
 bool few_rows(const MatmulArgs& a) {
-  const int64_t M = a.a.numel() / std::max<int64_t>(1, a.a.size(-1)), N = a.b.size(-2);
-  return M <= 4 || (M <= 8 && N <= 4096);
+  const int64_t K = a.a.size(-1), M = a.a.numel() / std::max<int64_t>(1, K), N = a.b.size(-2);
+  if (a.a.dtype() == DType::bf16) return M <= 4 || (M <= 8 && N <= 4096);
+  return M <= 32 || (M <= 64 && K <= 1024);
 }
 
 void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_rows) {
@@ -126,8 +152,9 @@ void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_row
       })};
   if (only_few_rows)
     more.push_back(select::requires_that<MatmulArgs>(
-        "at most 4 rows, or 8 with at most 4096 columns (NOTE [few rows])", few_rows,
-        [](const MatmulArgs& a) {
+        "a few rows: f32 up to 32, or 64 with K up to 1024; bf16 up to 4, or 8 with up to 4096 columns (NOTE "
+        "[few rows])",
+        few_rows, [](const MatmulArgs& a) {
           return fmt::format("a is {} and b is {}", a.a.describe(), a.b.describe());
         }));
   add_cpu_f32_bf16<MatmulArgs>(

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "error_of.h"
+#include "select/requirements.h"
 
 namespace dew {
 namespace {
@@ -54,6 +55,32 @@ TEST(Matmul, Tf32IsOnlyAPermissionTheCpuDoesNotTake) {
   MatmulOptions tf32;
   tf32.tf32 = true;
   EXPECT_EQ(matmul(a, b, tf32).to_f64_vector(), matmul(a, b).to_f64_vector());
+}
+
+// NOTE [rows one at a time]: the tiles' rows come out bit for bit as each row alone would, whichever
+// tile, tail or partial tile a row falls in (batch-invariant serving depends on it).
+TEST(Matmul, DotTilesGiveEachRowTheBitsItHasAlone) {
+  const int64_t M = 13, K = 83, N = 10;  // a partial tile of rows, a tail of K, a partial tile of columns
+  Tensor x = Tensor::empty({M, K}, DType::f32), w = Tensor::empty({N, K}, DType::f32);
+  fill_normal(x, {9, 1, 0}, 0, 1);
+  fill_normal(w, {9, 2, 0}, 0, 1);
+  MatmulOptions o;
+  o.transpose_b = true;
+  int tiers = 0;
+  for (const auto& [isa, impl] : {std::pair{select::Isa::avx2, "cpu.avx2.dot_tiles"},
+                                  std::pair{select::Isa::avx512, "cpu.avx512.dot_tiles"}}) {
+    if (!select::cpu_supports(isa)) continue;
+    ++tiers;
+    set_impl_overrides(std::string("matmul:") + impl);
+    const std::vector<double> all = matmul(x, w, o).to_f64_vector();
+    for (int64_t m = 0; m < M; ++m) {
+      const std::vector<double> alone = matmul(x.slice(0, m, m + 1).contiguous(), w, o).to_f64_vector();
+      for (int64_t n = 0; n < N; ++n)
+        EXPECT_EQ(alone[size_t(n)], all[size_t(m * N + n)]) << impl << " row " << m << " column " << n;
+    }
+  }
+  set_impl_overrides("");
+  if (tiers == 0) GTEST_SKIP() << "this CPU has neither the avx2 nor the avx512 tier";
 }
 
 TEST(Matmul, RefusesBadShapesAndDtypesNamingThem) {
