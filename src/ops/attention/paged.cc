@@ -196,6 +196,8 @@ std::vector<Case<PagedAttentionArgs>> PagedAttention::cases(std::string_view) {
       {"gqa_partitions", {"ci"}, 4, 2, 16, 16, 36, {1, 37, 300}, scaled, false},
       {"window_softcap_sinks", {"ci", "edge"}, 6, 2, 8, 8, 100, {70, 600}, window_cap, true},
       {"one_kv_head_long", {"ci"}, 8, 1, 32, 32, 20, {530}, plain, false},
+      // a head size of whole vectors and a tail on either tier; a key tile cut short by the length
+      {"head_dim_with_tail", {"ci", "edge"}, 3, 3, 40, 8, 9, {21, 45}, plain, false},
       {"llama8b_decode_32", {"bench"}, 32, 8, 128, 16, 2053, std::vector<int64_t>(32, 1024), plain, false},
       {"gpt2_decode_8", {"bench"}, 12, 12, 64, 16, 257, std::vector<int64_t>(8, 512), plain, false}};
   std::vector<Case<PagedAttentionArgs>> out;

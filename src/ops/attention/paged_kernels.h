@@ -1,14 +1,17 @@
 // paged_attention's kernel, written once and compiled per instruction set (NOTE [kernel namespaces]):
 // threads over (sequence, KV head, partition) items; an item walks its keys in tiles through the block
 // table, widening each tile of keys and values once for every query head of its group, with an online
-// softmax; then each (sequence, head) merges its partitions in order (NOTE [paged partitions]).
+// softmax (on the tiers, f32 and bf16 caches take paged_keys_vec's vector loop instead, paged_vec_item.h);
+// then each (sequence, head) merges its partitions in order (NOTE [paged partitions]).
 #pragma once
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "ops/attention/paged.h"
+#include "ops/attention/paged_vec_item.h"
 #include "ops/kernel_types.h"
 #include "simd/isa.h"
 #include "simd/lanes.h"
@@ -57,6 +60,13 @@ void paged_attention_forward(const PagedAttentionArgs& a, std::vector<Tensor>& o
       std::fill(m, m + group, kMinusInf);
       std::fill(l, l + group, Acc(0));
       std::fill(acc, acc + group * D, Acc(0));
+#if DEW_HAS_FLOAT_VEC
+      if constexpr (L == kVecWidth && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
+        const PagedRows<T> rows{kc, vc, tables + n * M, block_size, Hkv, hk, D};
+        paged_keys_vec(rows, first, last, qg.data(), group, scale, cap, m, l, acc);
+        continue;
+      }
+#endif
       for (int64_t j0 = first; j0 < last; j0 += kPagedKeyTile) {  // key tiles
         const int64_t j1 = std::min(last, j0 + kPagedKeyTile);
         for (int64_t j = j0; j < j1; ++j) {  // gather the tile's rows through the block table

@@ -1,0 +1,86 @@
+// paged_attention's inner loop on a tier's FloatVec (f32 and bf16 caches; NOTE [kernel namespaces]):
+// one item's keys for its group of query heads, kVecWidth keys at a time. Each key's score is a vector
+// of partial products, and the tile's scores leave as one vector (lanes_sums) for the online softmax,
+// where one dot at a time paid a fold of lanes per key and per head. Included by cpu_paged.cc only.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "simd/float_vec.h"
+#include "simd/vector_math.h"
+
+DEW_ISA_BEGIN
+namespace dew::ops::DEW_KERNEL_NS {
+
+#if DEW_HAS_FLOAT_VEC
+// Rows of one sequence's cache for KV head hk, seen through its block table.
+template <class T>
+struct PagedRows {
+  const T *k_cache, *v_cache;
+  const int64_t* table;  // the sequence's blocks
+  int64_t block_size, kv_heads, head, D;
+  int64_t row(int64_t key) const {
+    return ((table[key / block_size] * block_size + key % block_size) * kv_heads + head) * D;
+  }
+};
+
+// Keys [first, last) for `group` query heads q (widened, D each): m, l and acc (D per head) carry each
+// head's running max, sum and unnormalized output, as the portable loop's do.
+template <class T>
+void paged_keys_vec(const PagedRows<T>& rows, int64_t first, int64_t last, const float* q, int64_t group,
+                    float scale, float cap, float* m, float* l, float* acc) {
+  constexpr int W = kVecWidth;
+  const int64_t D = rows.D, full = D / W * W;
+  const int tail = int(D - full);
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  const T *k[W], *v[W];
+  for (int64_t j0 = first; j0 < last; j0 += W) {
+    const int keys = int(std::min<int64_t>(W, last - j0));
+    for (int j = 0; j < keys; ++j) {
+      const int64_t r = rows.row(j0 + j);
+      k[j] = rows.k_cache + r, v[j] = rows.v_cache + r;
+    }
+    for (int64_t g = 0; g < group; ++g) {
+      const float* qg = q + g * D;
+      FloatVec dots[W];
+      for (int j = 0; j < W; ++j) {
+        FloatVec s = 0.0f;
+        if (j < keys) {
+          int64_t d = 0;
+          for (; d < full; d += W) s = mul_add(load_vec(qg + d), load_vec(k[j] + d), s);
+          if (tail > 0) s = mul_add(load_vec(qg + d, tail), load_vec(k[j] + d, tail), s);
+        }
+        dots[j] = s;
+      }
+      FloatVec scores = lanes_sums(dots) * FloatVec(scale);
+      if (cap > 0) scores = tanh_f32(scores / FloatVec(cap)) * FloatVec(cap);
+      // The max over the tile's keys (lanes past them, and NaN, passed over); a NaN score still
+      // reaches the output through its weight.
+      const float new_m = std::max(m[g], lanes_max(max_skipping_nan(FloatVec(minus_inf), scores, keys)));
+      const float correction = exp_f32(m[g] - new_m);
+      const FloatVec p = keep_first_lanes(exp_f32(scores - FloatVec(new_m)), keys);
+      alignas(64) float weight[W];
+      store_vec(weight, p);
+      float* out = acc + g * D;
+      int64_t d = 0;
+      for (; d < full; d += W) {
+        FloatVec o = load_vec(out + d) * FloatVec(correction);
+        for (int j = 0; j < keys; ++j) o = mul_add(FloatVec(weight[j]), load_vec(v[j] + d), o);
+        store_vec(out + d, o);
+      }
+      if (tail > 0) {
+        FloatVec o = load_vec(out + d, tail) * FloatVec(correction);
+        for (int j = 0; j < keys; ++j) o = mul_add(FloatVec(weight[j]), load_vec(v[j] + d, tail), o);
+        store_vec(out + d, o, tail);
+      }
+      l[g] = l[g] * correction + lanes_sum(p);
+      m[g] = new_m;
+    }
+  }
+}
+#endif
+
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END
