@@ -59,6 +59,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 
 // Converts to dtype with the rounding rules of dtype.h (floats to integers truncate toward zero).
 Tensor cast(const Tensor& x, DType dtype);
+// x itself when it is already of `dtype` (no copy), else cast(x, dtype).
+Tensor as_dtype(const Tensor& x, DType dtype);
 
 // Reductions over the listed axes (all axes when empty); keepdim keeps them as size 1.
 Tensor sum(const Tensor& x, const std::vector<int64_t>& axes = {}, bool keepdim = false);

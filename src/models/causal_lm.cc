@@ -153,7 +153,7 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   require_memory_for(shapes, target, directory);
   for (const auto& [name, shape] : shapes) {
     Tensor t = checkpoint.load(prefix + name);
-    m.parameters_[name] = t.dtype() == target ? t : cast(t, target);
+    m.parameters_[name] = as_dtype(t, target);
   }
   m.config_.dtype = torch_dtype_name(target);
   return m;

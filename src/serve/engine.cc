@@ -289,10 +289,10 @@ bool Engine::step() {
   if (logit_rows.empty()) logit_rows.push_back(double(N - 1));  // prompt chunks only: no row is sampled
   PagedStepAttention attention(st.pool, pieces, st.options.batch_invariant);
   const Tensor logits =
-      cast(st.model.forward(Tensor::from_values(ids, {1, N}, DType::i64),
-                            Tensor::from_values(positions, {1, N}, DType::i64), attention,
-                            Tensor::from_values(logit_rows, {int64_t(logit_rows.size())}, DType::i64)),
-           DType::f32)
+      as_dtype(st.model.forward(Tensor::from_values(ids, {1, N}, DType::i64),
+                                Tensor::from_values(positions, {1, N}, DType::i64), attention,
+                                Tensor::from_values(logit_rows, {int64_t(logit_rows.size())}, DType::i64)),
+               DType::f32)
           .contiguous();
   ++st.counts.steps;
   for (size_t i = 0; i < pieces.size(); ++i) {

@@ -45,7 +45,7 @@ PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece>
 void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tensor& v) {
   const int64_t bs = pool_.block_size();
   for (auto [x, cache] : {std::pair{&k, &pool_.keys(layer)}, {&v, &pool_.values(layer)}}) {
-    const Tensor rows = cast(*x, cache->dtype()).contiguous();
+    const Tensor rows = as_dtype(*x, cache->dtype()).contiguous();
     Tensor target = *cache;
     const size_t row_bytes = size_t(rows.numel() / rows.size(1)) * dtype_size(rows.dtype());  // Hkv * D
     for (const StepPiece& p : pieces_)
@@ -72,8 +72,9 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
   options.causal = true;
   if (!paged_rows_.empty()) {
     const Tensor rows = index_select(q.reshape({N, H, D}), 0, paged_row_index_);
-    const Tensor o = cast(
-        paged_attention(cast(rows, cache_dtype), keys, values, paged_tables_, paged_lengths_, options).out,
+    const Tensor o = as_dtype(
+        paged_attention(as_dtype(rows, cache_dtype), keys, values, paged_tables_, paged_lengths_, options)
+            .out,
         q.dtype());
     for (size_t i = 0; i < paged_rows_.size(); ++i) copy_rows(o, int64_t(i), out, paged_rows_[i], 1, out_row);
   }
@@ -88,9 +89,9 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
       copy_rows(keys, (*p.blocks)[size_t(b)], dense_k, b, 1, block_bytes);
       copy_rows(values, (*p.blocks)[size_t(b)], dense_v, b, 1, block_bytes);
     }
-    const Tensor piece_q = cast(q.slice(1, p.start, p.start + p.count), cache_dtype);
+    const Tensor piece_q = as_dtype(q.slice(1, p.start, p.start + p.count), cache_dtype);
     const Tensor o =
-        cast(attention(piece_q, dense_k.slice(1, 0, S), dense_v.slice(1, 0, S), options).out, q.dtype())
+        as_dtype(attention(piece_q, dense_k.slice(1, 0, S), dense_v.slice(1, 0, S), options).out, q.dtype())
             .contiguous();
     copy_rows(o, 0, out, p.start, p.count, out_row);
   }

@@ -15,10 +15,6 @@ DType compute_dtype(const Tensor& q) {
   return q.dtype() == DType::f64 ? DType::f64 : DType::f32;
 }
 
-Tensor as_dtype(const Tensor& x, DType dtype) {
-  return x.dtype() == dtype ? x : cast(x, dtype);
-}
-
 // (B,T,H,D) → (B,H,T,D) in `dtype`; KV tensors (B,S,Hkv,D) get each head repeated `group` times first.
 Tensor heads_first(const Tensor& x, int64_t group, DType dtype) {
   Tensor y = as_dtype(x, dtype);

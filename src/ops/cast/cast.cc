@@ -52,4 +52,8 @@ namespace dew {
 Tensor cast(const Tensor& x, DType dtype) {
   return ops::run_op<ops::Cast>(ops::CastArgs{x, dtype})[0];
 }
+
+Tensor as_dtype(const Tensor& x, DType dtype) {
+  return x.dtype() == dtype ? x : cast(x, dtype);
+}
 }  // namespace dew
