@@ -3,6 +3,7 @@
 #include "serve_bench.h"
 
 #include <dew/models.h>
+#include <dew/runtime.h>
 #include <dew/serve.h>
 #include <fmt/core.h>
 
@@ -32,7 +33,27 @@ struct Level {
   int64_t concurrency = 0, tokens = 0;
   double wall = 0, decode_rate = 0;  // decode_rate: one request's tokens/s after its first
   std::vector<double> first_token, gaps;
+  std::string profile;  // --profile: the timed run's step time by op
 };
+
+// The op profile of `steps` engine steps that took `wall` seconds: each (op, shape) row's time a step,
+// largest first, and the step's time outside every op (scheduling, sampling, tensors built per step).
+std::string step_profile(double wall, int64_t steps) {
+  std::vector<OpTime> rows = op_profile();
+  std::sort(rows.begin(), rows.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+  double in_ops = 0;
+  for (const OpTime& r : rows) in_ops += r.seconds;
+  const double per = 1e3 / double(std::max<int64_t>(1, steps));
+  std::string text = fmt::format("    {} steps, {:.3f} ms a step: ops {:.3f}, outside them {:.3f}\n", steps,
+                                 wall * per, in_ops * per, (wall - in_ops) * per);
+  for (const OpTime& r : rows) {
+    if (r.seconds * per < 0.01) break;
+    text += fmt::format("    {:>16} {:<34} {:>7.1f} calls {:>8.3f} ms{}\n", r.op, r.label,
+                        double(r.calls) / double(steps), r.seconds * per,
+                        r.flops > 0 ? fmt::format(" {:>7.1f} GFLOP/s", r.flops / r.seconds / 1e9) : "");
+  }
+  return text;
+}
 
 Level run_level(const CausalLM& model, const serve::EngineOptions& eo, int64_t c, const ServeBenchOptions& o,
                 int64_t round) {
@@ -43,6 +64,8 @@ Level run_level(const CausalLM& model, const serve::EngineOptions& eo, int64_t c
   ro.sampling.temperature = 0;
   ro.max_tokens = o.new_tokens;
   ro.ignore_eos = true;
+  const bool profiled = o.profile && round == 1;
+  if (profiled) reset_op_profile(), set_op_profiling(true);
   const Clock::time_point start = Clock::now();
   for (int64_t r = 0; r < c; ++r) {
     std::vector<int64_t> prompt;
@@ -59,6 +82,10 @@ Level run_level(const CausalLM& model, const serve::EngineOptions& eo, int64_t c
   Level l;
   l.concurrency = c;
   l.wall = seconds(start, Clock::now());
+  if (profiled) {
+    set_op_profiling(false);
+    l.profile = step_profile(l.wall, engine.stats().steps);
+  }
   for (const auto& t : times) {
     l.tokens += int64_t(t.size());
     l.first_token.push_back(seconds(start, t.front()));
@@ -107,6 +134,7 @@ int run_serve_bench(const ServeBenchOptions& o) {
     fmt::print("{:>11} {:>14.1f} {:>8.2f}x {:>10.1f} / {:>9.1f} {:>10.2f} / {:>9.2f}\n", c, rate, gain,
                1e3 * percentile(l.first_token, 0.5), 1e3 * percentile(l.first_token, 0.99),
                1e3 * percentile(l.gaps, 0.5), 1e3 * percentile(l.gaps, 0.99));
+    fmt::print("{}", l.profile);
     levels.push_back({{"concurrency", c},
                       {"output_tokens_per_s", rate},
                       {"gain_over_one", gain},

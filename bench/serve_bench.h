@@ -2,7 +2,7 @@
 // distinct prompts, greedy, a fixed number of new tokens each): output tokens/s, time to first token
 // and inter-token latency (p50/p99), the gain of batching over one request at a time, and single-request
 // decode's weight bytes/s against the triad bandwidth measured in the same run. A table, then one JSON
-// line.
+// line. With --profile, each level's step time by op (and outside the ops) follows its row.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@ struct ServeBenchOptions {
   int64_t prompt = 128, new_tokens = 64;
   std::vector<int64_t> concurrency = {1, 8, 32};
   bool batch_invariant = false;  // the engine's deterministic mode (NOTE [batch invariance])
+  bool profile = false;          // each level's timed run under the op profile: time a step by op
 };
 int run_serve_bench(const ServeBenchOptions& options);
 

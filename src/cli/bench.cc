@@ -72,6 +72,8 @@ void add_bench(CLI::App& app, int& status) {
       ->default_val(std::vector<int64_t>{1, 8, 32});
   bench_serve_cmd->add_flag("--batch-invariant", bench_serve.batch_invariant,
                             "the engine's deterministic mode");
+  bench_serve_cmd->add_flag("--profile", bench_serve.profile,
+                            "time each level's steps by op, and what runs outside the ops");
   auto* bench_tokenize_cmd = bench_cmd->add_subcommand(
       "tokenize", "encode MB/s on one core against tokenizers.js on the same text in the same run");
   dew::bench::TokenizeBenchOptions& bench_tokenize =

@@ -220,6 +220,20 @@ TEST(Cli, BenchDecodeReportsPrefillAndDecodeRates) {
   EXPECT_NE(r.out.find(R"("llama_cpp":[)"), std::string::npos) << r.out;  // empty where it is not installed
 }
 
+// --profile follows the level's row with its steps timed by op: the products and paged attention each
+// name their shapes, and the time outside the ops is reported.
+TEST(Cli, BenchServeProfileTimesTheStepsByOp) {
+  Result r = run("bench serve default --prompt 4 --new-tokens 2 --concurrency 2 --profile");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" steps, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ms a step: ops "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outside them"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matmul 2x1024x384 f32 tb"), std::string::npos) << r.out;  // a decode step's MLP up
+  EXPECT_NE(r.out.find("paged_attention f32"), std::string::npos) << r.out;
+  Result plain = run("bench serve default --prompt 4 --new-tokens 2 --concurrency 2");
+  EXPECT_EQ(plain.out.find("ms a step"), std::string::npos) << plain.out;
+}
+
 }  // namespace
 
 TEST(Cli, TokenizeEncodesJsonlStringsAndDecodesIdArrays) {

@@ -128,15 +128,17 @@ DEW_ISA_END
 // Registration runs on every CPU: outside the instruction-set region.
 namespace dew::ops::DEW_KERNEL_NS {
 
-// NOTE [few rows]: measured alone against oneDNN (docs/perf.md, "Serving"), the f32 tiles are faster up
-// to 32 rows at every width, and level to 64 while the rows fit in L2 (K up to 1024); in a decode step
-// they are also spared the hand-over between Dew's threads and the library's OpenMP team. In bf16 the
-// library multiplies with AVX512-BF16 dot products at twice the f32 rate, so the tiles take only up to
-// 4 rows, and 8 with up to 4096 outputs a row.
+// NOTE [few rows]: measured against oneDNN (docs/perf.md, "Serving"), the AVX-512 tiles in f32 are faster
+// up to 32 rows alone, and within a decode step up to 64 while the rows fit in L2 (K up to 1024), where
+// they also spare the hand-over between Dew's threads and the library's OpenMP team. In bf16 the library
+// multiplies with AVX512-BF16 dot products at twice the f32 rate, and the AVX2 tiles (2 rows by 4) are
+// measured only to 8 rows: there the tiles take up to 4 rows, and 8 with up to 4096 outputs a row.
 bool few_rows(const MatmulArgs& a) {
   const int64_t K = a.a.size(-1), M = a.a.numel() / std::max<int64_t>(1, K), N = a.b.size(-2);
-  if (a.a.dtype() == DType::bf16) return M <= 4 || (M <= 8 && N <= 4096);
-  return M <= 32 || (M <= 64 && K <= 1024);
+#if DEW_HAS_F32X16
+  if (a.a.dtype() == DType::f32) return M <= 32 || (M <= 64 && K <= 1024);
+#endif
+  return M <= 4 || (M <= 8 && N <= 4096);
 }
 
 void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_rows) {
