@@ -52,7 +52,12 @@ SpecialTokenTemplate make_special_token_template(
       const std::string name = item["SpecialToken"]["id"].get<std::string>();
       std::vector<int64_t> ids;
       if (specials.contains(name) && specials[name].contains("ids")) {
-        for (const auto& id : specials[name]["ids"]) ids.push_back(id.get<int64_t>());
+        for (const auto& id : specials[name]["ids"]) {
+          DEW_REQUIRE(id.is_number_integer(),
+                      "{}: the special token \"{}\" has the id {}; expected an integer", here, name,
+                      id.dump());
+          ids.push_back(id.get<int64_t>());
+        }
       } else {
         const auto id = id_of(name);
         DEW_REQUIRE(id.has_value(), "{}: the special token \"{}\" is not in the vocabulary", here, name);

@@ -276,6 +276,14 @@ TEST(TokenizerRefusals, UnsupportedComponentsAreNamedWithTheFile) {
                          {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
                          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {999}}}}}}}}}),
               HasSubstr("post_processor: it adds id 999, which is not in the vocabulary"));
+  // An id past any integer (parsed as a float) is refused by name, not converted (fuzzing found it: a
+  // float-to-integer conversion out of range, undefined behaviour).
+  EXPECT_THAT(refusal({{"model", model},
+                       {"post_processor",
+                        {{"type", "TemplateProcessing"},
+                         {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
+                         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {7.4e30}}}}}}}}}),
+              HasSubstr("the special token \"<s>\" has the id 7.4e+30; expected an integer"));
   EXPECT_THAT(refusal({{"model", model}, {"added_tokens", {{{"id", 2147483647}, {"content", "<x>"}}}}}),
               HasSubstr("added_tokens: \"<x>\" has id 2147483647; expected an id below"));
 }
