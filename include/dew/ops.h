@@ -24,6 +24,11 @@ struct MatmulOptions {
 };
 // act(scale * op(a) @ op(b) + bias) + residual
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
+// Mixture-of-experts products over rows sorted by group, sizes (G) i64 rows each (ragged, possibly 0):
+// out (T,N) = a_g @ b[g] for a (T,K) and b (G,K,N), or (G,N,K) with transpose_b (experts' nn.Linear
+// weights); and the weight gradient, out (G,P,Q) = a_g^T @ b_g for a (T,P), b (T,Q).
+Tensor grouped_matmul(const Tensor& a, const Tensor& b, const Tensor& sizes, bool transpose_b = false);
+Tensor grouped_matmul_weight_grad(const Tensor& a, const Tensor& b, const Tensor& sizes);
 
 // Elementwise, one input.
 Tensor neg(const Tensor& x);

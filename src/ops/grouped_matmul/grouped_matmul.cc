@@ -1,0 +1,101 @@
+// grouped_matmul's public functions, validation, output rule, cases and registry.
+#include "ops/grouped_matmul/grouped_matmul.h"
+
+namespace dew::ops {
+
+std::vector<int64_t> group_offsets(const GroupedMatmulArgs& a) {
+  const Tensor sizes = a.sizes.contiguous();
+  const int64_t* s = sizes.data<int64_t>();
+  std::vector<int64_t> offsets{0};
+  for (int64_t g = 0; g < sizes.numel(); ++g) offsets.push_back(offsets.back() + s[g]);
+  return offsets;
+}
+
+std::string GroupedMatmul::case_label(const Args& a) {
+  return fmt::format("{}{}", dtype_name(a.dtype()), a.transpose_b ? " tb" : "");
+}
+
+std::vector<OutputSpec> GroupedMatmul::infer(const Args& a) {
+  const char* op = name(a).data();
+  require_same_device(op, {&a.a, &a.b, &a.sizes});
+  DEW_REQUIRE(is_floating(a.dtype()) && a.b.dtype() == a.dtype(),
+              "[{}] a is {} and b is {}; expected one floating dtype (f64, f32, bf16, f16) for both", op,
+              a.a.describe(), a.b.describe());
+  DEW_REQUIRE(a.sizes.dtype() == DType::i64 && a.sizes.dim() == 1,
+              "[{}] sizes is {}; expected the rows of each group as i64 (G)", op, a.sizes.describe());
+  DEW_REQUIRE(a.a.dim() == 2, "[{}] a is {}; expected (T,K) rows sorted by group", op, a.a.describe());
+  const int64_t G = a.sizes.size(0), T = a.a.size(0);
+  const Tensor sizes = a.sizes.contiguous();
+  int64_t total = 0;
+  for (int64_t g = 0; g < G; ++g) {
+    const int64_t s = sizes.data<int64_t>()[g];
+    DEW_REQUIRE(s >= 0, "[{}] sizes[{}] is {}; expected a count of rows, 0 or more", op, g, s);
+    total += s;
+  }
+  DEW_REQUIRE(total == T, "[{}] sizes sum to {} rows but a has {}; expected every row in one group", op,
+              total, T);
+  if (a.weight_grad) {
+    DEW_REQUIRE(!a.transpose_b, "[{}] takes no transpose_b", op);
+    DEW_REQUIRE(a.b.dim() == 2 && a.b.size(0) == T, "[{}] b is {}; expected ({},Q), a row for each of a's",
+                op, a.b.describe(), T);
+    return {{{G, a.a.size(1), a.b.size(1)}, a.dtype()}};
+  }
+  const int64_t K = a.a.size(1);
+  DEW_REQUIRE(a.b.dim() == 3 && a.b.size(0) == G && a.b.size(a.transpose_b ? 2 : 1) == K,
+              "[{}] b is {}; expected ({},{},N){} for {} groups of rows of width {}", op, a.b.describe(), G,
+              a.transpose_b ? "N" : std::to_string(K), a.transpose_b ? fmt::format(" as (G,N,{})", K) : "", G,
+              K);
+  return {{{T, a.b.size(a.transpose_b ? 1 : 2)}, a.dtype()}};
+}
+
+double GroupedMatmul::flops(const Args& a) {
+  const int64_t inner = a.weight_grad ? a.b.size(1) : a.b.size(a.transpose_b ? 1 : 2);
+  return 2.0 * double(a.a.numel()) * double(inner);
+}
+
+const select::Registry<GroupedMatmulArgs>& GroupedMatmul::registry() {
+  static const select::Registry<GroupedMatmulArgs> r = [] {
+    select::Registry<GroupedMatmulArgs> reg;
+    add_grouped_matmul_portable(reg);
+    return reg;
+  }();
+  return r;
+}
+
+std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
+  const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
+  // Groups of 5, none, 9 and 2 rows: an empty expert between busy ones.
+  const std::vector<double> ragged{5, 0, 9, 2};
+  auto rows = [=](int64_t K, int64_t N, bool tb) {
+    return [=](DType t, RandomKey k) {
+      const int64_t G = int64_t(ragged.size());
+      return GroupedMatmulArgs{random_input({16, K}, t, k),
+                               random_input(tb ? Shape{G, N, K} : Shape{G, K, N}, t, {k.seed, k.stream + 1}),
+                               Tensor::from_values(ragged, {G}, DType::i64), tb, false};
+    };
+  };
+  auto grads = [=](int64_t P, int64_t Q) {
+    return [=](DType t, RandomKey k) {
+      return GroupedMatmulArgs{random_input({16, P}, t, k), random_input({16, Q}, t, {k.seed, k.stream + 1}),
+                               Tensor::from_values(ragged, {int64_t(ragged.size())}, DType::i64), false,
+                               true};
+    };
+  };
+  if (op == "grouped_matmul_weight_grad") return {{"ragged", {"ci", "edge"}, all, grads(24, 12)}};
+  return {{"ragged", {"ci", "edge"}, all, rows(24, 12, false)},
+          {"ragged_linear_weights", {"ci"}, all, rows(24, 12, true)}};
+}
+
+}  // namespace dew::ops
+
+namespace dew {
+
+Tensor grouped_matmul(const Tensor& a, const Tensor& b, const Tensor& sizes, bool transpose_b) {
+  return ops::run_op<ops::GroupedMatmul>(ops::GroupedMatmulArgs{a, b, sizes, transpose_b, false})[0];
+}
+
+Tensor grouped_matmul_weight_grad(const Tensor& a, const Tensor& b, const Tensor& sizes) {
+  return ops::run_op<ops::GroupedMatmul>(ops::GroupedMatmulArgs{a, b, sizes, false, true})[0];
+}
+
+}  // namespace dew
