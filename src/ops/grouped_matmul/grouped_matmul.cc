@@ -56,6 +56,8 @@ double GroupedMatmul::flops(const Args& a) {
 const select::Registry<GroupedMatmulArgs>& GroupedMatmul::registry() {
   static const select::Registry<GroupedMatmulArgs> r = [] {
     select::Registry<GroupedMatmulArgs> reg;
+    avx512::add_grouped_matmul_cpu(reg);
+    avx2::add_grouped_matmul_cpu(reg);
     add_grouped_matmul_portable(reg);
     return reg;
   }();
@@ -82,8 +84,16 @@ std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
     };
   };
   if (op == "grouped_matmul_weight_grad") return {{"ragged", {"ci", "edge"}, all, grads(24, 12)}};
+  // A small Mixtral-shaped layer's up projection: 512 tokens, top-2 of 8 experts, uneven loads.
+  auto mixtral = [](DType t, RandomKey k) {
+    const std::vector<double> loads{200, 96, 160, 40, 176, 120, 152, 80};
+    return GroupedMatmulArgs{random_input({1024, 512}, t, k),
+                             random_input({8, 1408, 512}, t, {k.seed, k.stream + 1}),
+                             Tensor::from_values(loads, {8}, DType::i64), true, false};
+  };
   return {{"ragged", {"ci", "edge"}, all, rows(24, 12, false)},
-          {"ragged_linear_weights", {"ci"}, all, rows(24, 12, true)}};
+          {"ragged_linear_weights", {"ci"}, all, rows(24, 12, true)},
+          {"mixtral_small_up", {"bench"}, {DType::f32, DType::bf16}, mixtral}};
 }
 
 }  // namespace dew::ops

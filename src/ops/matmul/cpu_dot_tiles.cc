@@ -1,17 +1,14 @@
 // matmul for a few rows against weights stored as nn.Linear has them, Y = X W^T with W (N,K), for each
-// CPU tier (NOTE [instruction-set regions]): tiles of MR rows of X by NR rows of W, each output one
-// vector accumulator along K, so a tile loads MR + NR vectors for MR x NR fused multiply-adds, where a
-// row-at-a-time dot loads two per one. A library GEMM packs and blocks for many rows; at a decode batch
-// of 2 to 16 rows it runs far below the machine's rate (docs/perf.md, "Serving").
-// NOTE [rows one at a time]: every output is the same sequence of operations whatever the tile it falls
-// in — one accumulator from zero over K in vector steps, the tail masked, then its lanes summed — so a
-// row's result does not depend on how many rows come with it (serving's batch-invariant mode pins this
-// kernel for every product).
+// CPU tier (NOTE [instruction-set regions]), through the dot tiles (dot_tiles.h): a library GEMM packs
+// and blocks for many rows; at a decode batch it runs below the machine's rate (docs/perf.md,
+// "Serving"). Each output does not depend on the rows that come with it (NOTE [rows one at a time]),
+// so serving's batch-invariant mode pins this implementation for every product.
 #include <dew/runtime.h>
 
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
 #include "ops/matmul/cpu_epilogue.h"
+#include "ops/matmul/dot_tiles.h"
 #include "ops/matmul/matmul.h"
 #include "ops/scratch.h"
 #include "simd/float_vec.h"
@@ -22,65 +19,6 @@ namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
 #if DEW_HAS_FLOAT_VEC
-// AVX-512's 32 registers hold 4 x 4 accumulators with their operands; AVX2's 16 hold 2 x 4.
-inline constexpr int kTileRows = kVecWidth == 16 ? 4 : 2, kTileCols = 4;
-
-// dots[m][n] = x_m . w_n for MR rows of x (widened, row stride K) and NR rows of w.
-template <int MR, int NR, class T>
-[[gnu::always_inline]] inline void dot_tile(const float* x, const T* w, int64_t K,
-                                            float (&dots)[kTileRows][kTileCols]) {
-  constexpr int64_t W = kVecWidth;
-  FloatVec acc[MR][NR];
-  for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) acc[m][n] = 0.0f;
-  int64_t k = 0;
-  for (; k + W <= K; k += W) {
-    FloatVec xv[MR];
-    for (int m = 0; m < MR; ++m) xv[m] = load_vec(x + m * K + k);
-    for (int n = 0; n < NR; ++n) {
-      const FloatVec wv = load_vec(w + n * K + k);
-      for (int m = 0; m < MR; ++m) acc[m][n] = mul_add(xv[m], wv, acc[m][n]);
-    }
-  }
-  if (k < K) {
-    const int lanes = int(K - k);
-    FloatVec xv[MR];
-    for (int m = 0; m < MR; ++m) xv[m] = load_vec(x + m * K + k, lanes);
-    for (int n = 0; n < NR; ++n) {
-      const FloatVec wv = load_vec(w + n * K + k, lanes);
-      for (int m = 0; m < MR; ++m) acc[m][n] = mul_add(xv[m], wv, acc[m][n]);
-    }
-  }
-  if constexpr (MR == kTileRows && NR == kTileCols) {  // a whole tile: one vector of sums, the same bits
-    static_assert(kTileRows * kTileCols == kVecWidth);
-    FloatVec all[kVecWidth];
-    for (int m = 0; m < MR; ++m)
-      for (int n = 0; n < NR; ++n) all[m * NR + n] = acc[m][n];
-    store_vec(&dots[0][0], lanes_sums(all));
-  } else {
-    for (int m = 0; m < MR; ++m)
-      for (int n = 0; n < NR; ++n) dots[m][n] = lanes_sum(acc[m][n]);
-  }
-}
-
-template <int NR, class T>
-void dot_rows(int rows, const float* x, const T* w, int64_t K, float (&dots)[kTileRows][kTileCols]) {
-  if constexpr (kTileRows == 4) {
-    if (rows == 4) return dot_tile<4, NR>(x, w, K, dots);
-    if (rows == 3) return dot_tile<3, NR>(x, w, K, dots);
-  }
-  if (rows == 2) return dot_tile<2, NR>(x, w, K, dots);
-  dot_tile<1, NR>(x, w, K, dots);
-}
-
-// Part `part` of `parts` of the cache lines of [p, p + bytes), asked into L1 ahead of their use.
-inline void prefetch_part(const void* p, int64_t bytes, int64_t part, int64_t parts) {
-  const int64_t lines = (bytes + 63) / 64;
-  const char* c = static_cast<const char*>(p);
-  for (int64_t l = lines * part / parts; l < lines * (part + 1) / parts; ++l)
-    __builtin_prefetch(c + l * 64, 0, 3);
-}
-
 template <class T>
 void dot_tiles(const MatmulArgs& args, Tensor& out) {
   const int64_t K = args.a.size(-1), N = args.b.size(-2), M = args.a.numel() / K;
@@ -94,29 +32,8 @@ void dot_tiles(const MatmulArgs& args, Tensor& out) {
   const int64_t grain =
       std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, kTileCols * K * int64_t(sizeof(T))));
   parallel_for(tiles, grain, [&](int64_t t0, int64_t t1) {
-    float dots[kTileRows][kTileCols];
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t n0 = t * kTileCols, cols = std::min<int64_t>(kTileCols, N - n0);
-      const int64_t next = std::min<int64_t>(kTileCols, N - n0 - cols),
-                    passes = (M + kTileRows - 1) / kTileRows;
-      for (int64_t m0 = 0; m0 < M; m0 += kTileRows) {  // the tile's weights stay in L1 across the rows
-        const int rows = int(std::min<int64_t>(kTileRows, M - m0));
-        // The next tile's weights come from memory while this one's rows run from L1 (the first pass
-        // alone, waiting on them, ran at half the rate of the others).
-        if (next > 0)
-          prefetch_part(w + (n0 + cols) * K, next * K * int64_t(sizeof(T)), m0 / kTileRows, passes);
-        if (cols == kTileCols)
-          dot_rows<kTileCols>(rows, x + m0 * K, w + n0 * K, K, dots);
-        else
-          for (int64_t c = 0; c < cols; ++c) {  // the last columns one at a time
-            float one[kTileRows][kTileCols];
-            dot_rows<1>(rows, x + m0 * K, w + (n0 + c) * K, K, one);
-            for (int r = 0; r < rows; ++r) dots[r][c] = one[r][0];
-          }
-        for (int r = 0; r < rows; ++r)
-          for (int64_t c = 0; c < cols; ++c) epilogue.store(m0 + r, n0 + c, dots[r][c]);
-      }
-    }
+    dot_tile_columns(x, M, w, K, N, t0, t1,
+                     [&](int64_t m, int64_t n, float value) { epilogue.store(m, n, value); });
   });
 }
 #endif
