@@ -8,7 +8,7 @@ a Mixtral layer runs (F.linear of each expert's rows, into one output) and one d
 FLOPs (1,024 rows against one (1408, 512) weight): the loop is what users run today, the dense product
 the ceiling the grouped one aims at.
 
-Usage: bench/grouped_matmul_pytorch.py DEW_BINARY [--impl cpu.avx512.dot_tiles] [--dtype f32] [--rounds 3]
+Usage: bench/grouped_matmul_pytorch.py DEW_BINARY [--impl cpu.avx512.tiles] [--dtype f32] [--rounds 3]
 Prints one line per round, then one JSON line.
 """
 import json
@@ -48,7 +48,7 @@ def median_ms(fn, reps=20):
 
 
 def main():
-    dew, impl, dtype, rounds = sys.argv[1], arg("--impl", "cpu.avx512.dot_tiles"), arg("--dtype", "f32"), int(
+    dew, impl, dtype, rounds = sys.argv[1], arg("--impl", "cpu.avx512.tiles"), arg("--dtype", "f32"), int(
         arg("--rounds", "3"))
     torch.set_num_threads(2)
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]

@@ -1,7 +1,9 @@
-// grouped_matmul per CPU tier (cpu.<tier>.dot_tiles; NOTE [instruction-set regions]) for experts'
-// nn.Linear weights (G,N,K): one pool of work for every group's column tiles, so a few busy experts and
-// many idle ones keep both cores as busy as one large product would, with no serial loop over experts.
-// Each group's rows run through matmul's dot tiles (dot_tiles.h).
+// grouped_matmul and its weight gradient per CPU tier (cpu.<tier>.tiles; NOTE [instruction-set
+// regions]): one pool of work items over every group's columns, so a few busy experts and many idle ones
+// keep both cores as busy as one large product would, with no serial loop over experts. Experts'
+// nn.Linear weights (G,N,K) run through matmul's dot tiles (dot_tiles.h); weights (G,K,N) and the
+// weight gradient, whose operands lie contiguous along the output's columns, through outer-product
+// tiles (a broadcast times a vector of columns, accumulators in registers).
 #include <dew/runtime.h>
 
 #include "ops/cpu_tier.h"
@@ -48,6 +50,105 @@ void grouped_dot_tiles(const GroupedMatmulArgs& args, Tensor& out) {
     }
   });
 }
+
+// The weight gradient, out[g] (P,Q) = a_g^T b_g, as outer products over the group's rows: a tile of MR
+// rows of out[g] by two vectors of columns keeps its accumulators in registers while each of the group's
+// rows adds a[t][p] (broadcast) times b[t][q..] (contiguous). Each output sums its rows in order.
+template <int MR, bool Whole, class T>
+void outer_tile(const T* a, int64_t a_step, int64_t a_row, const T* b, int64_t Q, int64_t steps, int64_t p0,
+                int64_t q0, T* y) {
+  constexpr int W = kVecWidth;
+  // Whole: two full vectors of columns; else the last columns, masked (the loop below has no branch:
+  // one in it kept the accumulators on the stack).
+  const int lanes0 = Whole ? W : int(std::min<int64_t>(W, Q - q0));
+  const int lanes1 = Whole ? W : int(std::clamp<int64_t>(Q - q0 - W, 0, W));
+  FloatVec acc[MR][2];
+  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = 0.0f;
+  for (int64_t t = 0; t < steps; ++t) {
+    const T* bt = b + t * Q + q0;
+    FloatVec b0, b1;
+    if constexpr (Whole) {
+      b0 = load_vec(bt), b1 = load_vec(bt + W);
+    } else {
+      b0 = load_vec(bt, lanes0), b1 = load_vec(bt + W, lanes1);
+    }
+    for (int m = 0; m < MR; ++m) {
+      const FloatVec am(widen<float>(a[t * a_step + (p0 + m) * a_row]));
+      acc[m][0] = mul_add(am, b0, acc[m][0]);
+      acc[m][1] = mul_add(am, b1, acc[m][1]);
+    }
+  }
+  alignas(64) float sums[2 * W];
+  for (int m = 0; m < MR; ++m) {
+    store_vec(sums, acc[m][0]);
+    store_vec(sums + W, acc[m][1]);
+    for (int c = 0; c < lanes0 + lanes1; ++c) y[(p0 + m) * Q + q0 + c] = narrow<T>(sums[c]);
+  }
+}
+
+// Rows [0, P) of y (P,Q) for the NC columns from q0: y[p][q] = sum over steps t of a[t a_step + p a_row]
+// b[t Q + q].
+template <int MR, bool Whole, class T>
+void outer_rows(const T* a, int64_t a_step, int64_t a_row, int64_t P, const T* b, int64_t Q, int64_t steps,
+                int64_t q0, T* y) {
+  int64_t p0 = 0;
+  for (; p0 + MR <= P; p0 += MR) outer_tile<MR, Whole>(a, a_step, a_row, b, Q, steps, p0, q0, y);
+  for (; p0 < P; ++p0) outer_tile<1, Whole>(a, a_step, a_row, b, Q, steps, p0, q0, y);
+}
+
+// Column block q0 of y (P,Q) from either operand arrangement (above).
+template <class T>
+void outer_block(const T* a, int64_t a_step, int64_t a_row, int64_t P, const T* b, int64_t Q, int64_t steps,
+                 int64_t q0, T* y) {
+  constexpr int MR = kVecWidth == 16 ? 8 : 4, NC = 2 * kVecWidth;  // AVX2's 16 registers: 4 x 2
+  if (q0 + NC <= Q)
+    outer_rows<MR, true>(a, a_step, a_row, P, b, Q, steps, q0, y);
+  else
+    outer_rows<MR, false>(a, a_step, a_row, P, b, Q, steps, q0, y);
+}
+
+// grouped_matmul with weights (G,K,N): out[g's rows] = a_g @ b[g] as outer products over K, the same
+// tiles with a's rows as the tile's rows; items are one group's column block for all its rows.
+template <class T>
+void grouped_outer(const GroupedMatmulArgs& args, Tensor& out) {
+  constexpr int64_t NC = 2 * kVecWidth;
+  const std::vector<int64_t> offsets = group_offsets(args);
+  const int64_t K = args.a.size(1), N = out.size(1), G = args.b.size(0);
+  const Tensor a = args.a.contiguous(), b = args.b.contiguous();
+  const T *A = a.data<T>(), *B = b.data<T>();
+  T* y = out.data<T>();
+  const int64_t col_blocks = (N + NC - 1) / NC;
+  parallel_for(G * col_blocks, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t g = i / col_blocks, n0 = (i % col_blocks) * NC;
+      const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
+      if (rows > 0) outer_block(A + first * K, 1, K, rows, B + g * K * N, N, K, n0, y + first * N);
+    }
+  });
+}
+
+template <class T>
+void grouped_weight_grad_tiles(const GroupedMatmulArgs& args, Tensor& out) {
+  constexpr int64_t NC = 2 * kVecWidth;
+  const std::vector<int64_t> offsets = group_offsets(args);
+  const int64_t P = args.a.size(1), Q = args.b.size(1), G = out.size(0);
+  const Tensor a = args.a.contiguous(), b = args.b.contiguous();
+  const T *A = a.data<T>(), *B = b.data<T>();
+  T* y = out.data<T>();
+  // Items: one group's block of NC columns for every row of out[g]: the block's values of b (the
+  // group's rows by NC) stay in L1/L2 while the rows of out pass over them, where items of a few rows
+  // each read b again from memory. An empty group's items write its zeros.
+  const int64_t col_blocks = (Q + NC - 1) / NC;
+  parallel_for(G * col_blocks, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t g = i / col_blocks, q0 = (i % col_blocks) * NC;
+      const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
+      const T *ag = A + first * P, *bg = B + first * Q;
+      T* yg = y + g * P * Q;
+      outer_block(ag, P, 1, P, bg, Q, rows, q0, yg);  // a_g^T: step t is a row of a, p a column
+    }
+  });
+}
 #endif
 
 }  // namespace
@@ -62,16 +163,14 @@ void add_grouped_matmul_cpu(select::Registry<GroupedMatmulArgs>& r) {
   add_cpu_f32_bf16<GroupedMatmulArgs>(
       r,
       [](auto t, const GroupedMatmulArgs& a, std::vector<Tensor>& outs) {
-        grouped_dot_tiles<decltype(t)>(a, outs[0]);
+        if (a.weight_grad)
+          grouped_weight_grad_tiles<decltype(t)>(a, outs[0]);
+        else if (a.transpose_b)
+          grouped_dot_tiles<decltype(t)>(a, outs[0]);
+        else
+          grouped_outer<decltype(t)>(a, outs[0]);
       },
-      {select::requires_that<GroupedMatmulArgs>(
-          "grouped_matmul with experts' nn.Linear weights (G,N,K), transpose_b",
-          [](const GroupedMatmulArgs& a) { return !a.weight_grad && a.transpose_b; },
-          [](const GroupedMatmulArgs& a) {
-            return a.weight_grad ? std::string("the weight gradient")
-                                 : std::string("b is (G,K,N), not transposed");
-          })},
-      "dot_tiles");
+      {}, "tiles");
 #else
   (void)r;
 #endif

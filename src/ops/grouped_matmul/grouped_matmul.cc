@@ -76,14 +76,23 @@ std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
                                Tensor::from_values(ragged, {G}, DType::i64), tb, false};
     };
   };
-  auto grads = [=](int64_t P, int64_t Q) {
+  auto grads = [=](std::vector<double> sizes, int64_t P, int64_t Q) {
     return [=](DType t, RandomKey k) {
-      return GroupedMatmulArgs{random_input({16, P}, t, k), random_input({16, Q}, t, {k.seed, k.stream + 1}),
-                               Tensor::from_values(ragged, {int64_t(ragged.size())}, DType::i64), false,
-                               true};
+      int64_t T = 0;
+      for (double s : sizes) T += int64_t(s);
+      return GroupedMatmulArgs{random_input({T, P}, t, k), random_input({T, Q}, t, {k.seed, k.stream + 1}),
+                               Tensor::from_values(sizes, {int64_t(sizes.size())}, DType::i64), false, true};
     };
   };
-  if (op == "grouped_matmul_weight_grad") return {{"ragged", {"ci", "edge"}, all, grads(24, 12)}};
+  // Groups longer than a vector, and more columns than a tile takes (whole blocks and a tail).
+  if (op == "grouped_matmul_weight_grad")
+    return {{"ragged", {"ci", "edge"}, all, grads(ragged, 24, 12)},
+            {"long_groups", {"ci"}, all, grads({37, 0, 20}, 10, 40)},
+            // mixtral_small_up's weight gradient (below): (8, 512, 1408) from the same rows
+            {"mixtral_small_up",
+             {"bench"},
+             {DType::f32, DType::bf16},
+             grads({200, 96, 160, 40, 176, 120, 152, 80}, 512, 1408)}};
   // A small Mixtral-shaped layer's up projection: 512 tokens, top-2 of 8 experts, uneven loads.
   auto mixtral = [](DType t, RandomKey k) {
     const std::vector<double> loads{200, 96, 160, 40, 176, 120, 152, 80};
@@ -93,6 +102,8 @@ std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
   };
   return {{"ragged", {"ci", "edge"}, all, rows(24, 12, false)},
           {"ragged_linear_weights", {"ci"}, all, rows(24, 12, true)},
+          // wider than a tile's two vectors of columns on either tier, with a tail
+          {"ragged_wide", {"ci"}, all, rows(24, 72, false)},
           {"mixtral_small_up", {"bench"}, {DType::f32, DType::bf16}, mixtral}};
 }
 
