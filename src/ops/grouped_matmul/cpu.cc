@@ -10,6 +10,7 @@
 #include "ops/grouped_matmul/grouped_matmul.h"
 #include "ops/kernel_types.h"
 #include "ops/matmul/dot_tiles.h"
+#include "ops/matmul/outer_tiles.h"
 #include "ops/scratch.h"
 
 DEW_ISA_BEGIN
@@ -51,67 +52,11 @@ void grouped_dot_tiles(const GroupedMatmulArgs& args, Tensor& out) {
   });
 }
 
-// The weight gradient, out[g] (P,Q) = a_g^T b_g, as outer products over the group's rows: a tile of MR
-// rows of out[g] by two vectors of columns keeps its accumulators in registers while each of the group's
-// rows adds a[t][p] (broadcast) times b[t][q..] (contiguous). Each output sums its rows in order.
-template <int MR, bool Whole, class T>
-void outer_tile(const T* a, int64_t a_step, int64_t a_row, const T* b, int64_t Q, int64_t steps, int64_t p0,
-                int64_t q0, T* y) {
-  constexpr int W = kVecWidth;
-  // Whole: two full vectors of columns; else the last columns, masked (the loop below has no branch:
-  // one in it kept the accumulators on the stack).
-  const int lanes0 = Whole ? W : int(std::min<int64_t>(W, Q - q0));
-  const int lanes1 = Whole ? W : int(std::clamp<int64_t>(Q - q0 - W, 0, W));
-  FloatVec acc[MR][2];
-  for (int m = 0; m < MR; ++m) acc[m][0] = acc[m][1] = 0.0f;
-  for (int64_t t = 0; t < steps; ++t) {
-    const T* bt = b + t * Q + q0;
-    FloatVec b0, b1;
-    if constexpr (Whole) {
-      b0 = load_vec(bt), b1 = load_vec(bt + W);
-    } else {
-      b0 = load_vec(bt, lanes0), b1 = load_vec(bt + W, lanes1);
-    }
-    for (int m = 0; m < MR; ++m) {
-      const FloatVec am(widen<float>(a[t * a_step + (p0 + m) * a_row]));
-      acc[m][0] = mul_add(am, b0, acc[m][0]);
-      acc[m][1] = mul_add(am, b1, acc[m][1]);
-    }
-  }
-  alignas(64) float sums[2 * W];
-  for (int m = 0; m < MR; ++m) {
-    store_vec(sums, acc[m][0]);
-    store_vec(sums + W, acc[m][1]);
-    for (int c = 0; c < lanes0 + lanes1; ++c) y[(p0 + m) * Q + q0 + c] = narrow<T>(sums[c]);
-  }
-}
-
-// Rows [0, P) of y (P,Q) for the NC columns from q0: y[p][q] = sum over steps t of a[t a_step + p a_row]
-// b[t Q + q].
-template <int MR, bool Whole, class T>
-void outer_rows(const T* a, int64_t a_step, int64_t a_row, int64_t P, const T* b, int64_t Q, int64_t steps,
-                int64_t q0, T* y) {
-  int64_t p0 = 0;
-  for (; p0 + MR <= P; p0 += MR) outer_tile<MR, Whole>(a, a_step, a_row, b, Q, steps, p0, q0, y);
-  for (; p0 < P; ++p0) outer_tile<1, Whole>(a, a_step, a_row, b, Q, steps, p0, q0, y);
-}
-
-// Column block q0 of y (P,Q) from either operand arrangement (above).
-template <class T>
-void outer_block(const T* a, int64_t a_step, int64_t a_row, int64_t P, const T* b, int64_t Q, int64_t steps,
-                 int64_t q0, T* y) {
-  constexpr int MR = kVecWidth == 16 ? 8 : 4, NC = 2 * kVecWidth;  // AVX2's 16 registers: 4 x 2
-  if (q0 + NC <= Q)
-    outer_rows<MR, true>(a, a_step, a_row, P, b, Q, steps, q0, y);
-  else
-    outer_rows<MR, false>(a, a_step, a_row, P, b, Q, steps, q0, y);
-}
-
 // grouped_matmul with weights (G,K,N): out[g's rows] = a_g @ b[g] as outer products over K, the same
 // tiles with a's rows as the tile's rows; items are one group's column block for all its rows.
 template <class T>
 void grouped_outer(const GroupedMatmulArgs& args, Tensor& out) {
-  constexpr int64_t NC = 2 * kVecWidth;
+  constexpr int64_t NC = kOuterColumns;
   const std::vector<int64_t> offsets = group_offsets(args);
   const int64_t K = args.a.size(1), N = out.size(1), G = args.b.size(0);
   const Tensor a = args.a.contiguous(), b = args.b.contiguous();
@@ -122,14 +67,18 @@ void grouped_outer(const GroupedMatmulArgs& args, Tensor& out) {
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t g = i / col_blocks, n0 = (i % col_blocks) * NC;
       const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
-      if (rows > 0) outer_block(A + first * K, 1, K, rows, B + g * K * N, N, K, n0, y + first * N);
+      T* yg = y + first * N;
+      if (rows > 0)
+        outer_block(A + first * K, 1, K, rows, B + g * K * N, N, K, n0,
+                    [&](int64_t m, int64_t n, float value) { yg[m * N + n] = narrow<T>(value); });
     }
   });
 }
 
+// The weight gradient, out[g] (P,Q) = a_g^T b_g: outer products over the group's rows.
 template <class T>
 void grouped_weight_grad_tiles(const GroupedMatmulArgs& args, Tensor& out) {
-  constexpr int64_t NC = 2 * kVecWidth;
+  constexpr int64_t NC = kOuterColumns;
   const std::vector<int64_t> offsets = group_offsets(args);
   const int64_t P = args.a.size(1), Q = args.b.size(1), G = out.size(0);
   const Tensor a = args.a.contiguous(), b = args.b.contiguous();
@@ -145,7 +94,9 @@ void grouped_weight_grad_tiles(const GroupedMatmulArgs& args, Tensor& out) {
       const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
       const T *ag = A + first * P, *bg = B + first * Q;
       T* yg = y + g * P * Q;
-      outer_block(ag, P, 1, P, bg, Q, rows, q0, yg);  // a_g^T: step t is a row of a, p a column
+      // a_g^T: step t is a row of a, p a column
+      outer_block(ag, P, 1, P, bg, Q, rows, q0,
+                  [&](int64_t p, int64_t q, float value) { yg[p * Q + q] = narrow<T>(value); });
     }
   });
 }
