@@ -1,8 +1,9 @@
 // Outer-product tiles, per CPU tier (NOTE [kernel namespaces]): y (P,Q) = sum over steps t of a column
 // of a (P values, broadcast one at a time) times a row of b (Q contiguous values), a tile of MR rows by
 // two vectors of columns accumulating in registers. For operands that lie contiguous along the output's
-// columns: grouped_matmul's weight gradient and (G,K,N) weights, matmul's few rows against (K,N) weights
-// (GPT-2's Conv1D). Each output sums its steps in order, whatever the tile it falls in.
+// columns: grouped_matmul's weight gradient and (G,K,N) weights. (Tried for matmul's few rows against
+// GPT-2's (K,N) weights: no faster than oneDNN in a decode step, docs/perf.md.) Each output sums its
+// steps in order, whatever the tile it falls in.
 #pragma once
 
 #include <algorithm>
