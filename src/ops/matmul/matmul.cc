@@ -279,6 +279,11 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
        plain({1, 768}, {32000, 768}, false, true)},
       {"gpt2_mlp_up", {"bench"}, {DType::f32, DType::bf16}, plain({4096, 768}, {768, 3072}, false, false)},
       {"llama8b_qkv", {"bench"}, {DType::f32, DType::bf16}, plain({512, 4096}, {6144, 4096}, false, true)},
+      // grouped_matmul's mixtral_small_up as one dense product of the same FLOPs (its ceiling)
+      {"mixtral_small_up_dense",
+       {"bench"},
+       {DType::f32, DType::bf16},
+       plain({1024, 512}, {1408, 512}, false, true)},
   };
 }
 
