@@ -21,7 +21,7 @@ void copy_rows(const Tensor& x, int64_t from, Tensor& y, int64_t to, int64_t row
 PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces,
                                        bool every_token_paged)
     : pool_(pool), pieces_(std::move(pieces)), every_token_paged_(every_token_paged) {
-  std::vector<double> tables, lengths, rows;
+  std::vector<double> tables, lengths;
   int64_t width = 1;
   for (const StepPiece& p : pieces_)
     if (paged(p)) width = std::max(width, int64_t(p.blocks->size()));
@@ -31,15 +31,14 @@ PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece>
       for (int64_t b = 0; b < width; ++b)
         tables.push_back(b < int64_t(p.blocks->size()) ? double((*p.blocks)[size_t(b)]) : 0);
       lengths.push_back(double(p.position + t + 1));
-      rows.push_back(double(p.start + t));
       paged_rows_.push_back(p.start + t);
     }
   }
-  if (rows.empty()) return;
-  const int64_t n = int64_t(rows.size());
+  if (paged_rows_.empty()) return;
+  const int64_t n = int64_t(paged_rows_.size());
   paged_tables_ = Tensor::from_values(tables, {n, width}, DType::i64);
   paged_lengths_ = Tensor::from_values(lengths, {n}, DType::i64);
-  paged_row_index_ = Tensor::from_values(rows, {n}, DType::i64);
+  paged_row_index_ = Tensor::from_values({paged_rows_.begin(), paged_rows_.end()}, {n}, DType::i64);
 }
 
 void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tensor& v) {

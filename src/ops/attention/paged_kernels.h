@@ -45,9 +45,16 @@ void paged_attention_forward(const PagedAttentionArgs& a, std::vector<Tensor>& o
   for (int64_t n = 0; n < N; ++n)
     for (int64_t p = part_base[size_t(n)]; p < part_base[size_t(n) + 1]; ++p) part_sequence[size_t(p)] = n;
 
+  // The tiers' f32 and bf16 caches take paged_keys_vec, which reads the cache in place: no tile buffers.
+  constexpr bool kVectorKeys =
+#if DEW_HAS_FLOAT_VEC
+      L == kVecWidth && (std::is_same_v<T, float> || std::is_same_v<T, bf16>);
+#else
+      false;
+#endif
+  const size_t tile = kVectorKeys ? 0 : size_t(kPagedKeyTile * D);
   parallel_for(parts * Hkv, 1, [&](int64_t w0, int64_t w1) {
-    std::vector<Acc> kt(size_t(kPagedKeyTile * D)), vt(size_t(kPagedKeyTile * D)), qg(size_t(group * D)),
-        s(static_cast<size_t>(kPagedKeyTile));
+    std::vector<Acc> kt(tile), vt(tile), qg(size_t(group * D)), s(kVectorKeys ? 0 : size_t(kPagedKeyTile));
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t part = w / Hkv, hk = w % Hkv, n = part_sequence[size_t(part)];
       const int64_t first =
@@ -61,7 +68,7 @@ void paged_attention_forward(const PagedAttentionArgs& a, std::vector<Tensor>& o
       std::fill(l, l + group, Acc(0));
       std::fill(acc, acc + group * D, Acc(0));
 #if DEW_HAS_FLOAT_VEC
-      if constexpr (L == kVecWidth && (std::is_same_v<T, float> || std::is_same_v<T, bf16>)) {
+      if constexpr (kVectorKeys) {
         const PagedRows<T> rows{kc, vc, tables + n * M, block_size, Hkv, hk, D};
         paged_keys_vec(rows, first, last, qg.data(), group, scale, cap, m, l, acc);
         continue;

@@ -52,52 +52,49 @@ void grouped_dot_tiles(const GroupedMatmulArgs& args, Tensor& out) {
   });
 }
 
-// grouped_matmul with weights (G,K,N): out[g's rows] = a_g @ b[g] as outer products over K, the same
-// tiles with a's rows as the tile's rows; items are one group's column block for all its rows.
+// f(g, q0) for every group g and block of kOuterColumns columns (from q0) of a Q-wide output, as one pool
+// of items: a block's values of the right operand (the group's steps by kOuterColumns) stay in L1/L2
+// while every row of the output passes over them, where items of a few rows each would read them again.
+template <class F>
+void over_group_column_blocks(int64_t G, int64_t Q, F&& f) {
+  const int64_t blocks = (Q + kOuterColumns - 1) / kOuterColumns;
+  parallel_for(G * blocks, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) f(i / blocks, (i % blocks) * kOuterColumns);
+  });
+}
+
+// grouped_matmul with weights (G,K,N): out[g's rows] = a_g @ b[g], outer products over K with a's rows
+// as the tile's rows.
 template <class T>
 void grouped_outer(const GroupedMatmulArgs& args, Tensor& out) {
-  constexpr int64_t NC = kOuterColumns;
   const std::vector<int64_t> offsets = group_offsets(args);
   const int64_t K = args.a.size(1), N = out.size(1), G = args.b.size(0);
   const Tensor a = args.a.contiguous(), b = args.b.contiguous();
   const T *A = a.data<T>(), *B = b.data<T>();
   T* y = out.data<T>();
-  const int64_t col_blocks = (N + NC - 1) / NC;
-  parallel_for(G * col_blocks, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t g = i / col_blocks, n0 = (i % col_blocks) * NC;
-      const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
-      T* yg = y + first * N;
-      if (rows > 0)
-        outer_block(A + first * K, 1, K, rows, B + g * K * N, N, K, n0,
-                    [&](int64_t m, int64_t n, float value) { yg[m * N + n] = narrow<T>(value); });
-    }
+  over_group_column_blocks(G, N, [&](int64_t g, int64_t n0) {
+    const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
+    T* yg = y + first * N;
+    if (rows > 0)
+      outer_block(A + first * K, 1, K, rows, B + g * K * N, N, K, n0,
+                  [&](int64_t m, int64_t n, float value) { yg[m * N + n] = narrow<T>(value); });
   });
 }
 
-// The weight gradient, out[g] (P,Q) = a_g^T b_g: outer products over the group's rows.
+// The weight gradient, out[g] (P,Q) = a_g^T b_g: outer products over the group's rows (step t a row of
+// a, p a column); an empty group's blocks write its zeros.
 template <class T>
 void grouped_weight_grad_tiles(const GroupedMatmulArgs& args, Tensor& out) {
-  constexpr int64_t NC = kOuterColumns;
   const std::vector<int64_t> offsets = group_offsets(args);
   const int64_t P = args.a.size(1), Q = args.b.size(1), G = out.size(0);
   const Tensor a = args.a.contiguous(), b = args.b.contiguous();
   const T *A = a.data<T>(), *B = b.data<T>();
   T* y = out.data<T>();
-  // Items: one group's block of NC columns for every row of out[g]: the block's values of b (the
-  // group's rows by NC) stay in L1/L2 while the rows of out pass over them, where items of a few rows
-  // each read b again from memory. An empty group's items write its zeros.
-  const int64_t col_blocks = (Q + NC - 1) / NC;
-  parallel_for(G * col_blocks, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t g = i / col_blocks, q0 = (i % col_blocks) * NC;
-      const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
-      const T *ag = A + first * P, *bg = B + first * Q;
-      T* yg = y + g * P * Q;
-      // a_g^T: step t is a row of a, p a column
-      outer_block(ag, P, 1, P, bg, Q, rows, q0,
-                  [&](int64_t p, int64_t q, float value) { yg[p * Q + q] = narrow<T>(value); });
-    }
+  over_group_column_blocks(G, Q, [&](int64_t g, int64_t q0) {
+    const int64_t first = offsets[size_t(g)], rows = offsets[size_t(g) + 1] - first;
+    T* yg = y + g * P * Q;
+    outer_block(A + first * P, P, 1, P, B + first * Q, Q, rows, q0,
+                [&](int64_t p, int64_t q, float value) { yg[p * Q + q] = narrow<T>(value); });
   });
 }
 #endif

@@ -42,9 +42,9 @@ std::vector<OutputSpec> GroupedMatmul::infer(const Args& a) {
   }
   const int64_t K = a.a.size(1);
   DEW_REQUIRE(a.b.dim() == 3 && a.b.size(0) == G && a.b.size(a.transpose_b ? 2 : 1) == K,
-              "[{}] b is {}; expected ({},{},N){} for {} groups of rows of width {}", op, a.b.describe(), G,
-              a.transpose_b ? "N" : std::to_string(K), a.transpose_b ? fmt::format(" as (G,N,{})", K) : "", G,
-              K);
+              "[{}] b is {}; expected {} for {} groups of rows of width {}", op, a.b.describe(),
+              a.transpose_b ? fmt::format("({},N,{}) (transpose_b)", G, K) : fmt::format("({},{},N)", G, K),
+              G, K);
   return {{{T, a.b.size(a.transpose_b ? 1 : 2)}, a.dtype()}};
 }
 

@@ -70,6 +70,15 @@ TEST(GroupedMatmul, RefusesBadSizesAndShapesNamingThem) {
             }).find("b is f32[4,5,6]"),
             std::string::npos);
   EXPECT_NE(error_of([&] {
+              grouped_matmul(a, b, Tensor::from_values({3, 0, 4, 1}, {4}, DType::i64), true);
+            }).find("expected (4,N,5) (transpose_b) for 4 groups of rows of width 5"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              grouped_matmul(a, Tensor::zeros({4, 6, 6}, DType::f32),
+                             Tensor::from_values({3, 0, 4, 1}, {4}, DType::i64));
+            }).find("expected (4,5,N) for 4 groups of rows of width 5"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
               grouped_matmul(a, b, Tensor::from_values({3, 0, 4, 1}, {4}, DType::f32));
             }).find("expected the rows of each group as i64 (G)"),
             std::string::npos);

@@ -50,6 +50,14 @@ namespace dew::ops::DEW_KERNEL_NS {
 // they also spare the hand-over between Dew's threads and the library's OpenMP team. In bf16 the library
 // multiplies with AVX512-BF16 dot products at twice the f32 rate, and the AVX2 tiles (2 rows by 4) are
 // measured only to 8 rows: there the tiles take up to 4 rows, and 8 with up to 4096 outputs a row.
+#if DEW_HAS_F32X16
+constexpr const char* kFewRows =
+    "a few rows: f32 up to 32, or 64 with K up to 1024; bf16 up to 4, or 8 with up to 4096 columns (NOTE "
+    "[few "
+    "rows])";
+#else
+constexpr const char* kFewRows = "at most 4 rows, or 8 with at most 4096 columns (NOTE [few rows])";
+#endif
 bool few_rows(const MatmulArgs& a) {
   const int64_t K = a.a.size(-1), M = a.a.numel() / std::max<int64_t>(1, K), N = a.b.size(-2);
 #if DEW_HAS_F32X16
@@ -70,12 +78,9 @@ void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_row
                            a.options.transpose_b ? "" : " (not transposed)");
       })};
   if (only_few_rows)
-    more.push_back(select::requires_that<MatmulArgs>(
-        "a few rows: f32 up to 32, or 64 with K up to 1024; bf16 up to 4, or 8 with up to 4096 columns (NOTE "
-        "[few rows])",
-        few_rows, [](const MatmulArgs& a) {
-          return fmt::format("a is {} and b is {}", a.a.describe(), a.b.describe());
-        }));
+    more.push_back(select::requires_that<MatmulArgs>(kFewRows, few_rows, [](const MatmulArgs& a) {
+      return fmt::format("a is {} and b is {}", a.a.describe(), a.b.describe());
+    }));
   add_cpu_f32_bf16<MatmulArgs>(
       r, [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) { dot_tiles<decltype(t)>(a, outs[0]); },
       more, only_few_rows ? "dot_tiles_few_rows" : "dot_tiles");
