@@ -36,8 +36,9 @@ struct Level {
   std::string profile;  // --profile: the timed run's step time by op
 };
 
-// The op profile of `steps` engine steps that took `wall` seconds: each (op, shape) row's time a step,
+// The op profile of `steps` engine steps that took `wall` seconds: every (op, shape) row's time a step,
 // largest first, and the step's time outside every op (scheduling, sampling, tensors built per step).
+// Every row is listed: a cut by time would make the list depend on the machine's speed.
 std::string step_profile(double wall, int64_t steps) {
   std::vector<OpTime> rows = op_profile();
   std::sort(rows.begin(), rows.end(), [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
@@ -47,7 +48,6 @@ std::string step_profile(double wall, int64_t steps) {
   std::string text = fmt::format("    {} steps, {:.3f} ms a step: ops {:.3f}, outside them {:.3f}\n", steps,
                                  wall * per, in_ops * per, (wall - in_ops) * per);
   for (const OpTime& r : rows) {
-    if (r.seconds * per < 0.01) break;
     text += fmt::format("    {:>16} {:<34} {:>7.1f} calls {:>8.3f} ms{}\n", r.op, r.label,
                         double(r.calls) / double(steps), r.seconds * per,
                         r.flops > 0 ? fmt::format(" {:>7.1f} GFLOP/s", r.flops / r.seconds / 1e9) : "");
