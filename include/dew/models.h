@@ -1,8 +1,8 @@
 // Language-model families from Hugging Face checkpoints: the config read from config.json by
 // model_type, the parameters under their Hugging Face names, and the forward pass to logits written
-// with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3 (one decoder with
-// switches) and gpt2. A config field that changes the mathematics and is not supported is refused by
-// name; nothing is silently ignored.
+// with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3, mixtral and qwen3_moe
+// (one decoder with switches, the last two with experts) and gpt2. A config field that changes the
+// mathematics and is not supported is refused by name; nothing is silently ignored.
 #pragma once
 
 #include <dew/ops.h>
@@ -31,8 +31,24 @@ struct RopeConfig {
   bool truncate = true;
 };
 
+// Mixture-of-experts MLPs (mixtral, qwen3_moe; docs/moe.md): a router scores E experts per token, the
+// top K take the token, and their SwiGLU outputs are summed with the router's weights.
+struct MoeConfig {
+  int64_t num_experts = 0;            // E; 0: every MLP is dense
+  int64_t experts_per_token = 0;      // K
+  int64_t intermediate_size = 0;      // each expert's hidden width
+  bool normalize_top_k = false;       // the K kept weights rescaled to sum to 1 (mixtral always)
+  int64_t sparse_step = 1;            // qwen3_moe decoder_sparse_step: layers i with (i+1) % step == 0
+  std::vector<int64_t> dense_layers;  // qwen3_moe mlp_only_layers: dense whatever the step
+  // output_router_logits: training adds aux_loss_coef x the load-balancing loss and z_loss_coef x
+  // the router z-loss, as transformers does when that flag is set.
+  bool router_losses = false;
+  double aux_loss_coef = 0.001, z_loss_coef = 0;
+  bool is_sparse(int64_t layer) const;
+};
+
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, gpt2
+  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
   int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;
@@ -42,8 +58,9 @@ struct ModelConfig {
   bool attention_bias = false;  // q, k, v (and o for llama) projections carry biases
   bool attention_output_bias = false;
   bool mlp_bias = false;
-  bool qk_norm = false;           // qwen3: RMSNorm over head_dim of q and k before rope
-  int64_t sliding_window = 0;     // mistral: 0 = full attention
+  bool qk_norm = false;        // qwen3: RMSNorm over head_dim of q and k before rope
+  int64_t sliding_window = 0;  // mistral, mixtral: 0 = full attention
+  MoeConfig moe;
   std::string dtype = "float32";  // torch_dtype / dtype: what the checkpoint holds
 };
 
@@ -83,6 +100,21 @@ class LayerAttention {
                         const AttentionOptions& mask) = 0;
 };
 
+// What the routers of one forward did, for the router losses and the balance metrics (docs/moe.md).
+// Padding (segment 0) is not counted.
+struct RouterStats {
+  std::vector<Tensor> probability_sums;             // per MoE layer: (E), Σ over tokens of softmax(router)
+  std::vector<Tensor> z_sums;                       // per MoE layer: scalar, Σ logsumexp(router logits)²
+  std::vector<std::vector<int64_t>> expert_tokens;  // per MoE layer: the tokens each expert took
+  int64_t tokens = 0;                               // counted tokens per layer
+};
+// transformers' load_balancing_loss_func over the layers' routers taken together (the Switch and
+// Mixtral form): E x Σ_e (share of the token-expert assignments to e) x (mean router probability of e);
+// K with perfect balance. Differentiable through the probabilities; a scalar of the router's dtype.
+Tensor load_balancing_loss(const RouterStats& stats);
+// ST-MoE's router z-loss: the mean over tokens and layers of logsumexp(router logits)².
+Tensor router_z_loss(const RouterStats& stats);
+
 // A causal language model: config and parameters by Hugging Face name. forward() records onto the
 // tape when parameters require gradients.
 class CausalLM {
@@ -110,8 +142,9 @@ class CausalLM {
   // (incremental decoding: prefill once, then one token at a time).
   // `segments` (B,T) i64, optional: 0 marks padding, which no other token attends to and which sees
   // only padding (NOTE [padding], causal_lm.cc); a padded row's tokens get the logits they get alone.
+  // With `router`, a mixture-of-experts model records what its routers did there (padding excluded).
   Tensor forward(const Tensor& ids, const Tensor& positions, KvCache* cache = nullptr,
-                 const Tensor& segments = {}) const;
+                 const Tensor& segments = {}, RouterStats* router = nullptr) const;
   // The same through the caller's attention (no segments); with `logit_rows` (K) i64, the logits of
   // those positions only, (B,K,V): a server needs each sequence's last position, not the prompt's.
   Tensor forward(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
@@ -120,7 +153,7 @@ class CausalLM {
  private:
   void check_ids_and_positions(const Tensor& ids, const Tensor& positions) const;
   Tensor run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
-                    const AttentionOptions& mask, const Tensor& logit_rows) const;
+                    const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router) const;
 
   ModelConfig config_;
   std::string config_text_;  // config.json as read, written back but for its dtype (save())

@@ -280,8 +280,8 @@ Tensor logit_positions(const Tensor& x, const Tensor& rows) {
 // keep the two apart: real tokens are segment 1 and padding 0, and a query sees only keys of its own
 // segment, so a real token attends to exactly the keys it would see alone (positions come from the
 // caller and start at 0 at the row's first real token). The cache keeps the keys' segment ids.
-Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* cache,
-                         const Tensor& segments) const {
+Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* cache, const Tensor& segments,
+                         RouterStats* router) const {
   check_ids_and_positions(ids, positions);
   DEW_REQUIRE(!segments.defined() || (segments.shape() == ids.shape() && segments.dtype() == DType::i64),
               "[model] segments is {}; expected i64 of the ids' shape {}", segments.describe(),
@@ -307,7 +307,7 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
     }
   }
   models::DenseAttention dense(cache);
-  Tensor logits = run_family(ids, positions, dense, mask, Tensor());
+  Tensor logits = run_family(ids, positions, dense, mask, Tensor(), router);
   if (cache) cache->tokens += ids.size(1);  // every layer wrote at the same offset (with_cache)
   return logits;
 }
@@ -319,11 +319,12 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttent
               "[model] logit_rows is {}; expected (K) i64 positions of the call", logit_rows.describe());
   AttentionOptions mask;
   mask.causal = true;
-  return run_family(ids, positions, attention, mask, logit_rows);
+  return run_family(ids, positions, attention, mask, logit_rows, nullptr);
 }
 
 Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
-                            const AttentionOptions& mask, const Tensor& logit_rows) const {
+                            const AttentionOptions& mask, const Tensor& logit_rows,
+                            RouterStats* router) const {
   if (is_gpt2(config_))
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
@@ -331,7 +332,8 @@ Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAtt
                   config_.max_position_embeddings);
   return is_gpt2(config_)
              ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask, logit_rows)
-             : models::llama_forward(config_, parameters_, ids, positions, attention, mask, logit_rows);
+             : models::llama_forward(config_, parameters_, ids, positions, attention, mask, logit_rows,
+                                     router);
 }
 
 void CausalLM::check_ids_and_positions(const Tensor& ids, const Tensor& positions) const {

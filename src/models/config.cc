@@ -3,6 +3,7 @@
 // Dew does not implement is refused by name (NOTE [refused config fields]).
 #include <dew/models.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "io/files.h"
@@ -15,11 +16,11 @@ namespace {
 // NOTE [refused config fields]: transformers reads many optional fields; those below change what
 // the model computes. Each is accepted at the value Dew implements and refused otherwise (JsonFields::
 // refuse_unless), so a checkpoint never runs as a different model than it is.
-RopeConfig parse_rope(const JsonFields& f) {
+RopeConfig parse_rope(const JsonFields& f, double default_theta) {
   RopeConfig r;
   // Newer files: rope_parameters holds rope_theta and the scaling; older: rope_theta + rope_scaling.
   const bool parameters = f.has("rope_parameters");
-  r.theta = f.number_or("rope_theta", 10000);
+  r.theta = f.number_or("rope_theta", default_theta);
   r.partial_rotary_factor = f.number_or("partial_rotary_factor", 1);  // beside rope_theta, or inside below
   const char* key = parameters ? "rope_parameters" : "rope_scaling";
   if (!f.has(key)) return r;
@@ -57,6 +58,42 @@ RopeConfig parse_rope(const JsonFields& f) {
   return r;
 }
 
+// mixtral and qwen3_moe: the experts' fields, checked against the layers they name.
+MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers) {
+  MoeConfig m;
+  const bool mixtral = type == "mixtral";
+  const char* experts_field = mixtral ? "num_local_experts" : "num_experts";
+  m.num_experts = f.size_or(experts_field, mixtral ? 8 : 128);
+  m.experts_per_token = f.size_or("num_experts_per_tok", mixtral ? 2 : 8);
+  DEW_REQUIRE(m.experts_per_token <= m.num_experts,
+              "{}: num_experts_per_tok is {} but {} is {}; expected at most as many experts per token as "
+              "there are experts",
+              f.source, m.experts_per_token, experts_field, m.num_experts);
+  m.intermediate_size = mixtral ? f.size("intermediate_size") : f.size_or("moe_intermediate_size", 768);
+  m.normalize_top_k = mixtral || f.flag_or("norm_topk_prob", false);
+  m.router_losses = f.flag_or("output_router_logits", false);
+  m.aux_loss_coef = f.number_or("router_aux_loss_coef", 0.001);
+  m.z_loss_coef = f.number_or("router_z_loss_coef", 0);
+  DEW_REQUIRE(m.aux_loss_coef >= 0 && m.z_loss_coef >= 0 && std::isfinite(m.aux_loss_coef + m.z_loss_coef),
+              "{}: router_aux_loss_coef {} and router_z_loss_coef {}; expected numbers >= 0", f.source,
+              m.aux_loss_coef, m.z_loss_coef);
+  f.refuse_unless("router_jitter_noise", "0", {"0", "0.0"}, "multiplicative noise on the router's input");
+  if (mixtral) return m;
+  m.sparse_step = f.size_or("decoder_sparse_step", 1);
+  if (f.has("mlp_only_layers")) {
+    const nlohmann::json& list = f.json["mlp_only_layers"];
+    DEW_REQUIRE(list.is_array(), "{}: \"mlp_only_layers\" is {}; expected a list of layer indices", f.source,
+                list.dump());
+    for (const nlohmann::json& i : list) {
+      DEW_REQUIRE(i.is_number_integer() && i.get<int64_t>() >= 0 && i.get<int64_t>() < layers,
+                  "{}: \"mlp_only_layers\" holds {}; expected layer indices from 0 to {}", f.source, i.dump(),
+                  layers - 1);
+      m.dense_layers.push_back(i.get<int64_t>());
+    }
+  }
+  return m;
+}
+
 ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   ModelConfig c;
   c.model_type = type;
@@ -68,9 +105,10 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   c.num_key_value_heads = f.size_or("num_key_value_heads", c.num_attention_heads);
   c.head_dim = f.size_or("head_dim", type == "qwen3" ? 128 : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = f.size_or("max_position_embeddings", 2048);
-  c.norm_eps = f.number_or("rms_norm_eps", 1e-6);
+  c.norm_eps = f.number_or("rms_norm_eps", type == "mixtral" ? 1e-5 : 1e-6);  // the config classes' defaults
   c.tie_word_embeddings = f.flag_or("tie_word_embeddings", false);
-  c.rope = parse_rope(f);
+  c.rope = parse_rope(f, type == "mixtral" ? 1e6 : 10000);
+  if (type == "mixtral" || type == "qwen3_moe") c.moe = parse_moe(f, type, c.num_hidden_layers);
   DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
               c.num_attention_heads, c.num_key_value_heads);
@@ -81,10 +119,12 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   } else if (type == "qwen2") {
     c.attention_bias = true;  // q, k, v carry biases; o does not
     f.refuse_unless("use_sliding_window", "false", {"false"}, "per-layer sliding windows");
-  } else if (type == "qwen3") {
+  } else if (type == "qwen3" || type == "qwen3_moe") {
     c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
     c.qk_norm = true;
     f.refuse_unless("use_sliding_window", "false", {"false"}, "per-layer sliding windows");
+  } else if (type == "mixtral") {
+    c.sliding_window = f.has("sliding_window") ? f.size("sliding_window") : 0;  // MixtralConfig: None
   } else if (type == "mistral") {
     // Absent: MistralConfig's default of 4096; null: full attention (Mistral 7B v0.2 and later).
     c.sliding_window = !f.json.contains("sliding_window") ? 4096
@@ -162,13 +202,16 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   const JsonFields f{json, source};
   const std::string type = f.text_or("model_type", "");
   ModelConfig c;
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3")
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" ||
+      type == "qwen3_moe")
     c = parse_llama_family(f, type);
   else if (type == "gpt2")
     c = parse_gpt2(f);
   else
-    fail("{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3 or gpt2",
-         source, type);
+    fail(
+        "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
+        "qwen3_moe or gpt2",
+        source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);
   return c;
@@ -176,6 +219,11 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
 ModelConfig read_model_config(const std::string& path) {
   return parse_model_config(read_text_file(path), path);
+}
+
+bool MoeConfig::is_sparse(int64_t layer) const {
+  return num_experts > 0 && (layer + 1) % sparse_step == 0 &&
+         std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
 }
 
 namespace models {
@@ -194,10 +242,10 @@ std::string model_config_json(const ModelConfig& c) {
     j["layer_norm_epsilon"] = c.norm_eps;
     j["activation_function"] = "gelu_new";
   } else {
-    static const std::map<std::string, std::string> architecture = {{"llama", "LlamaForCausalLM"},
-                                                                    {"mistral", "MistralForCausalLM"},
-                                                                    {"qwen2", "Qwen2ForCausalLM"},
-                                                                    {"qwen3", "Qwen3ForCausalLM"}};
+    static const std::map<std::string, std::string> architecture = {
+        {"llama", "LlamaForCausalLM"},     {"mistral", "MistralForCausalLM"},
+        {"qwen2", "Qwen2ForCausalLM"},     {"qwen3", "Qwen3ForCausalLM"},
+        {"mixtral", "MixtralForCausalLM"}, {"qwen3_moe", "Qwen3MoeForCausalLM"}};
     j["architectures"] = {architecture.at(c.model_type)};
     j["hidden_size"] = c.hidden_size;
     j["intermediate_size"] = c.intermediate_size;
@@ -228,9 +276,24 @@ std::string model_config_json(const ModelConfig& c) {
       }
       j["rope_scaling"] = r;
     }
-    if (c.model_type == "llama" || c.model_type == "qwen3") j["attention_bias"] = c.attention_bias;
+    if (c.model_type == "llama" || c.model_type == "qwen3" || c.model_type == "qwen3_moe")
+      j["attention_bias"] = c.attention_bias;
     if (c.model_type == "llama") j["mlp_bias"] = c.mlp_bias;
-    if (c.model_type == "mistral")
+    if (c.moe.num_experts > 0) {
+      const bool mixtral = c.model_type == "mixtral";
+      j[mixtral ? "num_local_experts" : "num_experts"] = c.moe.num_experts;
+      j["num_experts_per_tok"] = c.moe.experts_per_token;
+      if (!mixtral) {
+        j["moe_intermediate_size"] = c.moe.intermediate_size;
+        j["norm_topk_prob"] = c.moe.normalize_top_k;
+        j["decoder_sparse_step"] = c.moe.sparse_step;
+        j["mlp_only_layers"] = c.moe.dense_layers;
+      }
+      j["output_router_logits"] = c.moe.router_losses;
+      j["router_aux_loss_coef"] = c.moe.aux_loss_coef;
+      if (c.moe.z_loss_coef > 0) j["router_z_loss_coef"] = c.moe.z_loss_coef;
+    }
+    if (c.model_type == "mistral" || c.model_type == "mixtral")
       j["sliding_window"] =
           c.sliding_window > 0 ? nlohmann::ordered_json(c.sliding_window) : nlohmann::ordered_json();
   }

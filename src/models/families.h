@@ -5,6 +5,8 @@
 #include <dew/models.h>
 #include <dew/ops.h>
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -19,8 +21,24 @@ using ParameterShapes = std::vector<std::pair<std::string, Shape>>;
 ParameterShapes llama_parameter_shapes(const ModelConfig& c);
 // `mask`: causal, with the segment ids of padded rows when there are some (CausalLM::forward); each
 // layer's attention goes through `attend`; with `logit_rows`, only those positions' logits (T' = K).
+// mixtral and qwen3_moe are this decoder with experts in place of the MLP (c.moe.is_sparse); `router`
+// collects their routers' statistics (RouterStats).
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                     LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows);
+                     LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
+                     RouterStats* router = nullptr);
+
+// One layer's experts: the router (E,C) and each expert's SwiGLU matrices stacked, gate and up
+// (E,F,C), down (E,C,F).
+struct ExpertWeights {
+  Tensor router, gate, up, down;
+};
+// The mixture-of-experts MLP over tokens h (N,C) -> (N,C): router in f32, softmax, top K (renormalized
+// when c.normalize_top_k), tokens sorted by expert through grouped products, summed back weighted.
+// `counted` (N) u8 marks the tokens `stats` counts (empty: all).
+Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
+               const std::vector<uint8_t>& counted, RouterStats* stats);
+// The matrices named by name(e) for e < E, stacked along a new first axis (differentiable).
+Tensor stack_experts(const Parameters& p, int64_t E, const std::function<std::string(int64_t)>& name);
 
 // gpt2: learned positions, LayerNorm, fused qkv (Conv1D weights stored (in, out)), tanh-GELU MLP.
 ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);

@@ -11,13 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "error_of.h"
-#include "models/families.h"
 #include "gate/catalog.h"
 #include "gate/derivative_check.h"
 #include "gate/gate.h"
 #include "io/files.h"
+#include "models/families.h"
 
 namespace dew {
 namespace {
@@ -51,6 +52,16 @@ ModelConfig tiny(const std::string& family) {
         R"({"model_type":"qwen3","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"max_position_embeddings":8,
       "rope_parameters":{"rope_type":"dynamic","rope_theta":1000000.0,"factor":2.0}})";
+  else if (family == "mixtral")  // 4 experts, 2 a token (renormalized), a sliding window
+    json =
+        R"({"model_type":"mixtral","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"num_local_experts":4,"num_experts_per_tok":2,
+      "sliding_window":5})";
+  else if (family == "qwen3_moe")  // 6 experts, 3 a token (not renormalized), the middle layer dense
+    json =
+        R"({"model_type":"qwen3_moe","vocab_size":97,"hidden_size":64,"intermediate_size":96,
+      "moe_intermediate_size":32,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,
+      "head_dim":24,"num_experts":6,"num_experts_per_tok":3,"mlp_only_layers":[1]})";
   else
     json = R"({"model_type":"gpt2","vocab_size":97,"n_embd":64,"n_layer":2,"n_head":4,"n_positions":32})";
   return parse_model_config(json, family + " config");
@@ -140,6 +151,48 @@ TEST(ModelConfig, FieldsThatChangeTheMathematicsAreRefusedByName) {
   EXPECT_NE(refusal(R"({"model_type":"gpt2","vocab_size":10,"scale_attn_by_inverse_layer_idx":true})")
                 .find("scale_attn_by_inverse_layer_idx"),
             std::string::npos);
+}
+
+// Experts: more experts a token than experts, a dense-layer index past the layers, router noise,
+// each refused by field when the config is read.
+TEST(ModelConfig, ExpertFieldsAreCheckedByName) {
+  const std::string base = R"("vocab_size":10,"hidden_size":8,"intermediate_size":16,"num_hidden_layers":2,
+                              "num_attention_heads":2)";
+  auto refusal = [&](const std::string& type, const std::string& fields) {
+    return error_of([&] {
+      parse_model_config(R"({"model_type":")" + type + R"(",)" + fields + "," + base + "}", "c.json");
+    });
+  };
+  EXPECT_NE(refusal("mixtral", R"("num_local_experts":4,"num_experts_per_tok":5)")
+                .find("c.json: num_experts_per_tok is 5 but num_local_experts is 4"),
+            std::string::npos);
+  EXPECT_NE(refusal("qwen3_moe", R"("num_experts":4,"num_experts_per_tok":8)")
+                .find("num_experts_per_tok is 8 but num_experts is 4"),
+            std::string::npos);
+  EXPECT_NE(refusal("qwen3_moe", R"("num_experts":4,"num_experts_per_tok":2,"mlp_only_layers":[2])")
+                .find("\"mlp_only_layers\" holds 2; expected layer indices from 0 to 1"),
+            std::string::npos);
+  EXPECT_NE(refusal("mixtral", R"("router_jitter_noise":0.1)").find("\"router_jitter_noise\" is 0.1"),
+            std::string::npos);
+  EXPECT_NE(
+      refusal("mixtral", R"("rope_scaling":{"rope_type":"su","factor":2.0})").find("\"rope_type\" is su"),
+      std::string::npos);
+  // What a written config says, it reads back: experts, their layers and their losses.
+  const ModelConfig c = parse_model_config(
+      R"({"model_type":"qwen3_moe","num_experts":6,"num_experts_per_tok":2,"moe_intermediate_size":4,
+        "norm_topk_prob":true,"decoder_sparse_step":2,"mlp_only_layers":[1],"output_router_logits":true,
+        "router_z_loss_coef":0.01,)" +
+          base + "}",
+      "c.json");
+  EXPECT_FALSE(c.moe.is_sparse(0));  // (0 + 1) % 2 != 0
+  EXPECT_FALSE(c.moe.is_sparse(1));  // listed in mlp_only_layers
+  const ModelConfig again = parse_model_config(models::model_config_json(c), "written");
+  EXPECT_EQ(again.moe.num_experts, 6);
+  EXPECT_EQ(again.moe.intermediate_size, 4);
+  EXPECT_EQ(again.moe.sparse_step, 2);
+  EXPECT_EQ(again.moe.dense_layers, std::vector<int64_t>{1});
+  EXPECT_TRUE(again.moe.normalize_top_k && again.moe.router_losses);
+  EXPECT_EQ(again.moe.z_loss_coef, 0.01);
 }
 
 // Values no model computes with are refused by field when the config is read, not by an op inside the
@@ -376,7 +429,9 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
   EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Family, ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gpt2"));
+INSTANTIATE_TEST_SUITE_P(Models, Family,
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
+                                           "gpt2"));
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);
@@ -451,6 +506,50 @@ TEST(CausalLM, ACheckpointThatDoesNotMatchItsConfigIsRefusedWhole) {
       << message;
   EXPECT_NE(error_of([&] { CausalLM::load(fresh_dir("empty")); }).find("config.json: cannot open"),
             std::string::npos);
+}
+
+// The routers' statistics count real tokens only: K assignments each, padding left out; a router
+// that scores every expert alike gives the balance loss its floor, K, and the z-loss (ln E)².
+TEST(CausalLM, RouterStatisticsCountRealTokensOnly) {
+  CausalLM model = CausalLM::init(tiny("mixtral"), DType::f64, 5);
+  const Batch in = batch(2, 6, 97, 3);
+  const Tensor segments = Tensor::from_values({0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {2, 6}, DType::i64);
+  RouterStats stats;
+  model.forward(in.ids, in.positions, nullptr, segments, &stats);
+  EXPECT_EQ(stats.tokens, 10);
+  ASSERT_EQ(stats.expert_tokens.size(), 2u);  // both layers are sparse
+  for (const auto& layer : stats.expert_tokens) EXPECT_EQ(std::accumulate(layer.begin(), layer.end(), 0), 20);
+  for (const char* router :
+       {"model.layers.0.block_sparse_moe.gate.weight", "model.layers.1.block_sparse_moe.gate.weight"})
+    model.parameters()[router] = Tensor::zeros({4, 64}, DType::f64);
+  RouterStats uniform;
+  model.forward(in.ids, in.positions, nullptr, segments, &uniform);
+  EXPECT_DOUBLE_EQ(load_balancing_loss(uniform).to_f64_vector()[0], 2.0);
+  EXPECT_DOUBLE_EQ(router_z_loss(uniform).to_f64_vector()[0], std::log(4.0) * std::log(4.0));
+  EXPECT_EQ(uniform.expert_tokens[0], (std::vector<int64_t>{10, 10, 0, 0}));  // ties go to the lower experts
+}
+
+// An expert's tensor missing or misshapen is named, like any other, before any tensor is read.
+TEST(CausalLM, MissingOrMisshapenExpertTensorsAreNamed) {
+  const CausalLM model = CausalLM::init(tiny("mixtral"), DType::f32, 2);
+  const std::string dir = fresh_dir("mixtral_experts");
+  model.save(dir);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& [name, t] : model.parameters())
+    if (name != "model.layers.1.block_sparse_moe.experts.3.w2.weight")
+      tensors.push_back({name, name == "model.layers.0.block_sparse_moe.gate.weight"
+                                   ? Tensor::zeros({3, 64}, DType::f32)
+                                   : t});
+  fs::remove(dir + "/model.safetensors");
+  save_safetensors_checkpoint(dir, tensors);
+  const std::string message = error_of([&] { CausalLM::load(dir); });
+  EXPECT_NE(
+      message.find("\"model.layers.1.block_sparse_moe.experts.3.w2.weight\" is missing (expected [64,32])"),
+      std::string::npos)
+      << message;
+  EXPECT_NE(message.find("\"model.layers.0.block_sparse_moe.gate.weight\" is [3,64] (expected [4,64])"),
+            std::string::npos)
+      << message;
 }
 
 TEST(CausalLM, Gpt2CheckpointsWithTheTransformerPrefixLoad) {

@@ -1,10 +1,12 @@
 // Every family against an independent implementation: PyTorch running a plain reimplementation of
 // it (tools/torch_reference/make_fixtures.py) on a random checkpoint in Hugging Face layout. The
 // checkpoint, ids and PyTorch's logits in f32 and f64 are committed in tests/models/torch_fixtures/.
+// The same for the gradients of <logits, a committed cotangent> with respect to a few parameters.
 // Two checks, neither with a tolerance of its own:
 // - PyTorch's f32 logits pass the gate as a candidate would: against Dew's f64 model as the truth,
 //   with Dew's portable f32 model as the reference arm (a different model fails by orders);
 // - PyTorch's f64 logits agree with Dew's f64 logits better than any f32 evaluation does.
+#include <dew/autodiff.h>
 #include <dew/models.h>
 #include <dew/ops.h>
 #include <dew/safetensors.h>
@@ -52,8 +54,72 @@ TEST_P(TorchReference, LogitsAgreeWithPyTorch) {
                                             << ", more than f32 rounding (" << r.rms_base() << ")";
 }
 
+// The gradients of <logits, cotangent> with respect to the parameters the fixture names
+// (grad_f32.NAME, grad_f64.NAME), judged as the logits are.
+TEST_P(TorchReference, GradientsAgreeWithPyTorch) {
+  const fs::path dir = fs::path(DEW_SOURCE_DIR) / "tests" / "models" / "torch_fixtures" / GetParam();
+  const SafetensorsFile fixture = SafetensorsFile::open((dir / "torch_logits.safetensors").string());
+  const Tensor ids = fixture.load("ids"), positions = fixture.load("positions");
+  std::vector<std::string> names;
+  for (const SafetensorsEntry& e : fixture.header().tensors)
+    if (e.name.starts_with("grad_f32.")) names.push_back(e.name.substr(9));
+  ASSERT_GE(names.size(), 3u);
+  // Dew's gradients of the same scalar, for the named parameters, with the model in `dtype`.
+  const auto gradients = [&](DType dtype) {
+    CausalLM model = CausalLM::load(dir.string(), dtype);
+    for (const std::string& name : names) model.parameters()[name].requires_grad_();
+    const Tensor logits = model.forward(ids, positions);
+    backward(sum(mul(logits, as_dtype(fixture.load("cotangent"), dtype))));
+    std::vector<Tensor> out;
+    for (const std::string& name : names) out.push_back(model.parameter(name).grad());
+    return out;
+  };
+  std::vector<Tensor> base, truth;
+  {
+    gate::ScopedImplOverrides portable(gate::portable_everywhere());
+    base = gradients(DType::f32);
+    truth = gradients(DType::f64);
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Tensor torch_f32 = fixture.load("grad_f32." + names[i]),
+                 torch_f64 = fixture.load("grad_f64." + names[i]);
+    ASSERT_EQ(truth[i].shape(), torch_f64.shape()) << names[i];
+    const gate::OutputReport r = gate::compare_output(torch_f32, base[i], {truth[i], {}, 1}, DType::f32);
+    EXPECT_LE(r.rms_ratio(), 1.5) << names[i] << ": PyTorch f32 rms error " << r.rms_candidate()
+                                  << ", Dew portable f32 " << r.rms_base();
+    EXPECT_LE(r.worst_row_ratio(), 2.0) << names[i];
+    EXPECT_LT(rms_difference(torch_f64, truth[i]), r.rms_base())
+        << names[i] << ": Dew and PyTorch in f64 differ";
+  }
+}
+
+// The router losses of the experts' families (load_balancing_loss_f64, router_z_loss_f64 in the
+// fixture): Dew in f64 agrees with PyTorch in f64 better than Dew in f32 agrees with either.
+TEST(TorchReferenceExperts, RouterLossesAgreeWithTransformersDefinition) {
+  for (const char* family : {"mixtral", "qwen3_moe"}) {
+    const fs::path dir = fs::path(DEW_SOURCE_DIR) / "tests" / "models" / "torch_fixtures" / family;
+    const SafetensorsFile fixture = SafetensorsFile::open((dir / "torch_logits.safetensors").string());
+    const Tensor ids = fixture.load("ids"), positions = fixture.load("positions");
+    const auto losses = [&](DType dtype) {
+      RouterStats stats;
+      CausalLM::load(dir.string(), dtype).forward(ids, positions, nullptr, {}, &stats);
+      EXPECT_EQ(stats.tokens, ids.numel()) << family;
+      return std::pair{load_balancing_loss(stats).to_f64_vector()[0],
+                       router_z_loss(stats).to_f64_vector()[0]};
+    };
+    const auto [balance64, z64] = losses(DType::f64);
+    const auto [balance32, z32] = losses(DType::f32);
+    const double torch_balance = fixture.load("load_balancing_loss_f64").to_f64_vector()[0];
+    const double torch_z = fixture.load("router_z_loss_f64").to_f64_vector()[0];
+    EXPECT_LE(std::abs(balance64 - torch_balance), std::abs(balance32 - balance64)) << family;
+    EXPECT_LE(std::abs(z64 - torch_z), std::abs(z32 - z64)) << family;
+    EXPECT_NE(balance64, 0.0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, TorchReference,
-                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gpt2"));
+                         ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
+                                           "gpt2"));
 
 }  // namespace
 }  // namespace dew

@@ -34,6 +34,13 @@ CONFIGS = {
                   rope_parameters={"rope_type": "dynamic", "rope_theta": 1000000.0, "factor": 2.0}),
     "gpt2": {"model_type": "gpt2", "vocab_size": 61, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 32,
              "layer_norm_epsilon": 1e-5},
+    # 4 experts, 2 a token (renormalized), a sliding window, the router's losses on
+    "mixtral": dict(BASE, model_type="mixtral", intermediate_size=24, num_local_experts=4, num_experts_per_tok=2,
+                    sliding_window=5, rope_theta=1000000.0, output_router_logits=True),
+    # 6 experts, 3 a token (not renormalized), q/k norms, layer 1 dense by mlp_only_layers
+    "qwen3_moe": dict(BASE, model_type="qwen3_moe", num_hidden_layers=3, head_dim=12, moe_intermediate_size=16,
+                      num_experts=6, num_experts_per_tok=3, norm_topk_prob=False, mlp_only_layers=[1],
+                      rope_theta=1000000.0),
 }
 
 
@@ -91,6 +98,65 @@ def inverse_frequencies(c, head_dim, longest, dtype):
     return inv_freq.to(dtype), scale
 
 
+def experts_of(c, layer):
+    """(router name, [(gate, up, down) names per expert]) of a sparse layer, or None for a dense one."""
+    kind = c["model_type"]
+    if kind == "mixtral":
+        p = f"model.layers.{layer}.block_sparse_moe."
+        names = ("w1", "w3", "w2")
+        count = c.get("num_local_experts", 8)
+    elif kind == "qwen3_moe":
+        sparse = layer not in c.get("mlp_only_layers", []) and (layer + 1) % c.get("decoder_sparse_step", 1) == 0
+        if not sparse:
+            return None
+        p = f"model.layers.{layer}.mlp."
+        names = ("gate_proj", "up_proj", "down_proj")
+        count = c["num_experts"]
+    else:
+        return None
+    return p + "gate.weight", [tuple(f"{p}experts.{e}.{n}.weight" for n in names) for e in range(count)]
+
+
+ROUTER_LOGITS = []  # every sparse layer's router logits of the last forward, for the router losses
+
+
+def router_losses(c):
+    """transformers' load_balancing_loss_func over the layers' router logits concatenated, and ST-MoE's
+    z-loss (the mean of logsumexp² over the same rows)."""
+    logits = torch.cat(ROUTER_LOGITS, 0)
+    probs = logits.softmax(-1)
+    _, chosen = probs.topk(c["num_experts_per_tok"], dim=-1)
+    mask = torch.nn.functional.one_hot(chosen, probs.shape[-1]).to(probs.dtype)  # (N,K,E)
+    balance = (mask.mean(0) * probs.mean(0)[None]).sum() * probs.shape[-1]
+    return balance, logits.logsumexp(-1).pow(2).mean()
+
+
+def sparse_mlp(c, w, x, router, experts):
+    """transformers' sparse MoE block: softmax router (in f32, or f64 for an f64 model), top-k, the kept
+    weights renormalized for mixtral or norm_topk_prob, each expert's SwiGLU over its tokens, added back
+    weighted. x (B,T,C)."""
+    B, T, C = x.shape
+    flat = x.reshape(-1, C)
+    wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+    logits = flat.to(wide) @ w[router].to(wide).T
+    ROUTER_LOGITS.append(logits)
+    probs = logits.softmax(-1)
+    top, chosen = probs.topk(c["num_experts_per_tok"], dim=-1)
+    if c["model_type"] == "mixtral" or c.get("norm_topk_prob"):
+        top = top / top.sum(-1, keepdim=True)
+    top = top.to(x.dtype)
+    out = torch.zeros_like(flat)
+    for e, (gate, up, down) in enumerate(experts):
+        token, slot = (chosen == e).nonzero(as_tuple=True)
+        if len(token) == 0:
+            continue
+        rows = flat[token]
+        g = rows @ w[gate].T
+        y = (g * torch.sigmoid(g) * (rows @ w[up].T)) @ w[down].T
+        out = out.index_add(0, token, y * top[token, slot, None])
+    return out.view(B, T, C)
+
+
 def llama_family(c, w, ids, positions, dtype, cache=None):
     """Logits of ids (B,T) at positions (B,T). With `cache` (a list, one (k, v) per layer, filled by
     earlier calls), the keys and values grow by concatenation, as transformers' DynamicCache."""
@@ -103,7 +169,7 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
     angles = positions.to(table)[..., None] * inv_freq  # (B,T,D/2)
     cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)  # (B,1,T,D)
     sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
-    window = c.get("sliding_window") if c["model_type"] == "mistral" else None
+    window = c.get("sliding_window") if c["model_type"] in ("mistral", "mixtral") else None
     linear = lambda x, name: x @ w[name + ".weight"].T + (w[name + ".bias"] if name + ".bias" in w else 0)
 
     h = w["model.embed_tokens.weight"][ids]
@@ -113,7 +179,7 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
         q = linear(x, p + "self_attn.q_proj").view(B, T, H, D).transpose(1, 2)
         k = linear(x, p + "self_attn.k_proj").view(B, T, KV, D).transpose(1, 2)
         v = linear(x, p + "self_attn.v_proj").view(B, T, KV, D).transpose(1, 2)
-        if c["model_type"] == "qwen3":
+        if c["model_type"] in ("qwen3", "qwen3_moe"):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
@@ -137,6 +203,10 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
         attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H * D)
         h = h + linear(attended, p + "self_attn.o_proj")
         x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        sparse = experts_of(c, layer)
+        if sparse:
+            h = h + sparse_mlp(c, w, x, *sparse)
+            continue
         gate = linear(x, p + "mlp.gate_proj")
         h = h + linear(gate * torch.sigmoid(gate) * linear(x, p + "mlp.up_proj"), p + "mlp.down_proj")
     h = rms_norm(h, w["model.norm.weight"], eps)
@@ -193,16 +263,41 @@ def parameter_shapes(c):
             shapes[p + "self_attn." + name + ".weight"] = (o, i)
             if qkv_bias and name != "o_proj" or c.get("attention_bias") and name == "o_proj":
                 shapes[p + "self_attn." + name + ".bias"] = (o,)
-        if c["model_type"] == "qwen3":
+        if c["model_type"] in ("qwen3", "qwen3_moe"):
             shapes[p + "self_attn.q_norm.weight"] = (D,)
             shapes[p + "self_attn.k_norm.weight"] = (D,)
-        for name, (o, i) in [("gate_proj", (F, C)), ("up_proj", (F, C)), ("down_proj", (C, F))]:
-            shapes[p + "mlp." + name + ".weight"] = (o, i)
-            if c.get("mlp_bias"):
-                shapes[p + "mlp." + name + ".bias"] = (o,)
+        sparse = experts_of(c, layer)
+        if sparse:
+            router, experts = sparse
+            Fe = c["intermediate_size"] if c["model_type"] == "mixtral" else c["moe_intermediate_size"]
+            shapes[router] = (len(experts), C)
+            for gate, up, down in experts:
+                shapes[gate], shapes[up], shapes[down] = (Fe, C), (Fe, C), (C, Fe)
+        else:
+            for name, (o, i) in [("gate_proj", (F, C)), ("up_proj", (F, C)), ("down_proj", (C, F))]:
+                shapes[p + "mlp." + name + ".weight"] = (o, i)
+                if c.get("mlp_bias"):
+                    shapes[p + "mlp." + name + ".bias"] = (o,)
         shapes[p + "input_layernorm.weight"] = (C,)
         shapes[p + "post_attention_layernorm.weight"] = (C,)
     return shapes
+
+
+
+def gradient_names(c):
+    """The parameters whose gradients the fixture keeps: attention, MLP or experts and router, norms."""
+    if c["model_type"] == "gpt2":
+        return ["h.0.attn.c_attn.weight", "h.1.mlp.c_fc.bias", "ln_f.weight"]
+    last = c["num_hidden_layers"] - 1
+    names = ["model.layers.0.self_attn.q_proj.weight", f"model.layers.{last}.post_attention_layernorm.weight",
+             "model.norm.weight"]
+    sparse = experts_of(c, last)
+    if sparse:
+        router, experts = sparse
+        names += [router, experts[0][0], experts[-1][2]]
+    else:
+        names.append(f"model.layers.{last}.mlp.down_proj.weight")
+    return names
 
 
 def write_safetensors(path, tensors):
@@ -239,13 +334,23 @@ def main():
         ids = torch.randint(0, c["vocab_size"], (B, T), generator=generator)
         positions = torch.arange(T)[None, :] + torch.tensor([[0], [3]])  # rows start at different offsets
         forward = gpt2 if family == "gpt2" else llama_family
-        logits = {}
-        for dtype, tag in [(torch.float32, "logits_f32"), (torch.float64, "logits_f64")]:
-            w = {k: v.to(dtype) for k, v in weights.items()}
-            with torch.no_grad():
-                logits[tag] = forward(c, w, ids, positions, dtype)
+        # Gradients of <logits, cotangent> with respect to a few parameters of each kind.
+        cotangent = torch.randn((B, T, c["vocab_size"]), generator=generator, dtype=torch.float64)
+        outputs = {}
+        for dtype, tag in [(torch.float32, "f32"), (torch.float64, "f64")]:
+            w = {k: v.to(dtype).requires_grad_() for k, v in weights.items()}
+            ROUTER_LOGITS.clear()
+            logits = forward(c, w, ids, positions, dtype)
+            if ROUTER_LOGITS:
+                balance, z = router_losses(c)
+                outputs["load_balancing_loss_" + tag], outputs["router_z_loss_" + tag] = balance.detach(), z.detach()
+            (logits * cotangent.to(dtype)).sum().backward()
+            outputs["logits_" + tag] = logits.detach()
+            for name in gradient_names(c):
+                outputs[f"grad_{tag}.{name}"] = w[name].grad
         write_safetensors(os.path.join(directory, "torch_logits.safetensors"),
-                          {"ids": ids, "positions": positions, **logits})
+                          {"ids": ids, "positions": positions, "cotangent": cotangent, **outputs})
+        logits = outputs
         print(family, tuple(logits["logits_f64"].shape), "torch", torch.__version__)
 
 
