@@ -72,6 +72,46 @@ class RMSNorm(nn.Module):
         return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
 
 
+class SparseMoe(nn.Module):
+    """transformers' sparse MoE block as it is written for speed in PyTorch: the router (softmax in f32,
+    top-k, renormalized for mixtral or norm_topk_prob), then a loop over the experts, each running its
+    tokens through one product for gate and up and one for down, added back weighted with index_add_."""
+
+    def __init__(self, c):
+        super().__init__()
+        C, F_ = c["hidden"], c["expert_intermediate"]
+        self.K, self.normalize = c["experts_per_token"], c["normalize_top_k"]
+        self.router = nn.Linear(C, c["experts"], bias=False)
+        self.gate_up = nn.ModuleList(nn.Linear(C, 2 * F_, bias=False) for _ in range(c["experts"]))
+        self.down = nn.ModuleList(nn.Linear(F_, C, bias=False) for _ in range(c["experts"]))
+
+    def forward(self, h, router_logits):
+        B, T, C = h.shape
+        flat = h.reshape(-1, C)
+        logits = self.router(flat).float()
+        router_logits.append(logits)
+        weights, chosen = logits.softmax(-1).topk(self.K, dim=-1)
+        if self.normalize:
+            weights = weights / weights.sum(-1, keepdim=True)
+        weights = weights.to(h.dtype)
+        out = torch.zeros_like(flat)
+        for e in range(len(self.down)):
+            token, slot = (chosen == e).nonzero(as_tuple=True)
+            if len(token) == 0:
+                continue
+            gate, up = self.gate_up[e](flat[token]).chunk(2, dim=-1)
+            out.index_add_(0, token, self.down[e](F.silu(gate) * up) * weights[token, slot, None])
+        return out.view(B, T, C)
+
+
+def load_balancing_loss(router_logits, K):
+    """transformers' load_balancing_loss_func over every layer's router logits together."""
+    probs = torch.cat(router_logits, 0).softmax(-1)
+    _, chosen = probs.topk(K, dim=-1)
+    share = F.one_hot(chosen, probs.shape[-1]).float().mean(0)
+    return (share * probs.mean(0)[None]).sum() * probs.shape[-1]
+
+
 class Block(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -84,14 +124,18 @@ class Block(nn.Module):
         else:
             self.norm1, self.norm2 = RMSNorm(C, c["eps"]), RMSNorm(C, c["eps"])
             self.attn = CausalSelfAttention(c, bias=False)
-            self.gate_up = nn.Linear(C, 2 * F_, bias=False)  # one product for the gate and the up projection
-            self.down = nn.Linear(F_, C, bias=False)
+            self.moe = SparseMoe(c) if c.get("experts") else None
+            if self.moe is None:
+                self.gate_up = nn.Linear(C, 2 * F_, bias=False)  # one product for the gate and the up projection
+                self.down = nn.Linear(F_, C, bias=False)
 
-    def forward(self, x, mask, rope):
+    def forward(self, x, mask, rope, router_logits):
         x = x + self.attn(self.norm1(x), mask, rope)
         h = self.norm2(x)
         if self.gpt2:
             return x + self.proj(F.gelu(self.fc(h), approximate="tanh"))
+        if self.moe is not None:
+            return x + self.moe(h, router_logits)
         gate, up = self.gate_up(h).chunk(2, dim=-1)
         return x + self.down(F.silu(gate) * up)
 
@@ -122,10 +166,17 @@ class Model(nn.Module):
             angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
             angles = torch.cat((angles, angles), -1)
             rope = (angles.cos().float(), angles.sin().float())
+        self.router_logits = []
         for block in self.blocks:
-            x = block(x, mask, rope)
+            x = block(x, mask, rope, self.router_logits)
         x = self.norm(x)
         return F.linear(x, self.embed.weight if self.head is None else self.head.weight)
+
+    def router_loss(self):
+        """The weighted load-balancing loss Dew's training adds (docs/moe.md), or 0."""
+        if not self.router_logits or not self.c.get("router_losses"):
+            return 0.0
+        return self.c["aux_loss_coef"] * load_balancing_loss(self.router_logits, self.c["experts_per_token"])
 
 
 def read_config(path):
@@ -137,13 +188,18 @@ def read_config(path):
                 "layers": j["n_layer"], "heads": H, "kv_heads": H, "head_dim": C // H,
                 "max_positions": j["n_positions"], "eps": j["layer_norm_epsilon"],
                 "tied": j.get("tie_word_embeddings", True)}
-    if j["model_type"] not in ("llama", "mistral", "qwen2", "qwen3") or j.get("rope_scaling"):
+    if j["model_type"] not in ("llama", "mistral", "qwen2", "qwen3", "mixtral") or j.get("rope_scaling"):
         raise SystemExit(f"train_pytorch.py: model_type {j['model_type']} with these fields is not written here")
     C, H = j["hidden_size"], j["num_attention_heads"]
-    return {"model_type": "llama", "vocab": j["vocab_size"], "hidden": C, "intermediate": j["intermediate_size"],
-            "layers": j["num_hidden_layers"], "heads": H, "kv_heads": j.get("num_key_value_heads", H),
-            "head_dim": j.get("head_dim", C // H), "eps": j.get("rms_norm_eps", 1e-6),
-            "theta": j.get("rope_theta", 10000.0), "tied": j.get("tie_word_embeddings", False)}
+    c = {"model_type": "llama", "vocab": j["vocab_size"], "hidden": C, "intermediate": j["intermediate_size"],
+         "layers": j["num_hidden_layers"], "heads": H, "kv_heads": j.get("num_key_value_heads", H),
+         "head_dim": j.get("head_dim", C // H), "eps": j.get("rms_norm_eps", 1e-6),
+         "theta": j.get("rope_theta", 10000.0), "tied": j.get("tie_word_embeddings", False)}
+    if j["model_type"] == "mixtral":  # Dew writes every field out (model_config_json)
+        c.update(experts=j["num_local_experts"], experts_per_token=j["num_experts_per_tok"],
+                 expert_intermediate=j["intermediate_size"], normalize_top_k=True,
+                 router_losses=j["output_router_logits"], aux_loss_coef=j["router_aux_loss_coef"])
+    return c
 
 
 # The kinds of Dew's StepProfile, from each aten op's self time (its children's time is theirs).
@@ -301,6 +357,7 @@ def main():
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 logits = model(tokens[:, :T])
                 loss = F.cross_entropy(logits.reshape(B * T, c["vocab"]), tokens[:, 1:].reshape(B * T))
+                loss = loss + model.router_loss()
         with scope("backward"):
             loss.backward()
         with scope("clipping"):

@@ -107,11 +107,16 @@ inline constexpr int64_t kIgnoreTarget = -100;
 Tensor next_token_targets(const data::Batch& batch);  // (rows, T) i64
 struct LmLossOptions {
   double z_loss = 0;  // adds z_loss x mean(logsumexp^2) over real targets (PaLM's auxiliary loss)
+  // An experts model whose config sets output_router_logits adds its routers' losses, weighted by
+  // router_aux_loss_coef and router_z_loss_coef (docs/moe.md); training does, evaluation does not.
+  bool router_losses = false;
 };
 struct LmLoss {
   Tensor loss;  // scalar: mean cross-entropy over real targets (plus the z-loss), differentiable
   int64_t targets = 0, correct = 0;  // real targets, and those the argmax predicts (token accuracy)
   Tensor target_ids;                 // (rows, T) i64: next_token_targets(batch)
+  double router_loss = 0;            // the weighted router losses within `loss`
+  std::vector<std::vector<int64_t>> expert_tokens;  // per MoE layer, the real tokens each expert took
   double accuracy() const { return targets ? double(correct) / double(targets) : 0; }
 };
 LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options = {});
@@ -135,6 +140,8 @@ struct StepResult {
   int64_t tokens = 0, T = 0;           // the step's input tokens; the batches' sequence length
   int64_t targets = 0, correct = 0;    // real targets, and those the argmax predicted (token accuracy)
   double data_wait_s = 0;              // time spent in next_batch
+  double router_loss = 0;              // the microbatches' mean weighted router losses, within `loss`
+  std::vector<std::vector<int64_t>> expert_tokens;  // per MoE layer, summed over the microbatches
 };
 StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
                       const StepOptions& options,

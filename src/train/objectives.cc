@@ -34,12 +34,24 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
   const Tensor positions = batch.positions.slice(1, 0, T).to(device).contiguous();
   const Tensor segments = batch.segment_ids.slice(1, 0, T).to(device).contiguous();
   const Tensor targets = next_token_targets(batch);
-  const Tensor logits = model.forward(ids, positions, nullptr, segments);
+  const MoeConfig& moe = model.config().moe;
+  RouterStats router;
+  const Tensor logits = model.forward(ids, positions, nullptr, segments, moe.num_experts > 0 ? &router : nullptr);
   LmLoss out;
   out.target_ids = targets;
   out.loss =
       cross_entropy(logits, targets.to(device), {.ignore_index = kIgnoreTarget, .z_loss = options.z_loss})
           .loss;
+  out.expert_tokens = router.expert_tokens;
+  if (options.router_losses && moe.router_losses && !router.expert_tokens.empty()) {
+    const auto weighted = [&](const Tensor& loss, double coef) {
+      return mul(as_dtype(loss, out.loss.dtype()), Tensor::full({}, coef, out.loss.dtype(), device));
+    };
+    Tensor extra = weighted(load_balancing_loss(router), moe.aux_loss_coef);
+    if (moe.z_loss_coef > 0) extra = add(extra, weighted(router_z_loss(router), moe.z_loss_coef));
+    out.router_loss = extra.to_f64_vector()[0];
+    out.loss = add(out.loss, extra);
+  }
   // Accuracy: the argmax of each real target's row is the target (counted on the host).
   const Tensor predicted = argmax(logits.detach(), -1).to(Device::cpu());
   const int64_t* p = predicted.data<int64_t>();

@@ -58,10 +58,17 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
     out.tokens += batch->tokens.shape()[0] * (batch->tokens.shape()[1] - 1);
     out.T = batch->tokens.shape()[1] - 1;
     std::optional<ProfilePhase> phase(std::in_place, "forward");
-    const LmLoss lm = lm_loss(low ? *low : model, *batch, {.z_loss = options.z_loss});
+    const LmLoss lm = lm_loss(low ? *low : model, *batch, {.z_loss = options.z_loss, .router_losses = true});
     loss_sum += lm.loss.to_f64_vector()[0];
     out.targets += lm.targets;
     out.correct += lm.correct;
+    out.router_loss += lm.router_loss / double(options.accumulation);
+    if (out.expert_tokens.empty()) out.expert_tokens.assign(lm.expert_tokens.size(), {});
+    for (size_t l = 0; l < lm.expert_tokens.size(); ++l) {
+      std::vector<int64_t>& sum = out.expert_tokens[l];
+      sum.resize(lm.expert_tokens[l].size(), 0);
+      for (size_t e = 0; e < sum.size(); ++e) sum[e] += lm.expert_tokens[l][e];
+    }
     phase.emplace("backward");
     backward(options.accumulation == 1 ? lm.loss
                                        : mul(lm.loss, Tensor::full({}, 1.0 / double(options.accumulation),

@@ -93,6 +93,20 @@ nlohmann::json route_list() {
   return out;
 }
 
+// The routers' imbalance: the worst layer's (most tokens an expert took - the mean) / the mean, the
+// MaxVio of DeepSeek's auxiliary-loss-free balancing paper; 0 when every expert takes its share.
+double max_violation(const std::vector<std::vector<int64_t>>& expert_tokens) {
+  double worst = 0;
+  for (const std::vector<int64_t>& layer : expert_tokens) {
+    if (layer.empty()) continue;
+    double total = 0, most = 0;
+    for (const int64_t n : layer) total += double(n), most = std::max(most, double(n));
+    const double mean = total / double(layer.size());
+    if (mean > 0) worst = std::max(worst, (most - mean) / mean);
+  }
+  return worst;
+}
+
 }  // namespace
 
 // NOTE [training FLOPs]
@@ -100,12 +114,16 @@ nlohmann::json route_list() {
 // input and the weight gradients): 6 N, N counting every matrix (the head once, tied or not) but the
 // embedding lookups, which multiply nothing. Attention adds its two products, QKᵀ and PV, each
 // 2·D per head per key: 4 L H D T forward and twice that backward, 12 L H D T at sequence length T
-// (PaLM's appendix B; causal masking is not discounted, as there).
+// (PaLM's appendix B; causal masking is not discounted, as there). A token meets K of an experts
+// layer's E experts, so an expert's matrices count K/E of their size (the router counts whole).
 double training_flops_per_token(const CausalLM& model, int64_t T) {
   const ModelConfig& c = model.config();
   double n = 0;
   for (const auto& [name, p] : model.parameters()) {
-    if (p.dim() >= 2 && !is_embedding_table(name)) n += double(p.numel());
+    const double share = name.find(".experts.") != std::string::npos
+                             ? double(c.moe.experts_per_token) / double(c.moe.num_experts)
+                             : 1.0;
+    if (p.dim() >= 2 && !is_embedding_table(name)) n += share * double(p.numel());
   }
   if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
   const double head_dim = double(c.head_dim ? c.head_dim : c.hidden_size / c.num_attention_heads);
@@ -349,7 +367,7 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
         before / 1e9, model_flops / 1e9, config_.peak_flops / 1e9));
   }
   const double mfu = config_.peak_flops > 0 ? model_flops / config_.peak_flops : 0;
-  const nlohmann::json line = {
+  nlohmann::json line = {
       {"step", run.step},
       {"time", unix_time()},
       {"tokens", run.tokens},
@@ -363,7 +381,12 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
       {"peak_bytes", cpu_memory_stats().peak_bytes},
       {"skipped", run.skipped},
       {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
-      {"perplexity", std::exp(result.loss)}};
+      {"perplexity", std::exp(result.loss - result.router_loss)}};
+  if (!result.expert_tokens.empty()) {  // an experts model: its routers' balance (docs/moe.md)
+    line["router_loss"] = result.router_loss;
+    line["expert_tokens"] = result.expert_tokens;
+    line["expert_max_violation"] = max_violation(result.expert_tokens);
+  }
   run.metrics << line.dump() << "\n" << std::flush;
   say(fmt::format(
       "step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}  elapsed {}  ETA {}", run.step,

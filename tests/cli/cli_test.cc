@@ -19,14 +19,18 @@
 
 #include "io/command.h"
 #include "io/files.h"
+#include "model_dir.h"
+#include "run_dew.h"
+#include "train_config.h"
 
 namespace {
 
 using Result = dew::CommandResult;
+using dew::testing::model_with_tokenizer;
+using dew::testing::train_config;
 
-// `prefix` goes before the binary (an `env ...` setting, say).
 Result run(const std::string& args, const std::string& prefix = "") {
-  return dew::run_command(prefix + (prefix.empty() ? "" : " ") + DEW_BINARY + " " + args + " 2>&1");
+  return dew::testing::run_dew(args, prefix);
 }
 
 TEST(Cli, CheckClosesWithPassedAndFailedCounts) {
@@ -381,24 +385,6 @@ TEST(Cli, TokenizerTrainRefusesAnOutputThatIsAFileAndRepeatedSpecialTokens) {
   EXPECT_NE(twice.out.find("special token \"<|a|>\" is given twice"), std::string::npos) << twice.out;
 }
 
-// A random Llama with a byte-level tokenizer of its vocabulary (one token per byte, ids = byte values)
-// in one Hugging Face directory.
-std::string model_with_tokenizer(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + name;
-  std::filesystem::remove_all(dir);
-  const dew::ModelConfig config = dew::parse_model_config(
-      R"({"model_type":"llama","vocab_size":257,"hidden_size":32,"intermediate_size":48,"num_hidden_layers":1,
-        "num_attention_heads":2,"num_key_value_heads":1,"max_position_embeddings":64})",
-      "config");
-  dew::CausalLM::init(config, dew::DType::f32, 5).save(dir);
-  dew::BpeTrainOptions options;
-  options.min_frequency = 1 << 30;  // bytes only
-  options.special_tokens = {"<|endoftext|>"};
-  std::ofstream(dir + "/tokenizer.json") << dew::train_byte_level_bpe({"x"}, options);
-  std::ofstream(dir + "/tokenizer_config.json") << R"({"eos_token": "<|endoftext|>"})";
-  return dir;
-}
-
 // dew export writes the GGUF file and says so; a model llama.cpp's architectures cannot hold is a user
 // error naming why, and leaves no file.
 TEST(Cli, ExportWritesAGgufFileOrSaysWhyNot) {
@@ -521,16 +507,8 @@ TEST(Cli, ScoreTextHasLmEvalsLoglikelihoodSemantics) {
 
 TEST(Cli, GenerateStreamsTheGreedyContinuationAndStopsAtAStopString) {
   const std::string dir = model_with_tokenizer("dew_cli_generate");
-  const dew::CausalLM model = dew::CausalLM::load(dir);
   const dew::Tokenizer tokenizer = dew::Tokenizer::load(dir);
-  dew::GenerationOptions options;
-  options.max_new_tokens = 12;
-  options.sampling.temperature = 0;
-  options.eos_ids = {256};
-  const auto ids = dew::generate(model, {tokenizer.encode("Once upon")}, options)[0];
-  std::vector<int64_t> shown;
-  for (int64_t id : ids)
-    if (id != 256) shown.push_back(id);
+  const std::vector<int64_t> shown = dew::testing::greedy_ids(dir, "Once upon", 12);
   const std::string expected = tokenizer.decode(shown, {.skip_special_tokens = true});
   Result r = run("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 12");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -662,44 +640,6 @@ size = 2
   Result forever = run("data stats " + dir + "/data.toml --set data.source.epochs=0");
   EXPECT_EQ(forever.exit_code, 1);
   EXPECT_NE(forever.out.find("repeats forever"), std::string::npos) << forever.out;
-}
-
-// A run directory with a tiny Llama config, a corpus and a tokenizer for it.
-std::string train_config(const std::string& name) {
-  const std::string dir = testing::TempDir() + "/" + name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir + "/tok");
-  std::string text;
-  for (int i = 0; i < 300; ++i) text += "a small river " + std::to_string(i % 13) + " runs by the stone\n";
-  std::ofstream(dir + "/corpus.txt") << text;
-  std::ofstream(dir + "/tok/tokenizer.json")
-      << dew::train_byte_level_bpe({text}, {.vocab_size = 300, .special_tokens = {"<|eot|>"}});
-  std::ofstream(dir + "/tok/tokenizer_config.json") << R"({"eos_token": "<|eot|>"})";
-  std::ofstream(dir + "/run.toml") << R"([model]
-model_type = "llama"
-vocab_size = 300
-hidden_size = 32
-intermediate_size = 64
-num_hidden_layers = 1
-num_attention_heads = 4
-num_key_value_heads = 2
-max_position_embeddings = 64
-
-[train]
-steps = 12
-log_every = 4
-checkpoint_every = 4
-tokenizer = "tok"
-
-[schedule]
-peak_lr = 3e-3
-
-[data]
-source = { kind = "text", paths = ["corpus.txt"], unit = "line", epochs = 0 }
-stage = [{ kind = "tokenize", tokenizer = "tok", append_eos = true }, { kind = "pack", T = 16 },
-         { kind = "batch", size = 4 }]
-)";
-  return dir;
 }
 
 TEST(Cli, TrainWritesMetricsAndCheckpointsAndResumes) {

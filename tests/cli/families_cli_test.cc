@@ -1,0 +1,104 @@
+// The experts' families through the command line: `dew generate` and `dew score` on a saved
+// checkpoint give what the library gives, and `dew train` trains one from a TOML config, logging the
+// routers' balance.
+#include <dew/models.h>
+#include <dew/ops.h>
+#include <dew/tokenizer.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "io/files.h"
+#include "model_dir.h"
+#include "run_dew.h"
+#include "train_config.h"
+
+namespace {
+
+using dew::testing::run_dew;
+
+const std::vector<std::pair<std::string, std::string>> kConfigs = {
+    {"mixtral", R"({"model_type":"mixtral","vocab_size":257,"hidden_size":32,"intermediate_size":24,
+        "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"max_position_embeddings":64,
+        "num_local_experts":4,"num_experts_per_tok":2})"},
+    {"qwen3_moe", R"({"model_type":"qwen3_moe","vocab_size":257,"hidden_size":32,"intermediate_size":48,
+        "moe_intermediate_size":16,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,
+        "head_dim":16,"max_position_embeddings":64,"num_experts":6,"num_experts_per_tok":3,
+        "mlp_only_layers":[0]})"}};
+
+TEST(CliFamilies, GenerateAndScoreGiveTheLibrarysAnswers) {
+  for (const auto& [family, json] : kConfigs) {
+    const std::string dir = dew::testing::model_with_tokenizer("dew_cli_family_" + family, json);
+    const dew::CausalLM model = dew::CausalLM::load(dir);
+    const dew::Tokenizer tokenizer = dew::Tokenizer::load(dir);
+    const std::vector<int64_t> shown = dew::testing::greedy_ids(dir, "Once upon", 10);
+    const dew::CommandResult generated =
+        run_dew("generate --model " + dir + " --prompt 'Once upon' --max-new-tokens 10");
+    ASSERT_EQ(generated.exit_code, 0) << family << generated.out;
+    EXPECT_EQ(generated.out, tokenizer.decode(shown, {.skip_special_tokens = true}) + "\n") << family;
+
+    std::ofstream(dir + "/in.jsonl") << "{\"ids\": [3, 14, 15, 9]}\n";
+    const dew::CommandResult scored = run_dew("score --model " + dir + " --ids < " + dir + "/in.jsonl");
+    ASSERT_EQ(scored.exit_code, 0) << family << scored.out;
+    const std::vector<double> lp =
+        dew::log_softmax(model.forward(dew::Tensor::from_values({3, 14, 15, 9}, {1, 4}, dew::DType::i64),
+                                       dew::Tensor::from_values({0, 1, 2, 3}, {1, 4}, dew::DType::i64)),
+                         -1)
+            .to_f64_vector();
+    const nlohmann::json line = nlohmann::json::parse(scored.out);
+    ASSERT_EQ(line["logprobs"].size(), 3u) << scored.out;
+    EXPECT_EQ(line["logprobs"][0].get<double>(), lp[0 * 257 + 14]) << family;
+    EXPECT_EQ(line["logprobs"][2].get<double>(), lp[2 * 257 + 9]) << family;
+  }
+}
+
+// `dew train` with a [model] table of either family: the loss falls, and every logged line carries
+// each sparse layer's tokens per expert (K assignments a token) and the router losses' share.
+TEST(CliFamilies, TrainLogsTheRoutersBalance) {
+  for (const char* model : {R"(model_type = "mixtral"
+intermediate_size = 32
+num_local_experts = 4
+num_experts_per_tok = 2)",
+                            R"(model_type = "qwen3_moe"
+intermediate_size = 64
+moe_intermediate_size = 16
+num_experts = 4
+num_experts_per_tok = 2
+norm_topk_prob = true
+decoder_sparse_step = 2)"}) {
+    const std::string dir = dew::testing::train_config("dew_cli_family_train", std::string(model) + R"(
+vocab_size = 300
+hidden_size = 32
+num_hidden_layers = 2
+num_attention_heads = 4
+num_key_value_heads = 2
+max_position_embeddings = 64
+output_router_logits = true
+router_z_loss_coef = 0.001)");
+    std::filesystem::remove_all(dir + "/run");
+    const dew::CommandResult r = run_dew("train " + dir + "/run.toml --run-dir " + dir + "/run");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::ifstream metrics(dir + "/run/metrics.jsonl");
+    std::vector<nlohmann::json> lines;
+    for (std::string line; std::getline(metrics, line);) lines.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(lines.size(), 3u) << r.out;
+    EXPECT_LT(lines.back()["loss"].get<double>(), lines.front()["loss"].get<double>()) << model;
+    const bool mixtral = std::string(model).find("mixtral") != std::string::npos;
+    for (const nlohmann::json& line : lines) {
+      const auto& layers = line["expert_tokens"];
+      ASSERT_EQ(layers.size(), mixtral ? 2u : 1u) << line.dump();  // qwen3_moe: only layer 1 is sparse
+      for (const auto& experts : layers) {
+        int64_t assigned = 0;
+        for (const auto& n : experts) assigned += n.get<int64_t>();
+        EXPECT_EQ(assigned, 4 * 16 * 2) << line.dump();  // a step's 64 tokens, 2 experts each
+      }
+      EXPECT_GT(line["router_loss"].get<double>(), 0.0);
+      EXPECT_GE(line["expert_max_violation"].get<double>(), 0.0);
+    }
+  }
+}
+
+}  // namespace
