@@ -68,6 +68,7 @@ std::string kind_of(const OpTime& row, int64_t vocab) {
   if (row.phase == "optimizer") return "optimizer";
   if (row.phase == "clipping") return "gradient norm and clipping";
   const std::string& op = row.op;
+  if (op == "grouped_matmul" || op == "grouped_matmul_weight_grad") return "GEMM " + gemm_role(row.phase);
   if (op == "matmul") {
     const std::vector<int64_t> dims = gemm_dims(row.label);
     if (std::find(dims.begin(), dims.end(), vocab) != dims.end()) return "GEMM head";
@@ -135,8 +136,10 @@ StepProfile StepProfiler::result(int64_t vocab) const {
     k.seconds += row.seconds / n;
     k.flops += row.flops / n;
     accounted += row.seconds / n;
-    if (row.op != "matmul" || row.phase == "optimizer" || row.phase == "clipping") continue;
-    const std::string name = (kind == "GEMM head" ? "head " : "") + gemm_role(row.phase) + "  " + row.label;
+    if (!kind.starts_with("GEMM")) continue;
+    const bool grouped = row.op != "matmul";  // experts' products: by op and dtype (their shapes vary)
+    const std::string name = (kind == "GEMM head" ? "head " : "") + gemm_role(row.phase) + "  " +
+                             (grouped ? row.op + " " : "") + row.label;
     StepProfile::Row& g = gemms[name];
     g.name = name;
     g.calls += row.calls;

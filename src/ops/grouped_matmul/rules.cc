@@ -3,6 +3,8 @@
 //                               or weight_grad(dy, a) ((G,N,K)) with transpose_b;
 //   w = weight_grad(x, y):      dx = grouped_matmul(y, dw, tb);   dy = grouped_matmul(x, dw);
 // the sizes are counts, with no derivative.
+#include <optional>
+
 #include "ops/grouped_matmul/grouped_matmul.h"
 #include "ops/rules_common.h"
 
@@ -24,10 +26,13 @@ VjpRule GroupedMatmul::vjp(const Args& args) {
     if (weight_grad)
       return {grouped_matmul(b.get(), d[0], sizes, true), grouped_matmul(a.get(), d[0], sizes, false),
               Tensor()};
-    return {grouped_matmul(d[0], b.get(), sizes, !tb),
-            tb ? grouped_matmul_weight_grad(d[0], a.get(), sizes)
-               : grouped_matmul_weight_grad(a.get(), d[0], sizes),
-            Tensor()};
+    // Named phases, as matmul's vjp names them, so a step profile tells the two products apart.
+    std::optional<ProfilePhase> phase(std::in_place, "input gradient");
+    const Tensor da = grouped_matmul(d[0], b.get(), sizes, !tb);
+    phase.emplace("weight gradient");
+    const Tensor db = tb ? grouped_matmul_weight_grad(d[0], a.get(), sizes)
+                         : grouped_matmul_weight_grad(a.get(), d[0], sizes);
+    return {da, db, Tensor()};
   };
 }
 
