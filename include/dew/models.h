@@ -47,8 +47,24 @@ struct MoeConfig {
   bool is_sparse(int64_t layer) const;
 };
 
+// What the gemma, gemma2, gemma3_text and olmo2 decoders change in the llama decoder (docs/models.md).
+struct DecoderSwitches {
+  bool norm_plus_one = false;     // gemma: RMSNorm scales by 1 + w
+  bool pre_norms = true;          // a norm before attention and before the MLP (all but olmo2)
+  bool post_norms = false;        // a norm on attention's and the MLP's output, before the residual add
+  bool qk_norm_whole = false;     // olmo2: the q/k norms span the whole projection, not each head
+  bool scale_embeddings = false;  // gemma: embeddings times sqrt(hidden_size), rounded to the dtype
+  double attention_softcap = 0;   // gemma2: scores become cap * tanh(scores / cap); 0: none
+  double final_logit_softcap = 0;
+  double query_pre_attn_scalar = 0;     // gemma2, gemma3: scores scaled by its inverse square root
+  std::string activation = "silu";      // the gated MLP's: silu, gelu_tanh or gelu
+  std::vector<uint8_t> sliding_layers;  // per layer, 1 where sliding_window applies (empty: all)
+  double local_rope_theta = 0;          // gemma3: sliding layers rotate with this base, unscaled
+};
+
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2
+  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gemma, gemma2,
+                           // gemma3_text, olmo2, gpt2
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
   int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;
@@ -61,6 +77,10 @@ struct ModelConfig {
   bool qk_norm = false;        // qwen3: RMSNorm over head_dim of q and k before rope
   int64_t sliding_window = 0;  // mistral, mixtral: 0 = full attention
   MoeConfig moe;
+  DecoderSwitches decoder;
+  bool sliding(int64_t layer) const {  // does sliding_window apply to this layer?
+    return sliding_window > 0 && (decoder.sliding_layers.empty() || decoder.sliding_layers[size_t(layer)]);
+  }
   std::string dtype = "float32";  // torch_dtype / dtype: what the checkpoint holds
 };
 

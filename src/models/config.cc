@@ -94,6 +94,70 @@ MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers
   return m;
 }
 
+bool is_gemma(const std::string& type) {
+  return type == "gemma" || type == "gemma2" || type == "gemma3_text";
+}
+
+// gemma2 and gemma3_text: which layers slide, from `layer_types` or the older pattern fields
+// (gemma2 alternates starting with a sliding layer; gemma3 slides but for every sixth).
+std::vector<uint8_t> parse_layer_types(const JsonFields& f, const std::string& type, int64_t layers) {
+  std::vector<uint8_t> sliding;
+  if (f.has("layer_types")) {
+    const nlohmann::json& list = f.json["layer_types"];
+    DEW_REQUIRE(list.is_array() && int64_t(list.size()) == layers,
+                "{}: \"layer_types\" is {}; expected a list of {} entries (num_hidden_layers)", f.source,
+                list.dump(), layers);
+    for (const nlohmann::json& t : list) {
+      DEW_REQUIRE(t == "sliding_attention" || t == "full_attention",
+                  "{}: \"layer_types\" holds {}; expected \"sliding_attention\" or \"full_attention\"",
+                  f.source, t.dump());
+      sliding.push_back(t == "sliding_attention");
+    }
+    return sliding;
+  }
+  const int64_t pattern = type == "gemma2" ? 2 : f.size_or("sliding_window_pattern", 6);
+  for (int64_t i = 0; i < layers; ++i) sliding.push_back((i + 1) % pattern != 0);
+  return sliding;
+}
+
+// gemma, gemma2, gemma3_text and olmo2: the switches of DecoderSwitches, by family.
+void parse_decoder_switches(const JsonFields& f, ModelConfig& c) {
+  const std::string& type = c.model_type;
+  DecoderSwitches& d = c.decoder;
+  if (type == "olmo2") {
+    f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
+    d.pre_norms = false;
+    d.post_norms = true;
+    c.qk_norm = d.qk_norm_whole = true;
+    c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
+    return;
+  }
+  d.norm_plus_one = d.scale_embeddings = true;
+  // Gemma 1 files name "gelu" in hidden_act and transformers runs the tanh form unless
+  // hidden_activation says otherwise.
+  const std::string activation = f.text_or("hidden_activation", "gelu_pytorch_tanh");
+  f.refuse_unless("hidden_activation", "gelu_pytorch_tanh", {"gelu_pytorch_tanh", "gelu_new", "gelu"},
+                  "the MLP is GeGLU");
+  d.activation = activation == "gelu" ? "gelu" : "gelu_tanh";
+  c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
+  if (type == "gemma") return;
+  d.post_norms = true;
+  d.query_pre_attn_scalar = f.number_or("query_pre_attn_scalar", 256);
+  d.attention_softcap = f.number_or("attn_logit_softcapping", type == "gemma2" ? 50.0 : 0.0);
+  d.final_logit_softcap = f.number_or("final_logit_softcapping", type == "gemma2" ? 30.0 : 0.0);
+  DEW_REQUIRE(
+      d.query_pre_attn_scalar > 0 && d.attention_softcap >= 0 && d.final_logit_softcap >= 0,
+      "{}: query_pre_attn_scalar {}, attn_logit_softcapping {}, final_logit_softcapping {}; expected a "
+      "positive scalar and softcaps >= 0 (or null)",
+      f.source, d.query_pre_attn_scalar, d.attention_softcap, d.final_logit_softcap);
+  c.sliding_window = f.has("sliding_window") ? f.size("sliding_window") : 4096;
+  d.sliding_layers = parse_layer_types(f, type, c.num_hidden_layers);
+  if (type == "gemma3_text") {
+    c.qk_norm = true;
+    d.local_rope_theta = f.number_or("rope_local_base_freq", 10000);
+  }
+}
+
 ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   ModelConfig c;
   c.model_type = type;
@@ -103,15 +167,22 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   c.num_hidden_layers = f.size("num_hidden_layers");
   c.num_attention_heads = f.size("num_attention_heads");
   c.num_key_value_heads = f.size_or("num_key_value_heads", c.num_attention_heads);
-  c.head_dim = f.size_or("head_dim", type == "qwen3" ? 128 : c.hidden_size / c.num_attention_heads);
+  // The config classes' defaults.
+  c.head_dim = f.size_or("head_dim", type == "qwen3"  ? 128
+                                     : is_gemma(type) ? 256
+                                                      : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = f.size_or("max_position_embeddings", 2048);
-  c.norm_eps = f.number_or("rms_norm_eps", type == "mixtral" ? 1e-5 : 1e-6);  // the config classes' defaults
-  c.tie_word_embeddings = f.flag_or("tie_word_embeddings", false);
-  c.rope = parse_rope(f, type == "mixtral" ? 1e6 : 10000);
+  c.norm_eps = f.number_or("rms_norm_eps", type == "mixtral" || type == "olmo2" ? 1e-5 : 1e-6);
+  c.tie_word_embeddings = f.flag_or("tie_word_embeddings", is_gemma(type));
+  c.rope = parse_rope(f, type == "mixtral" || type == "gemma3_text" ? 1e6 : 10000);
   if (type == "mixtral" || type == "qwen3_moe") c.moe = parse_moe(f, type, c.num_hidden_layers);
   DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
               c.num_attention_heads, c.num_key_value_heads);
+  if (is_gemma(type) || type == "olmo2") {
+    parse_decoder_switches(f, c);
+    return c;
+  }
   f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
   if (type == "llama") {
     c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
@@ -203,14 +274,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   const std::string type = f.text_or("model_type", "");
   ModelConfig c;
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" ||
-      type == "qwen3_moe")
+      type == "qwen3_moe" || is_gemma(type) || type == "olmo2")
     c = parse_llama_family(f, type);
   else if (type == "gpt2")
     c = parse_gpt2(f);
   else
     fail(
         "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
-        "qwen3_moe or gpt2",
+        "qwen3_moe, gemma, gemma2, gemma3_text, olmo2 or gpt2",
         source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);
@@ -243,9 +314,11 @@ std::string model_config_json(const ModelConfig& c) {
     j["activation_function"] = "gelu_new";
   } else {
     static const std::map<std::string, std::string> architecture = {
-        {"llama", "LlamaForCausalLM"},     {"mistral", "MistralForCausalLM"},
-        {"qwen2", "Qwen2ForCausalLM"},     {"qwen3", "Qwen3ForCausalLM"},
-        {"mixtral", "MixtralForCausalLM"}, {"qwen3_moe", "Qwen3MoeForCausalLM"}};
+        {"llama", "LlamaForCausalLM"},        {"mistral", "MistralForCausalLM"},
+        {"qwen2", "Qwen2ForCausalLM"},        {"qwen3", "Qwen3ForCausalLM"},
+        {"mixtral", "MixtralForCausalLM"},    {"qwen3_moe", "Qwen3MoeForCausalLM"},
+        {"gemma", "GemmaForCausalLM"},        {"gemma2", "Gemma2ForCausalLM"},
+        {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"}};
     j["architectures"] = {architecture.at(c.model_type)};
     j["hidden_size"] = c.hidden_size;
     j["intermediate_size"] = c.intermediate_size;
@@ -255,7 +328,25 @@ std::string model_config_json(const ModelConfig& c) {
     j["head_dim"] = c.head_dim;
     j["max_position_embeddings"] = c.max_position_embeddings;
     j["rms_norm_eps"] = c.norm_eps;
-    j["hidden_act"] = "silu";
+    const DecoderSwitches& d = c.decoder;
+    if (d.activation == "silu") {
+      j["hidden_act"] = "silu";
+    } else {
+      j["hidden_activation"] = d.activation == "gelu" ? "gelu" : "gelu_pytorch_tanh";
+    }
+    if (d.query_pre_attn_scalar > 0) {  // gemma2, gemma3_text
+      j["query_pre_attn_scalar"] = d.query_pre_attn_scalar;
+      j["attn_logit_softcapping"] =
+          d.attention_softcap > 0 ? nlohmann::ordered_json(d.attention_softcap) : nlohmann::ordered_json();
+      j["final_logit_softcapping"] = d.final_logit_softcap > 0 ? nlohmann::ordered_json(d.final_logit_softcap)
+                                                               : nlohmann::ordered_json();
+      j["sliding_window"] = c.sliding_window;
+      std::vector<std::string> types;
+      for (const uint8_t s : d.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
+      j["layer_types"] = types;
+    }
+    if (d.local_rope_theta > 0) j["rope_local_base_freq"] = d.local_rope_theta;
+    if (c.model_type.starts_with("gemma") || c.model_type == "olmo2") j["attention_bias"] = c.attention_bias;
     j["rope_theta"] = c.rope.theta;
     if (c.rope.partial_rotary_factor != 1) j["partial_rotary_factor"] = c.rope.partial_rotary_factor;
     if (c.rope.type != "default") {

@@ -52,6 +52,25 @@ ModelConfig tiny(const std::string& family) {
         R"({"model_type":"qwen3","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"max_position_embeddings":8,
       "rope_parameters":{"rope_type":"dynamic","rope_theta":1000000.0,"factor":2.0}})";
+  else if (family == "gemma")  // (1 + w) norms, scaled embeddings, GeGLU, head_dim from the config
+    json =
+        R"({"model_type":"gemma","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":1,"head_dim":24})";
+  else if (family == "gemma2")  // sandwich norms, softcaps, query scalar, alternating windows
+    json =
+        R"({"model_type":"gemma2","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":3,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"query_pre_attn_scalar":24,
+      "attn_logit_softcapping":0.5,"final_logit_softcapping":0.5,"sliding_window":4})";
+  else if (family == "gemma3_text")  // q/k norms, local and global rope bases, layer_types
+    json =
+        R"({"model_type":"gemma3_text","vocab_size":97,"hidden_size":64,"intermediate_size":96,
+      "num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"sliding_window":4,
+      "layer_types":["sliding_attention","full_attention","sliding_attention"],"rope_local_base_freq":100.0,
+      "rope_scaling":{"rope_type":"linear","factor":4.0}})";
+  else if (family == "olmo2")  // post-norms only, q/k norms over the whole projection
+    json =
+        R"({"model_type":"olmo2","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2})";
   else if (family == "mixtral")  // 4 experts, 2 a token (renormalized), a sliding window
     json =
         R"({"model_type":"mixtral","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
@@ -431,7 +450,7 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Family,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
-                                           "gpt2"));
+                                           "gemma", "gemma2", "gemma3_text", "olmo2", "gpt2"));
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);

@@ -41,6 +41,18 @@ CONFIGS = {
     "qwen3_moe": dict(BASE, model_type="qwen3_moe", num_hidden_layers=3, head_dim=12, moe_intermediate_size=16,
                       num_experts=6, num_experts_per_tok=3, norm_topk_prob=False, mlp_only_layers=[1],
                       rope_theta=1000000.0),
+    # (1 + w) norms, scaled embeddings, GeGLU, head_dim apart from hidden/heads, one key-value head
+    "gemma": dict(BASE, model_type="gemma", head_dim=12, num_key_value_heads=1),
+    # norms around each sub-block, a query scalar, both softcaps, sliding layers 0 and 2
+    "gemma2": dict(BASE, model_type="gemma2", num_hidden_layers=3, head_dim=8, query_pre_attn_scalar=12,
+                   attn_logit_softcapping=1.5, final_logit_softcapping=4.0, sliding_window=3),
+    # q/k norms, a local rope base for the sliding layers, linear scaling for the global one
+    "gemma3_text": dict(BASE, model_type="gemma3_text", num_hidden_layers=3, head_dim=8, query_pre_attn_scalar=8,
+                        sliding_window=3, layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                        rope_theta=10000.0, rope_local_base_freq=100.0,
+                        rope_scaling={"rope_type": "linear", "factor": 2.0}),
+    # post-norms only, q/k norms over the whole projection
+    "olmo2": dict(BASE, model_type="olmo2", rope_theta=10000.0),
 }
 
 
@@ -214,6 +226,95 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
     return h @ head.T
 
 
+GEMMAS = ("gemma", "gemma2", "gemma3_text")
+
+
+def gemma_or_olmo2(c, w, ids, positions, dtype):
+    """gemma, gemma2, gemma3_text (Gemma*RMSNorm scaling by 1 + w, embeddings times sqrt(hidden) in the
+    dtype, GeGLU with tanh GELU; gemma2/3: norms before and after each sub-block, query_pre_attn_scalar,
+    softcaps, sliding layers; gemma3: per-head q/k norms, a local rope base for sliding layers) and
+    olmo2 (norms after each sub-block only, q/k norms over the whole projection), as transformers'
+    modeling code computes them."""
+    kind = c["model_type"]
+    H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+    D = c.get("head_dim", 256 if kind in GEMMAS else c["hidden_size"] // H)
+    B, T = ids.shape
+    L = c["num_hidden_layers"]
+    eps = c.get("rms_norm_eps", 1e-6)
+    gemma = kind in GEMMAS
+
+    def norm(x, name):
+        weight = w[name]
+        return rms_norm(x, 1 + weight if gemma else weight, eps)
+
+    def tables(config):
+        table = torch.float64 if dtype == torch.float64 else torch.float32
+        inv_freq, scale = inverse_frequencies(config, D, int(positions.max()) + 1, table)
+        angles = positions.to(table)[..., None] * inv_freq
+        return ((torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype),
+                (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype))
+
+    global_rope = tables(dict(c, rope_theta=c.get("rope_theta", 1000000.0 if kind == "gemma3_text" else 10000.0)))
+    local_rope = tables({"rope_theta": c.get("rope_local_base_freq", 10000.0)}) if kind == "gemma3_text" else global_rope
+    if "layer_types" in c:
+        sliding = [t == "sliding_attention" for t in c["layer_types"]]
+    elif kind == "gemma2":
+        sliding = [(i + 1) % 2 != 0 for i in range(L)]
+    elif kind == "gemma3_text":
+        sliding = [(i + 1) % c.get("sliding_window_pattern", 6) != 0 for i in range(L)]
+    else:
+        sliding = [False] * L
+    scaling = c.get("query_pre_attn_scalar", 256) ** -0.5 if kind in ("gemma2", "gemma3_text") else D ** -0.5
+    cap = c.get("attn_logit_softcapping", 50.0 if kind == "gemma2" else None)
+    final_cap = c.get("final_logit_softcapping", 30.0 if kind == "gemma2" else None)
+    post = kind != "gemma"
+
+    h = w["model.embed_tokens.weight"][ids]
+    if gemma:
+        h = h * torch.tensor(c["hidden_size"] ** 0.5, dtype=dtype)
+    for layer in range(L):
+        p = f"model.layers.{layer}."
+        x = h if kind == "olmo2" else norm(h, p + "input_layernorm.weight")
+        q, k, v = (x @ w[p + f"self_attn.{n}_proj.weight"].T for n in ("q", "k", "v"))
+        if kind == "olmo2":
+            q, k = norm(q, p + "self_attn.q_norm.weight"), norm(k, p + "self_attn.k_norm.weight")
+        q = q.view(B, T, H, D).transpose(1, 2)
+        k = k.view(B, T, KV, D).transpose(1, 2)
+        v = v.view(B, T, KV, D).transpose(1, 2)
+        if kind == "gemma3_text":
+            q, k = norm(q, p + "self_attn.q_norm.weight"), norm(k, p + "self_attn.k_norm.weight")
+        cos, sin = local_rope if sliding[layer] else global_rope
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        allowed = j <= i
+        if sliding[layer]:
+            allowed &= i - j < c.get("sliding_window", 4096)
+        k = k.repeat_interleave(H // KV, dim=1)
+        v = v.repeat_interleave(H // KV, dim=1)
+        scores = (q @ k.transpose(-1, -2)) * scaling
+        if cap:
+            scores = torch.tanh(scores / cap) * cap
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H * D)
+        out = attended @ w[p + "self_attn.o_proj.weight"].T
+        h = h + (norm(out, p + "post_attention_layernorm.weight") if post else out)
+        if kind == "olmo2":
+            x = h
+        else:
+            x = norm(h, p + ("pre_feedforward_layernorm.weight" if post else "post_attention_layernorm.weight"))
+        gate = x @ w[p + "mlp.gate_proj.weight"].T
+        act = gate * torch.sigmoid(gate) if kind == "olmo2" else torch.nn.functional.gelu(gate, approximate="tanh")
+        out = (act * (x @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        h = h + (norm(out, p + "post_feedforward_layernorm.weight") if post else out)
+    h = norm(h, "model.norm.weight")
+    head = w["model.embed_tokens.weight"] if c.get("tie_word_embeddings", gemma) else w["lm_head.weight"]
+    logits = h @ head.T
+    if final_cap:
+        logits = torch.tanh(logits / final_cap) * final_cap
+    return logits
+
+
 def gpt2(c, w, ids, positions, dtype):
     H, C = c["n_head"], c["n_embd"]
     D = C // H
@@ -254,8 +355,10 @@ def parameter_shapes(c):
     D = c.get("head_dim", C // H)
     qkv_bias = c["model_type"] == "qwen2" or c.get("attention_bias", False)
     shapes = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,)}
-    if not c.get("tie_word_embeddings"):
+    if not c.get("tie_word_embeddings", c["model_type"] in GEMMAS):
         shapes["lm_head.weight"] = (V, C)
+    if c["model_type"] in GEMMAS + ("olmo2",):
+        return gemma_or_olmo2_shapes(c, shapes)
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         for name, (o, i) in [("q_proj", (H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
@@ -300,6 +403,30 @@ def gradient_names(c):
     return names
 
 
+def gemma_or_olmo2_shapes(c, shapes):
+    C, F, H, KV = c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    kind = c["model_type"]
+    D = c.get("head_dim", 256 if kind in GEMMAS else C // H)
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        for name, (o, i) in [("q_proj", (H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
+                             ("o_proj", (C, H * D))]:
+            shapes[p + "self_attn." + name + ".weight"] = (o, i)
+        if kind == "olmo2":
+            shapes[p + "self_attn.q_norm.weight"], shapes[p + "self_attn.k_norm.weight"] = (H * D,), (KV * D,)
+        if kind == "gemma3_text":
+            shapes[p + "self_attn.q_norm.weight"], shapes[p + "self_attn.k_norm.weight"] = (D,), (D,)
+        for name, (o, i) in [("gate_proj", (F, C)), ("up_proj", (F, C)), ("down_proj", (C, F))]:
+            shapes[p + "mlp." + name + ".weight"] = (o, i)
+        norms = {"gemma": ["input_layernorm", "post_attention_layernorm"],
+                 "olmo2": ["post_attention_layernorm", "post_feedforward_layernorm"]}.get(
+            kind, ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                   "post_feedforward_layernorm"])
+        for name in norms:
+            shapes[p + name + ".weight"] = (C,)
+    return shapes
+
+
 def write_safetensors(path, tensors):
     """The safetensors layout: u64 header length, JSON header (padded with spaces to 8), raw bytes."""
     codes = {torch.bfloat16: "BF16", torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
@@ -333,7 +460,7 @@ def main():
         B, T = 2, 11
         ids = torch.randint(0, c["vocab_size"], (B, T), generator=generator)
         positions = torch.arange(T)[None, :] + torch.tensor([[0], [3]])  # rows start at different offsets
-        forward = gpt2 if family == "gpt2" else llama_family
+        forward = gpt2 if family == "gpt2" else gemma_or_olmo2 if family in GEMMAS + ("olmo2",) else llama_family
         # Gradients of <logits, cotangent> with respect to a few parameters of each kind.
         cotangent = torch.randn((B, T, c["vocab_size"]), generator=generator, dtype=torch.float64)
         outputs = {}

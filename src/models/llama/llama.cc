@@ -1,10 +1,12 @@
-// The llama family's decoder (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe): x = embed(ids); per
-// layer x += o(attention(rope(q), rope(k), v)) after an RMSNorm, x += down(swiglu(gate, up)) after
-// another (or the experts' mixture, moe.cc); logits = head(norm(x)). Written with ops only, so it records for
-// differentiation.
+// The llama family's decoder (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gemma, gemma2,
+// gemma3_text, olmo2): x = embed(ids); per layer x += o(attention(rope(q), rope(k), v)) after an
+// RMSNorm, x += down(act(gate) * up) after another (or the experts' mixture, moe.cc); logits =
+// head(norm(x)). DecoderSwitches move the norms, scale and cap; one decoder serves every family. Written with
+// ops only, so it records for differentiation.
 #include <dew/ops.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "models/families.h"
@@ -46,14 +48,61 @@ ExpertNames expert_names(const ModelConfig& c, int64_t i) {
           matrix(mixtral ? "w3" : "up_proj"), matrix(mixtral ? "w2" : "down_proj")};
 }
 
+// The norms around a layer's two sub-blocks, by the names each family gives them: llama's pre-norms
+// input_layernorm and post_attention_layernorm; gemma2's and gemma3's four (input_, post_attention_,
+// pre_feedforward_, post_feedforward_layernorm); olmo2's two post-norms. Empty: no such norm.
+struct NormNames {
+  std::string before_attention, after_attention, before_mlp, after_mlp;
+};
+NormNames norm_names(const DecoderSwitches& d) {
+  NormNames n;
+  if (d.pre_norms) {
+    n.before_attention = "input_layernorm.weight";
+    n.before_mlp = d.post_norms ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight";
+  }
+  if (d.post_norms) {
+    n.after_attention = "post_attention_layernorm.weight";
+    n.after_mlp = "post_feedforward_layernorm.weight";
+  }
+  return n;
+}
+
+// The rotary tables for the call's positions (B,T), built on the host in f64 and moved to the
+// model's device; `dynamic` scaling depends on the longest position. gemma3's sliding layers use
+// their own base, unscaled (`local`).
+RopeTables rotary_tables(const ModelConfig& c, const Tensor& positions, DType dtype, bool local) {
+  ModelConfig rope_config = c;
+  if (local) rope_config.rope = RopeConfig{.theta = c.decoder.local_rope_theta};
+  const std::vector<double> pos = positions.to_f64_vector();
+  const int64_t length = pos.empty() ? 1 : int64_t(*std::max_element(pos.begin(), pos.end())) + 1;
+  const int64_t first = pos.empty() ? 0 : int64_t(*std::min_element(pos.begin(), pos.end()));
+  const RopeFrequencies freq = rope_frequencies(rope_config, length);
+  RopeTables tables =
+      rope_tables(rope_config.rope.theta, freq.rotary_dim, length, dtype,
+                  Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64), first);
+  tables = {tables.cos.to(positions.device()), tables.sin.to(positions.device())};
+  if (freq.attention_factor != 1) {  // yarn: cos and sin scaled
+    const Tensor factor = Tensor::full({}, freq.attention_factor, dtype, positions.device());
+    tables = {mul(tables.cos, factor), mul(tables.sin, factor)};
+  }
+  return tables;
+}
+
+// cap * tanh(x / cap) (gemma2's final logits).
+Tensor softcap(const Tensor& x, double cap) {
+  const auto scalar = [&](double v) { return Tensor::full({}, v, x.dtype(), x.device()); };
+  return mul(tanh(mul(x, scalar(1 / cap))), scalar(cap));
+}
+
 }  // namespace
 
 ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
   const int64_t C = c.hidden_size, F = c.intermediate_size, D = c.head_dim, H = c.num_attention_heads,
                 Hkv = c.num_key_value_heads;
+  const NormNames norms = norm_names(c.decoder);
   ParameterShapes s = {{"model.embed_tokens.weight", {c.vocab_size, C}}};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    s.push_back({layer(i, "input_layernorm.weight"), {C}});
+    if (!norms.before_attention.empty()) s.push_back({layer(i, norms.before_attention), {C}});
     for (auto [proj, rows] : {std::pair{"q", H * D}, {"k", Hkv * D}, {"v", Hkv * D}}) {
       s.push_back({layer(i, fmt::format("self_attn.{}_proj.weight", proj)), {rows, C}});
       if (c.attention_bias) s.push_back({layer(i, fmt::format("self_attn.{}_proj.bias", proj)), {rows}});
@@ -61,10 +110,12 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
     s.push_back({layer(i, "self_attn.o_proj.weight"), {C, H * D}});
     if (c.attention_output_bias) s.push_back({layer(i, "self_attn.o_proj.bias"), {C}});
     if (c.qk_norm) {
-      s.push_back({layer(i, "self_attn.q_norm.weight"), {D}});
-      s.push_back({layer(i, "self_attn.k_norm.weight"), {D}});
+      const bool whole = c.decoder.qk_norm_whole;
+      s.push_back({layer(i, "self_attn.q_norm.weight"), {whole ? H * D : D}});
+      s.push_back({layer(i, "self_attn.k_norm.weight"), {whole ? Hkv * D : D}});
     }
-    s.push_back({layer(i, "post_attention_layernorm.weight"), {C}});
+    for (const std::string* norm : {&norms.after_attention, &norms.before_mlp, &norms.after_mlp})
+      if (!norm->empty()) s.push_back({layer(i, *norm), {C}});
     if (c.moe.is_sparse(i)) {
       const ExpertNames n = expert_names(c, i);
       const int64_t Fe = c.moe.intermediate_size;
@@ -88,67 +139,83 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
                      RouterStats* router) {
-  const int64_t B = ids.size(0), T = ids.size(1), H = c.num_attention_heads, Hkv = c.num_key_value_heads,
-                D = c.head_dim;
+  const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
+                Hkv = c.num_key_value_heads, D = c.head_dim;
+  const DecoderSwitches& d = c.decoder;
+  const NormNames norms = norm_names(d);
   const Tensor& embed = parameter(p, "model.embed_tokens.weight");
   const DType table_dtype = embed.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  // The tables cover every position of the call; `dynamic` scaling depends on that length.
-  std::vector<double> pos = positions.to_f64_vector();
-  const int64_t length = pos.empty() ? 1 : int64_t(*std::max_element(pos.begin(), pos.end())) + 1;
-  const int64_t first = pos.empty() ? 0 : int64_t(*std::min_element(pos.begin(), pos.end()));
-  const RopeFrequencies freq = rope_frequencies(c, length);
-  // Built on the host in f64, then moved to where the model runs.
-  RopeTables tables =
-      rope_tables(c.rope.theta, freq.rotary_dim, length, table_dtype,
-                  Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64), first);
-  tables = {tables.cos.to(ids.device()), tables.sin.to(ids.device())};
-  if (freq.attention_factor != 1) {  // yarn: cos and sin scaled
-    const Tensor factor = Tensor::full({}, freq.attention_factor, table_dtype, ids.device());
-    tables = {mul(tables.cos, factor), mul(tables.sin, factor)};
-  }
-  mask.window = c.sliding_window;
+  const RopeTables global = rotary_tables(c, positions, table_dtype, false);
+  const RopeTables local = d.local_rope_theta > 0 ? rotary_tables(c, positions, table_dtype, true) : global;
+  if (d.query_pre_attn_scalar > 0) mask.scale = 1 / std::sqrt(d.query_pre_attn_scalar);
+  mask.softcap = d.attention_softcap;
   std::vector<uint8_t> counted;  // the tokens a router's statistics count: all but padding
   if (router && mask.q_segments.defined()) {
     const Tensor segments = mask.q_segments.to(Device::cpu()).contiguous();
     for (int64_t n = 0; n < segments.numel(); ++n) counted.push_back(segments.data<int64_t>()[n] != 0);
   }
+  // gemma's norms scale by 1 + w (the checkpoint holds w), the others' by w.
+  const auto norm = [&](const Tensor& x, const Tensor& weight) {
+    return rms_norm(
+        x, d.norm_plus_one ? add(weight, Tensor::full({}, 1.0, weight.dtype(), weight.device())) : weight,
+        c.norm_eps);
+  };
 
   Tensor x = embedding(embed, ids);  // (B,T,C)
+  if (d.scale_embeddings) x = mul(x, Tensor::full({}, std::sqrt(double(C)), x.dtype(), x.device()));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     auto w = [&](const std::string& rest) -> const Tensor& { return parameter(p, layer(i, rest)); };
     auto b = [&](const std::string& rest, bool present) -> const Tensor& {
       return optional(p, layer(i, rest), present);
     };
-    const Tensor h = rms_norm(x, w("input_layernorm.weight"), c.norm_eps);
-    Tensor q = linear(h, w("self_attn.q_proj.weight"), b("self_attn.q_proj.bias", c.attention_bias))
-                   .reshape({B, T, H, D});
-    Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias))
-                   .reshape({B, T, Hkv, D});
-    Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias))
-                   .reshape({B, T, Hkv, D});
-    if (c.qk_norm) {
-      q = rms_norm(q, w("self_attn.q_norm.weight"), c.norm_eps);
-      k = rms_norm(k, w("self_attn.k_norm.weight"), c.norm_eps);
+    // A sub-block's output joins the residual stream: inside the product's epilogue, or after the
+    // post-norm where there is one.
+    const auto residual_add = [&](const std::string& after, const Tensor& product_input, const Tensor& weight,
+                                  const Tensor& bias) {
+      if (after.empty()) return linear(product_input, weight, bias, x);
+      return add(x, norm(linear(product_input, weight, bias), w(after)));
+    };
+    const Tensor h = norms.before_attention.empty() ? x : norm(x, w(norms.before_attention));
+    Tensor q = linear(h, w("self_attn.q_proj.weight"), b("self_attn.q_proj.bias", c.attention_bias));
+    Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias));
+    Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias));
+    if (c.qk_norm && d.qk_norm_whole) {  // olmo2: over the whole projection, before the heads split
+      q = norm(q, w("self_attn.q_norm.weight"));
+      k = norm(k, w("self_attn.k_norm.weight"));
     }
+    q = q.reshape({B, T, H, D});
+    k = k.reshape({B, T, Hkv, D});
+    v = v.reshape({B, T, Hkv, D});
+    if (c.qk_norm && !d.qk_norm_whole) {
+      q = norm(q, w("self_attn.q_norm.weight"));
+      k = norm(k, w("self_attn.k_norm.weight"));
+    }
+    const bool sliding = c.sliding(i);
+    const RopeTables& tables = sliding ? local : global;
     q = rope(q, positions, tables);
     k = rope(k, positions, tables);
+    mask.window = sliding ? c.sliding_window : 0;
     const Tensor att = attend.attend(i, q, k, v, mask).reshape({B, T, H * D});
-    x = linear(att, w("self_attn.o_proj.weight"), b("self_attn.o_proj.bias", c.attention_output_bias), x);
-    const Tensor h2 = rms_norm(x, w("post_attention_layernorm.weight"), c.norm_eps);
+    x = residual_add(norms.after_attention, att, w("self_attn.o_proj.weight"),
+                     b("self_attn.o_proj.bias", c.attention_output_bias));
+    const Tensor h2 = norms.before_mlp.empty() ? x : norm(x, w(norms.before_mlp));
     if (c.moe.is_sparse(i)) {
       const ExpertNames n = expert_names(c, i);
-      const int64_t E = c.moe.num_experts, C = c.hidden_size;
+      const int64_t E = c.moe.num_experts;
       const ExpertWeights experts{parameter(p, n.router), stack_experts(p, E, n.gate),
                                   stack_experts(p, E, n.up), stack_experts(p, E, n.down)};
       x = add(x, moe_mlp(h2.reshape({B * T, C}), experts, c.moe, counted, router).reshape({B, T, C}));
       continue;
     }
-    const Tensor gated = swiglu(linear(h2, w("mlp.gate_proj.weight"), b("mlp.gate_proj.bias", c.mlp_bias)),
-                                linear(h2, w("mlp.up_proj.weight"), b("mlp.up_proj.bias", c.mlp_bias)));
-    x = linear(gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias), x);
+    const Tensor gate = linear(h2, w("mlp.gate_proj.weight"), b("mlp.gate_proj.bias", c.mlp_bias));
+    const Tensor up = linear(h2, w("mlp.up_proj.weight"), b("mlp.up_proj.bias", c.mlp_bias));
+    const Tensor gated =
+        d.activation == "silu" ? swiglu(gate, up) : geglu(gate, up, d.activation == "gelu_tanh");
+    x = residual_add(norms.after_mlp, gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias));
   }
-  x = rms_norm(logit_positions(x, logit_rows), parameter(p, "model.norm.weight"), c.norm_eps);
-  return linear(x, c.tie_word_embeddings ? embed : parameter(p, "lm_head.weight"));
+  x = norm(logit_positions(x, logit_rows), parameter(p, "model.norm.weight"));
+  const Tensor logits = linear(x, c.tie_word_embeddings ? embed : parameter(p, "lm_head.weight"));
+  return d.final_logit_softcap > 0 ? softcap(logits, d.final_logit_softcap) : logits;
 }
 
 }  // namespace dew::models
