@@ -44,6 +44,11 @@ struct MoeConfig {
   // the router z-loss, as transformers does when that flag is set.
   bool router_losses = false;
   double aux_loss_coef = 0.001, z_loss_coef = 0;
+  // gpt_oss: the router (with a bias) keeps the K largest logits and takes their softmax, and the
+  // experts (with biases) run a clamped SwiGLU: gate <= limit, |up| <= limit, (up + 1) gate sigmoid(alpha
+  // gate).
+  bool gpt_oss = false;
+  double swiglu_alpha = 1.702, swiglu_limit = 7.0;
   bool is_sparse(int64_t layer) const;
 };
 
@@ -60,11 +65,12 @@ struct DecoderSwitches {
   std::string activation = "silu";      // the gated MLP's: silu, gelu_tanh or gelu
   std::vector<uint8_t> sliding_layers;  // per layer, 1 where sliding_window applies (empty: all)
   double local_rope_theta = 0;          // gemma3: sliding layers rotate with this base, unscaled
+  bool attention_sinks = false;         // gpt_oss: a learned logit per head joins each softmax
 };
 
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gemma, gemma2,
-                           // gemma3_text, olmo2, gpt2
+  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, gemma,
+                           // gemma2, gemma3_text, olmo2, gpt2
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
   int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;

@@ -98,7 +98,7 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
     const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
     // Drawn in f64 and rounded once into `dtype` by the fill itself (as a cast of the f64 draws would).
     Tensor t;
-    if (name.ends_with(".bias"))
+    if (name.ends_with(".bias") || name.ends_with("_bias"))
       t = Tensor::zeros(shape, dtype);
     else if (is_norm)
       t = Tensor::full(shape, 1.0, dtype);
@@ -129,9 +129,22 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   const auto shapes = parameter_shapes(m.config_);
   std::vector<std::string> problems;
   std::set<std::string> expected;
+  std::set<std::string> quantized;  // gpt-oss experts stored as MXFP4 blocks and scales
   for (const auto& [name, shape] : shapes) {
-    expected.insert(prefix + name);
     const SafetensorsEntry* e = checkpoint.find(prefix + name);
+    if (!e && m.config_.moe.gpt_oss && checkpoint.find(name + "_blocks") &&
+        checkpoint.find(name + "_scales")) {
+      quantized.insert(name);
+      expected.insert(name + "_blocks");
+      expected.insert(name + "_scales");
+      const Shape& b = checkpoint.find(name + "_blocks")->shape;  // (E, R, G, 16) decodes to (E, 32 G, R)
+      if (b.size() != 4 || Shape{b[0], 32 * b[2], b[1]} != shape)
+        problems.push_back(
+            fmt::format("\"{}_blocks\" is {} (expected {} MXFP4 blocks of 16 bytes, decoding to {})", name,
+                        shape_str(b), shape_str({shape[0], shape[2], shape[1] / 32}), shape_str(shape)));
+      continue;
+    }
+    expected.insert(prefix + name);
     if (!e)
       problems.push_back(fmt::format("\"{}\" is missing (expected {})", prefix + name, shape_str(shape)));
     else if (e->shape != shape)
@@ -152,7 +165,11 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   const DType target = dtype.value_or(dtype_of_config(m.config_));
   require_memory_for(shapes, target, directory);
   for (const auto& [name, shape] : shapes) {
-    Tensor t = checkpoint.load(prefix + name);
+    Tensor t = quantized.count(name) ? models::decode_mxfp4(checkpoint.load(name + "_blocks"),
+                                                            checkpoint.load(name + "_scales"), name)
+                                     : checkpoint.load(prefix + name);
+    DEW_REQUIRE(t.shape() == shape, "{}: \"{}\" decodes to {}; expected {}", directory, name,
+                shape_str(t.shape()), shape_str(shape));
     m.parameters_[name] = as_dtype(t, target);
   }
   m.config_.dtype = torch_dtype_name(target);
@@ -174,6 +191,7 @@ void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes) cons
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(config_text_);
   const bool newer = json.contains("dtype") && !json.contains("torch_dtype");
   json[newer ? "dtype" : "torch_dtype"] = config_.dtype;
+  json.erase("quantization_config");  // MXFP4 experts were decoded at load and are saved decoded
   const std::string text = json.dump(2) + "\n";
   AtomicFile config((std::filesystem::path(directory) / "config.json").string());
   config.write(text.data(), text.size());

@@ -62,14 +62,16 @@ RopeConfig parse_rope(const JsonFields& f, double default_theta) {
 MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers) {
   MoeConfig m;
   const bool mixtral = type == "mixtral";
-  const char* experts_field = mixtral ? "num_local_experts" : "num_experts";
+  m.gpt_oss = type == "gpt_oss";
+  const char* experts_field = mixtral || m.gpt_oss ? "num_local_experts" : "num_experts";
   m.num_experts = f.size_or(experts_field, mixtral ? 8 : 128);
-  m.experts_per_token = f.size_or("num_experts_per_tok", mixtral ? 2 : 8);
+  m.experts_per_token = f.size_or("num_experts_per_tok", mixtral ? 2 : m.gpt_oss ? 4 : 8);
   DEW_REQUIRE(m.experts_per_token <= m.num_experts,
               "{}: num_experts_per_tok is {} but {} is {}; expected at most as many experts per token as "
               "there are experts",
               f.source, m.experts_per_token, experts_field, m.num_experts);
-  m.intermediate_size = mixtral ? f.size("intermediate_size") : f.size_or("moe_intermediate_size", 768);
+  m.intermediate_size =
+      mixtral || m.gpt_oss ? f.size("intermediate_size") : f.size_or("moe_intermediate_size", 768);
   m.normalize_top_k = mixtral || f.flag_or("norm_topk_prob", false);
   m.router_losses = f.flag_or("output_router_logits", false);
   m.aux_loss_coef = f.number_or("router_aux_loss_coef", 0.001);
@@ -78,7 +80,14 @@ MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers
               "{}: router_aux_loss_coef {} and router_z_loss_coef {}; expected numbers >= 0", f.source,
               m.aux_loss_coef, m.z_loss_coef);
   f.refuse_unless("router_jitter_noise", "0", {"0", "0.0"}, "multiplicative noise on the router's input");
-  if (mixtral) return m;
+  if (m.gpt_oss) {
+    m.swiglu_alpha = f.number_or("swiglu_alpha", 1.702);
+    m.swiglu_limit = f.number_or("swiglu_limit", 7.0);
+    DEW_REQUIRE(m.swiglu_limit > 0 && std::isfinite(m.swiglu_alpha),
+                "{}: swiglu_limit {} and swiglu_alpha {}; expected a positive limit and a finite alpha",
+                f.source, m.swiglu_limit, m.swiglu_alpha);
+  }
+  if (mixtral || m.gpt_oss) return m;
   m.sparse_step = f.size_or("decoder_sparse_step", 1);
   if (f.has("mlp_only_layers")) {
     const nlohmann::json& list = f.json["mlp_only_layers"];
@@ -118,6 +127,28 @@ std::vector<uint8_t> parse_layer_types(const JsonFields& f, const std::string& t
   const int64_t pattern = type == "gemma2" ? 2 : f.size_or("sliding_window_pattern", 6);
   for (int64_t i = 0; i < layers; ++i) sliding.push_back((i + 1) % pattern != 0);
   return sliding;
+}
+
+// gpt_oss: biases on every projection, sinks, alternating windows, and MXFP4 as the only quantization.
+void parse_gpt_oss(const JsonFields& f, ModelConfig& c) {
+  f.refuse_unless("hidden_act", "silu", {"silu"}, "the experts' gate is a clamped SwiGLU");
+  c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", true);
+  c.decoder.attention_sinks = true;
+  c.sliding_window = f.has("sliding_window") ? f.size("sliding_window") : 128;
+  c.decoder.sliding_layers = parse_layer_types(f, "gemma2", c.num_hidden_layers);  // the same alternation
+  if (f.has("quantization_config")) {
+    const nlohmann::json& q = f.json["quantization_config"];
+    const JsonFields g{q, f.source + " quantization_config"};
+    DEW_REQUIRE(q.is_object(), "{}: \"quantization_config\" is {}; expected an object", f.source, q.dump());
+    g.refuse_unless("quant_method", "", {"mxfp4"}, "expert weights are decoded from MXFP4 at load");
+  }
+  // GptOssConfig's rope when the file names none: yarn, factor 32 over 4,096 positions.
+  if (!f.has("rope_scaling") && !f.has("rope_parameters")) {
+    c.rope.type = "yarn";
+    c.rope.factor = 32;
+    c.rope.original_max_position_embeddings = 4096;
+    c.rope.truncate = false;
+  }
 }
 
 // gemma, gemma2, gemma3_text and olmo2: the switches of DecoderSwitches, by family.
@@ -168,19 +199,28 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   c.num_attention_heads = f.size("num_attention_heads");
   c.num_key_value_heads = f.size_or("num_key_value_heads", c.num_attention_heads);
   // The config classes' defaults.
-  c.head_dim = f.size_or("head_dim", type == "qwen3"  ? 128
-                                     : is_gemma(type) ? 256
-                                                      : c.hidden_size / c.num_attention_heads);
+  c.head_dim = f.size_or("head_dim", type == "qwen3"     ? 128
+                                     : is_gemma(type)    ? 256
+                                     : type == "gpt_oss" ? 64
+                                                         : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = f.size_or("max_position_embeddings", 2048);
-  c.norm_eps = f.number_or("rms_norm_eps", type == "mixtral" || type == "olmo2" ? 1e-5 : 1e-6);
+  c.norm_eps =
+      f.number_or("rms_norm_eps", type == "mixtral" || type == "olmo2" || type == "gpt_oss" ? 1e-5 : 1e-6);
   c.tie_word_embeddings = f.flag_or("tie_word_embeddings", is_gemma(type));
-  c.rope = parse_rope(f, type == "mixtral" || type == "gemma3_text" ? 1e6 : 10000);
-  if (type == "mixtral" || type == "qwen3_moe") c.moe = parse_moe(f, type, c.num_hidden_layers);
+  c.rope = parse_rope(f, type == "mixtral" || type == "gemma3_text" ? 1e6
+                         : type == "gpt_oss"                        ? 150000
+                                                                    : 10000);
+  if (type == "mixtral" || type == "qwen3_moe" || type == "gpt_oss")
+    c.moe = parse_moe(f, type, c.num_hidden_layers);
   DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
               c.num_attention_heads, c.num_key_value_heads);
   if (is_gemma(type) || type == "olmo2") {
     parse_decoder_switches(f, c);
+    return c;
+  }
+  if (type == "gpt_oss") {
+    parse_gpt_oss(f, c);
     return c;
   }
   f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
@@ -274,14 +314,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   const std::string type = f.text_or("model_type", "");
   ModelConfig c;
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" ||
-      type == "qwen3_moe" || is_gemma(type) || type == "olmo2")
+      type == "qwen3_moe" || type == "gpt_oss" || is_gemma(type) || type == "olmo2")
     c = parse_llama_family(f, type);
   else if (type == "gpt2")
     c = parse_gpt2(f);
   else
     fail(
         "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
-        "qwen3_moe, gemma, gemma2, gemma3_text, olmo2 or gpt2",
+        "qwen3_moe, gpt_oss, gemma, gemma2, gemma3_text, olmo2 or gpt2",
         source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);
@@ -318,7 +358,8 @@ std::string model_config_json(const ModelConfig& c) {
         {"qwen2", "Qwen2ForCausalLM"},        {"qwen3", "Qwen3ForCausalLM"},
         {"mixtral", "MixtralForCausalLM"},    {"qwen3_moe", "Qwen3MoeForCausalLM"},
         {"gemma", "GemmaForCausalLM"},        {"gemma2", "Gemma2ForCausalLM"},
-        {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"}};
+        {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
+        {"gpt_oss", "GptOssForCausalLM"}};
     j["architectures"] = {architecture.at(c.model_type)};
     j["hidden_size"] = c.hidden_size;
     j["intermediate_size"] = c.intermediate_size;
@@ -340,13 +381,16 @@ std::string model_config_json(const ModelConfig& c) {
           d.attention_softcap > 0 ? nlohmann::ordered_json(d.attention_softcap) : nlohmann::ordered_json();
       j["final_logit_softcapping"] = d.final_logit_softcap > 0 ? nlohmann::ordered_json(d.final_logit_softcap)
                                                                : nlohmann::ordered_json();
+    }
+    if (!d.sliding_layers.empty()) {  // gemma2, gemma3_text, gpt_oss
       j["sliding_window"] = c.sliding_window;
       std::vector<std::string> types;
       for (const uint8_t s : d.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
       j["layer_types"] = types;
     }
     if (d.local_rope_theta > 0) j["rope_local_base_freq"] = d.local_rope_theta;
-    if (c.model_type.starts_with("gemma") || c.model_type == "olmo2") j["attention_bias"] = c.attention_bias;
+    if (c.model_type.starts_with("gemma") || c.model_type == "olmo2" || c.model_type == "gpt_oss")
+      j["attention_bias"] = c.attention_bias;
     j["rope_theta"] = c.rope.theta;
     if (c.rope.partial_rotary_factor != 1) j["partial_rotary_factor"] = c.rope.partial_rotary_factor;
     if (c.rope.type != "default") {
@@ -371,10 +415,13 @@ std::string model_config_json(const ModelConfig& c) {
       j["attention_bias"] = c.attention_bias;
     if (c.model_type == "llama") j["mlp_bias"] = c.mlp_bias;
     if (c.moe.num_experts > 0) {
-      const bool mixtral = c.model_type == "mixtral";
-      j[mixtral ? "num_local_experts" : "num_experts"] = c.moe.num_experts;
+      const bool mixtral = c.model_type == "mixtral", gpt_oss = c.moe.gpt_oss;
+      j[mixtral || gpt_oss ? "num_local_experts" : "num_experts"] = c.moe.num_experts;
       j["num_experts_per_tok"] = c.moe.experts_per_token;
-      if (!mixtral) {
+      if (gpt_oss) {
+        j["swiglu_alpha"] = c.moe.swiglu_alpha;
+        j["swiglu_limit"] = c.moe.swiglu_limit;
+      } else if (!mixtral) {
         j["moe_intermediate_size"] = c.moe.intermediate_size;
         j["norm_topk_prob"] = c.moe.normalize_top_k;
         j["decoder_sparse_step"] = c.moe.sparse_step;

@@ -28,15 +28,21 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
                      RouterStats* router = nullptr);
 
 // One layer's experts: the router (E,C) and each expert's SwiGLU matrices stacked, gate and up
-// (E,F,C), down (E,C,F).
+// (E,F,C), down (E,C,F) (as nn.Linear stores them); gpt_oss: the router's bias (E), gate_up (E,C,2F)
+// with gate and up interleaved, down (E,F,C) (as x @ W reads them), and their biases (E,2F), (E,C).
 struct ExpertWeights {
-  Tensor router, gate, up, down;
+  Tensor router, router_bias, gate, up, gate_up, gate_up_bias, down, down_bias;
 };
 // The mixture-of-experts MLP over tokens h (N,C) -> (N,C): router in f32, softmax, top K (renormalized
-// when c.normalize_top_k), tokens sorted by expert through grouped products, summed back weighted.
+// when c.normalize_top_k; gpt_oss: the softmax of the K largest logits), tokens sorted by expert through
+// grouped products, summed back weighted.
 // `counted` (N) u8 marks the tokens `stats` counts (empty: all).
 Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
                const std::vector<uint8_t>& counted, RouterStats* stats);
+// gpt-oss's MXFP4 expert weights `name`_blocks and `name`_scales decoded to f32 (mxfp4.cc); a
+// misshapen pair is refused naming `name`.
+Tensor decode_mxfp4(const Tensor& blocks, const Tensor& scales, const std::string& name);
+
 // The matrices named by name(e) for e < E, stacked along a new first axis (differentiable).
 Tensor stack_experts(const Parameters& p, int64_t E, const std::function<std::string(int64_t)>& name);
 

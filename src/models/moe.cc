@@ -56,6 +56,15 @@ Dispatch sort_by_expert(const std::vector<int64_t>& experts, int64_t E) {
   return d;
 }
 
+// gpt-oss's expert activation: gate clamped above at the limit, up to [-limit, limit], then
+// (up + 1) · gate · sigmoid(alpha · gate).
+Tensor clamped_swiglu(const Tensor& gate, const Tensor& up, const MoeConfig& c) {
+  const auto scalar = [&](double v) { return Tensor::full({}, v, gate.dtype(), gate.device()); };
+  const Tensor g = minimum(gate, scalar(c.swiglu_limit));
+  const Tensor u = maximum(minimum(up, scalar(c.swiglu_limit)), scalar(-c.swiglu_limit));
+  return mul(add(u, scalar(1)), mul(g, sigmoid(mul(g, scalar(c.swiglu_alpha)))));
+}
+
 void record(RouterStats& stats, const Tensor& logits, const Tensor& probs,
             const std::vector<int64_t>& experts, int64_t K, const std::vector<uint8_t>& counted) {
   const int64_t N = logits.size(0), E = logits.size(1);
@@ -98,10 +107,14 @@ Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
   const DType router_dtype = h.dtype() == DType::f64 ? DType::f64 : DType::f32;
   MatmulOptions linear;
   linear.transpose_b = true;
+  if (w.router_bias.defined()) linear.bias = as_dtype(w.router_bias, router_dtype);
   const Tensor logits = matmul(as_dtype(h, router_dtype), as_dtype(w.router, router_dtype), linear);  // (N,E)
   const Tensor probs = softmax(logits, -1);
-  const std::vector<int64_t> experts = top_k_rows(probs, K);               // (N·K)
-  Tensor weights = gather(probs, 1, i64_tensor(experts, {N, K}, device));  // (N,K)
+  // The same experts by logits or by probabilities (softmax keeps the order); gpt_oss weighs its K
+  // by the softmax of their logits alone.
+  const std::vector<int64_t> experts = top_k_rows(probs, K);  // (N·K)
+  const Tensor picked = i64_tensor(experts, {N, K}, device);
+  Tensor weights = c.gpt_oss ? softmax(gather(logits, 1, picked), -1) : gather(probs, 1, picked);  // (N,K)
   if (c.normalize_top_k) weights = div(weights, sum(weights, {1}, true));
   if (stats) record(*stats, logits, probs, experts, K, counted);
 
@@ -110,9 +123,21 @@ Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
   for (size_t i = 0; i < d.sorted.size(); ++i) token_of[i] = d.sorted[i] / K;
   const Tensor sizes = i64_tensor(d.sizes, {E}, device);
   const Tensor rows = index_select(h, 0, i64_tensor(token_of, {N * K}, device));  // (N·K,C) by expert
-  const Tensor hidden =
-      swiglu(grouped_matmul(rows, w.gate, sizes, true), grouped_matmul(rows, w.up, sizes, true));
-  Tensor out = grouped_matmul(hidden, w.down, sizes, true);  // (N·K,C)
+  Tensor out;                                                                     // (N·K,C)
+  if (c.gpt_oss) {
+    std::vector<int64_t> expert_of_row;
+    for (int64_t e = 0; e < E; ++e) expert_of_row.insert(expert_of_row.end(), size_t(d.sizes[size_t(e)]), e);
+    const Tensor row_experts = i64_tensor(expert_of_row, {N * K}, device);
+    const Tensor gate_up =
+        add(grouped_matmul(rows, w.gate_up, sizes), index_select(w.gate_up_bias, 0, row_experts));
+    const int64_t F2 = gate_up.size(1);
+    const Tensor hidden = clamped_swiglu(gate_up.slice(1, 0, F2, 2), gate_up.slice(1, 1, F2, 2), c);
+    out = add(grouped_matmul(hidden, w.down, sizes), index_select(w.down_bias, 0, row_experts));
+  } else {
+    const Tensor hidden =
+        swiglu(grouped_matmul(rows, w.gate, sizes, true), grouped_matmul(rows, w.up, sizes, true));
+    out = grouped_matmul(hidden, w.down, sizes, true);
+  }
   const Tensor slot_weights =
       index_select(weights.reshape({N * K}), 0, i64_tensor(d.sorted, {N * K}, device));
   out = mul(out, as_dtype(slot_weights, h.dtype()).reshape({N * K, 1}));

@@ -71,6 +71,11 @@ ModelConfig tiny(const std::string& family) {
     json =
         R"({"model_type":"olmo2","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2})";
+  else if (family == "gpt_oss")  // sinks, biases, alternating windows, yarn, experts (clamps: the fixture)
+    json =
+        R"({"model_type":"gpt_oss","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"num_local_experts":4,"num_experts_per_tok":2,
+      "sliding_window":5,"max_position_embeddings":64})";
   else if (family == "mixtral")  // 4 experts, 2 a token (renormalized), a sliding window
     json =
         R"({"model_type":"mixtral","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
@@ -450,7 +455,7 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Family,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
-                                           "gemma", "gemma2", "gemma3_text", "olmo2", "gpt2"));
+                                           "gpt_oss", "gemma", "gemma2", "gemma3_text", "olmo2", "gpt2"));
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);
@@ -569,6 +574,32 @@ TEST(CausalLM, MissingOrMisshapenExpertTensorsAreNamed) {
   EXPECT_NE(message.find("\"model.layers.0.block_sparse_moe.gate.weight\" is [3,64] (expected [4,64])"),
             std::string::npos)
       << message;
+}
+
+// gpt-oss's MXFP4 experts: blocks that do not decode to the expert's shape are named with the shape
+// they would need; another quantization method is refused by field.
+TEST(CausalLM, MisshapenMxfp4ExpertsAndOtherQuantizationsAreRefused) {
+  const fs::path fixture = fs::path(DEW_SOURCE_DIR) / "tests" / "models" / "torch_fixtures" / "gpt_oss";
+  const std::string dir = fresh_dir("gpt_oss_mxfp4");
+  fs::copy_file(fixture / "config.json", fs::path(dir) / "config.json");
+  const SafetensorsFile file = SafetensorsFile::open((fixture / "model.safetensors").string());
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const SafetensorsEntry& e : file.header().tensors) {
+    Tensor t = file.load(e.name);
+    if (e.name == "model.layers.1.mlp.experts.down_proj_blocks") t = t.slice(1, 0, 16).contiguous();
+    tensors.push_back({e.name, t});
+  }
+  save_safetensors_checkpoint(dir, tensors);
+  const std::string message = error_of([&] { CausalLM::load(dir); });
+  EXPECT_NE(
+      message.find("\"model.layers.1.mlp.experts.down_proj_blocks\" is [4,16,1,16] (expected [4,32,1] MXFP4 "
+                   "blocks of 16 bytes, decoding to [4,32,32])"),
+      std::string::npos)
+      << message;
+  std::string config = read_text_file(dir + "/config.json");
+  config.replace(config.find("\"mxfp4\""), 7, "\"awq\"");
+  std::ofstream(dir + "/config.json") << config;
+  EXPECT_NE(error_of([&] { CausalLM::load(dir); }).find("\"quant_method\" is awq"), std::string::npos);
 }
 
 TEST(CausalLM, Gpt2CheckpointsWithTheTransformerPrefixLoad) {

@@ -53,6 +53,12 @@ CONFIGS = {
                         rope_scaling={"rope_type": "linear", "factor": 2.0}),
     # post-norms only, q/k norms over the whole projection
     "olmo2": dict(BASE, model_type="olmo2", rope_theta=10000.0),
+    # sinks, biases, windows on even layers, yarn without truncation, MXFP4 experts with active clamps
+    "gpt_oss": dict(BASE, model_type="gpt_oss", intermediate_size=32, head_dim=8, num_local_experts=4,
+                    num_experts_per_tok=2, sliding_window=3, swiglu_limit=1.0, rope_theta=150000.0,
+                    rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                  "truncate": False, "original_max_position_embeddings": 8},
+                    quantization_config={"quant_method": "mxfp4"}),
 }
 
 
@@ -98,8 +104,10 @@ def inverse_frequencies(c, head_dim, longest, dtype):
         def correction_dim(rotations):
             return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
 
-        low = max(math.floor(correction_dim(rope.get("beta_fast", 32))), 0)
-        high = min(math.ceil(correction_dim(rope.get("beta_slow", 1))), dim - 1)
+        low, high = correction_dim(rope.get("beta_fast", 32)), correction_dim(rope.get("beta_slow", 1))
+        if rope.get("truncate", True):
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
         if low == high:
             high += 0.001
         ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
@@ -315,6 +323,73 @@ def gemma_or_olmo2(c, w, ids, positions, dtype):
     return logits
 
 
+FP4_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def decode_mxfp4(blocks, scales):
+    """gpt-oss's MXFP4: blocks (E, R, G, 16) u8, two e2m1 values a byte, the low nibble first; scales
+    (E, R, G) e8m0, 2^(s - 127) for each 32 values; decoded (E, R, 32 G) then transposed to (E, 32 G, R)."""
+    lut = torch.tensor(FP4_VALUES, dtype=torch.float64)
+    E, R, G, _ = blocks.shape
+    values = torch.stack((lut[(blocks & 0x0F).long()], lut[(blocks >> 4).long()]), dim=-1).reshape(E, R, G, 32)
+    values = values * torch.pow(2.0, scales.to(torch.float64) - 127)[..., None]
+    return values.reshape(E, R, 32 * G).transpose(1, 2).contiguous()
+
+
+def gpt_oss(c, w, ids, positions, dtype):
+    """transformers' gpt-oss: q, k, v, o with biases, a learned sink logit per head in each softmax,
+    sliding windows on even layers, yarn rope; the router (with a bias) keeps the top-k logits and takes
+    their softmax; experts x @ W with biases, gate and up interleaved, clamped SwiGLU."""
+    H, KV, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    B, T = ids.shape
+    eps = c.get("rms_norm_eps", 1e-5)
+    table = torch.float64 if dtype == torch.float64 else torch.float32
+    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, table)
+    angles = positions.to(table)[..., None] * inv_freq
+    cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)
+    sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
+    alpha, limit, K = c.get("swiglu_alpha", 1.702), c.get("swiglu_limit", 7.0), c["num_experts_per_tok"]
+    linear = lambda x, name: x @ w[name + ".weight"].T + w[name + ".bias"]
+    h = w["model.embed_tokens.weight"][ids]
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        q = linear(x, p + "self_attn.q_proj").view(B, T, H, D).transpose(1, 2)
+        k = linear(x, p + "self_attn.k_proj").view(B, T, KV, D).transpose(1, 2)
+        v = linear(x, p + "self_attn.v_proj").view(B, T, KV, D).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
+        allowed = j <= i
+        if layer % 2 == 0:
+            allowed &= i - j < c["sliding_window"]
+        k = k.repeat_interleave(H // KV, dim=1)
+        v = v.repeat_interleave(H // KV, dim=1)
+        scores = ((q @ k.transpose(-1, -2)) / math.sqrt(D)).masked_fill(~allowed, float("-inf"))
+        sinks = w[p + "self_attn.sinks"].to(scores.dtype).reshape(1, H, 1, 1).expand(B, H, T, 1)
+        probs = torch.cat((scores, sinks), -1).softmax(-1)[..., :-1]
+        attended = (probs @ v).transpose(1, 2).reshape(B, T, H * D)
+        h = h + linear(attended, p + "self_attn.o_proj")
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps).reshape(B * T, -1)
+        wide = torch.float64 if dtype == torch.float64 else torch.float32
+        logits = x.to(wide) @ w[p + "mlp.router.weight"].to(wide).T + w[p + "mlp.router.bias"].to(wide)
+        ROUTER_LOGITS.append(logits)
+        top, chosen = logits.topk(K, dim=-1)
+        weights = top.softmax(-1).to(dtype)
+        out = torch.zeros_like(x)
+        for e in range(c["num_local_experts"]):
+            token, slot = (chosen == e).nonzero(as_tuple=True)
+            if len(token) == 0:
+                continue
+            gate_up = x[token] @ w[p + "mlp.experts.gate_up_proj"][e] + w[p + "mlp.experts.gate_up_proj_bias"][e]
+            gate, up = gate_up[..., ::2].clamp(max=limit), gate_up[..., 1::2].clamp(min=-limit, max=limit)
+            y = ((up + 1) * gate * torch.sigmoid(gate * alpha)) @ w[p + "mlp.experts.down_proj"][e]
+            y = y + w[p + "mlp.experts.down_proj_bias"][e]
+            out = out.index_add(0, token, y * weights[token, slot, None])
+        h = h + out.view(B, T, -1)
+    return rms_norm(h, w["model.norm.weight"], eps) @ w["lm_head.weight"].T
+
+
 def gpt2(c, w, ids, positions, dtype):
     H, C = c["n_head"], c["n_embd"]
     D = C // H
@@ -359,6 +434,8 @@ def parameter_shapes(c):
         shapes["lm_head.weight"] = (V, C)
     if c["model_type"] in GEMMAS + ("olmo2",):
         return gemma_or_olmo2_shapes(c, shapes)
+    if c["model_type"] == "gpt_oss":
+        return gpt_oss_shapes(c, shapes)
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         for name, (o, i) in [("q_proj", (H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
@@ -394,6 +471,10 @@ def gradient_names(c):
     last = c["num_hidden_layers"] - 1
     names = ["model.layers.0.self_attn.q_proj.weight", f"model.layers.{last}.post_attention_layernorm.weight",
              "model.norm.weight"]
+    if c["model_type"] == "gpt_oss":
+        p = f"model.layers.{last}."
+        return names + [p + "self_attn.sinks", p + "mlp.router.weight", p + "mlp.router.bias",
+                        p + "mlp.experts.gate_up_proj", p + "mlp.experts.down_proj_bias"]
     sparse = experts_of(c, last)
     if sparse:
         router, experts = sparse
@@ -427,9 +508,44 @@ def gemma_or_olmo2_shapes(c, shapes):
     return shapes
 
 
+def gpt_oss_shapes(c, shapes):
+    C, F, H, KV, D = (c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], c["num_key_value_heads"],
+                      c["head_dim"])
+    E = c["num_local_experts"]
+    for layer in range(c["num_hidden_layers"]):
+        p = f"model.layers.{layer}."
+        for name, (o, i) in [("q_proj", (H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
+                             ("o_proj", (C, H * D))]:
+            shapes[p + "self_attn." + name + ".weight"] = (o, i)
+            shapes[p + "self_attn." + name + ".bias"] = (o,)
+        shapes[p + "self_attn.sinks"] = (H,)
+        shapes[p + "mlp.router.weight"], shapes[p + "mlp.router.bias"] = (E, C), (E,)
+        shapes[p + "mlp.experts.gate_up_proj"] = (E, C, 2 * F)
+        shapes[p + "mlp.experts.gate_up_proj_bias"] = (E, 2 * F)
+        shapes[p + "mlp.experts.down_proj"] = (E, F, C)
+        shapes[p + "mlp.experts.down_proj_bias"] = (E, C)
+        shapes[p + "input_layernorm.weight"] = (C,)
+        shapes[p + "post_attention_layernorm.weight"] = (C,)
+    return shapes
+
+
+def mxfp4_experts(weights, generator):
+    """Replaces each gpt-oss expert matrix with random MXFP4 blocks and scales (exponents 2^-5 to 2^-2)
+    and returns the blocks and scales to store in its place."""
+    stored = {}
+    for name in [n for n in weights if n.endswith("experts.gate_up_proj") or n.endswith("experts.down_proj")]:
+        E, cols, R = weights[name].shape
+        blocks = torch.randint(0, 256, (E, R, cols // 32, 16), generator=generator, dtype=torch.uint8)
+        scales = torch.randint(122, 126, (E, R, cols // 32), generator=generator, dtype=torch.uint8)
+        weights[name] = decode_mxfp4(blocks, scales).to(torch.bfloat16)  # exact: 1.5 x 2^k fits in bf16
+        stored[name + "_blocks"], stored[name + "_scales"] = blocks, scales
+    return stored
+
+
 def write_safetensors(path, tensors):
     """The safetensors layout: u64 header length, JSON header (padded with spaces to 8), raw bytes."""
-    codes = {torch.bfloat16: "BF16", torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+    codes = {torch.bfloat16: "BF16", torch.float32: "F32", torch.float64: "F64", torch.int64: "I64",
+             torch.uint8: "U8"}
     header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors.items():
         t = t.contiguous()
@@ -455,12 +571,18 @@ def main():
             weights[name] = (t + 1 if is_norm else t).to(torch.bfloat16)
         with open(os.path.join(directory, "config.json"), "w") as f:
             json.dump(c, f, indent=1)
-        write_safetensors(os.path.join(directory, "model.safetensors"), weights)
+        stored = dict(weights)
+        if family == "gpt_oss":  # the experts as MXFP4, as gpt-oss checkpoints hold them
+            quantized = mxfp4_experts(weights, generator)
+            stored = {n: t for n, t in weights.items() if n + "_blocks" not in quantized}
+            stored.update(quantized)
+        write_safetensors(os.path.join(directory, "model.safetensors"), stored)
 
         B, T = 2, 11
         ids = torch.randint(0, c["vocab_size"], (B, T), generator=generator)
         positions = torch.arange(T)[None, :] + torch.tensor([[0], [3]])  # rows start at different offsets
-        forward = gpt2 if family == "gpt2" else gemma_or_olmo2 if family in GEMMAS + ("olmo2",) else llama_family
+        forward = {"gpt2": gpt2, "gpt_oss": gpt_oss}.get(
+            family, gemma_or_olmo2 if family in GEMMAS + ("olmo2",) else llama_family)
         # Gradients of <logits, cotangent> with respect to a few parameters of each kind.
         cotangent = torch.randn((B, T, c["vocab_size"]), generator=generator, dtype=torch.float64)
         outputs = {}

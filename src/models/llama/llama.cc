@@ -116,6 +116,18 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
     }
     for (const std::string* norm : {&norms.after_attention, &norms.before_mlp, &norms.after_mlp})
       if (!norm->empty()) s.push_back({layer(i, *norm), {C}});
+    if (c.decoder.attention_sinks) s.push_back({layer(i, "self_attn.sinks"), {H}});
+    if (c.moe.gpt_oss) {  // experts stored stacked, as x @ W: (E,C,2F) with gate and up interleaved
+      const int64_t E = c.moe.num_experts, Fe = c.moe.intermediate_size;
+      for (auto [name, shape] : {std::pair{"router.weight", Shape{E, C}},
+                                 {"router.bias", Shape{E}},
+                                 {"experts.gate_up_proj", Shape{E, C, 2 * Fe}},
+                                 {"experts.gate_up_proj_bias", Shape{E, 2 * Fe}},
+                                 {"experts.down_proj", Shape{E, Fe, C}},
+                                 {"experts.down_proj_bias", Shape{E, C}}})
+        s.push_back({layer(i, std::string("mlp.") + name), shape});
+      continue;
+    }
     if (c.moe.is_sparse(i)) {
       const ExpertNames n = expert_names(c, i);
       const int64_t Fe = c.moe.intermediate_size;
@@ -195,15 +207,28 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     q = rope(q, positions, tables);
     k = rope(k, positions, tables);
     mask.window = sliding ? c.sliding_window : 0;
+    if (d.attention_sinks) mask.sinks = as_dtype(w("self_attn.sinks"), table_dtype);
     const Tensor att = attend.attend(i, q, k, v, mask).reshape({B, T, H * D});
     x = residual_add(norms.after_attention, att, w("self_attn.o_proj.weight"),
                      b("self_attn.o_proj.bias", c.attention_output_bias));
     const Tensor h2 = norms.before_mlp.empty() ? x : norm(x, w(norms.before_mlp));
     if (c.moe.is_sparse(i)) {
-      const ExpertNames n = expert_names(c, i);
-      const int64_t E = c.moe.num_experts;
-      const ExpertWeights experts{parameter(p, n.router), stack_experts(p, E, n.gate),
-                                  stack_experts(p, E, n.up), stack_experts(p, E, n.down)};
+      ExpertWeights experts;
+      if (c.moe.gpt_oss) {
+        experts = {.router = w("mlp.router.weight"),
+                   .router_bias = w("mlp.router.bias"),
+                   .gate_up = w("mlp.experts.gate_up_proj"),
+                   .gate_up_bias = w("mlp.experts.gate_up_proj_bias"),
+                   .down = w("mlp.experts.down_proj"),
+                   .down_bias = w("mlp.experts.down_proj_bias")};
+      } else {
+        const ExpertNames n = expert_names(c, i);
+        const int64_t E = c.moe.num_experts;
+        experts = {.router = parameter(p, n.router),
+                   .gate = stack_experts(p, E, n.gate),
+                   .up = stack_experts(p, E, n.up),
+                   .down = stack_experts(p, E, n.down)};
+      }
       x = add(x, moe_mlp(h2.reshape({B * T, C}), experts, c.moe, counted, router).reshape({B, T, C}));
       continue;
     }
