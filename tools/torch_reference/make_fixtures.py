@@ -177,6 +177,23 @@ def sparse_mlp(c, w, x, router, experts):
     return out.view(B, T, C)
 
 
+def rotary(c, D, positions, dtype):
+    """cos and sin (B,1,T,D) of the rope the config names, the tables in f32 (f64 for f64) as transformers."""
+    table = torch.float64 if dtype == torch.float64 else torch.float32  # rope tables never in bf16
+    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, table)
+    angles = positions.to(table)[..., None] * inv_freq  # (B,T,D/2)
+    cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)
+    sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
+    return cos, sin
+
+
+def project_heads(x, linear, p, shape):
+    """q, k, v of x through the layer's projections, as (B, heads, T, D); shape = (B, T, H, KV, D)."""
+    B, T, H, KV, D = shape
+    return (linear(x, p + f"self_attn.{n}_proj").view(B, T, heads, D).transpose(1, 2)
+            for n, heads in (("q", H), ("k", KV), ("v", KV)))
+
+
 def llama_family(c, w, ids, positions, dtype, cache=None):
     """Logits of ids (B,T) at positions (B,T). With `cache` (a list, one (k, v) per layer, filled by
     earlier calls), the keys and values grow by concatenation, as transformers' DynamicCache."""
@@ -184,11 +201,7 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
     D = c.get("head_dim", c["hidden_size"] // H)
     B, T = ids.shape
     eps = c.get("rms_norm_eps", 1e-6)  # LlamaConfig's default
-    table = torch.float64 if dtype == torch.float64 else torch.float32  # rope tables never in bf16
-    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, table)
-    angles = positions.to(table)[..., None] * inv_freq  # (B,T,D/2)
-    cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)  # (B,1,T,D)
-    sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
+    cos, sin = rotary(c, D, positions, dtype)
     window = c.get("sliding_window") if c["model_type"] in ("mistral", "mixtral") else None
     linear = lambda x, name: x @ w[name + ".weight"].T + (w[name + ".bias"] if name + ".bias" in w else 0)
 
@@ -196,9 +209,7 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
-        q = linear(x, p + "self_attn.q_proj").view(B, T, H, D).transpose(1, 2)
-        k = linear(x, p + "self_attn.k_proj").view(B, T, KV, D).transpose(1, 2)
-        v = linear(x, p + "self_attn.v_proj").view(B, T, KV, D).transpose(1, 2)
+        q, k, v = project_heads(x, linear, p, (B, T, H, KV, D))
         if c["model_type"] in ("qwen3", "qwen3_moe"):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
@@ -255,15 +266,10 @@ def gemma_or_olmo2(c, w, ids, positions, dtype):
         weight = w[name]
         return rms_norm(x, 1 + weight if gemma else weight, eps)
 
-    def tables(config):
-        table = torch.float64 if dtype == torch.float64 else torch.float32
-        inv_freq, scale = inverse_frequencies(config, D, int(positions.max()) + 1, table)
-        angles = positions.to(table)[..., None] * inv_freq
-        return ((torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype),
-                (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype))
-
-    global_rope = tables(dict(c, rope_theta=c.get("rope_theta", 1000000.0 if kind == "gemma3_text" else 10000.0)))
-    local_rope = tables({"rope_theta": c.get("rope_local_base_freq", 10000.0)}) if kind == "gemma3_text" else global_rope
+    global_rope = rotary(dict(c, rope_theta=c.get("rope_theta", 1000000.0 if kind == "gemma3_text" else 10000.0)),
+                         D, positions, dtype)
+    local_rope = (rotary({"rope_theta": c.get("rope_local_base_freq", 10000.0)}, D, positions, dtype)
+                  if kind == "gemma3_text" else global_rope)
     if "layer_types" in c:
         sliding = [t == "sliding_attention" for t in c["layer_types"]]
     elif kind == "gemma2":
@@ -283,12 +289,11 @@ def gemma_or_olmo2(c, w, ids, positions, dtype):
     for layer in range(L):
         p = f"model.layers.{layer}."
         x = h if kind == "olmo2" else norm(h, p + "input_layernorm.weight")
-        q, k, v = (x @ w[p + f"self_attn.{n}_proj.weight"].T for n in ("q", "k", "v"))
-        if kind == "olmo2":
-            q, k = norm(q, p + "self_attn.q_norm.weight"), norm(k, p + "self_attn.k_norm.weight")
-        q = q.view(B, T, H, D).transpose(1, 2)
-        k = k.view(B, T, KV, D).transpose(1, 2)
-        v = v.view(B, T, KV, D).transpose(1, 2)
+        project = lambda x, name: x @ w[name + ".weight"].T
+        if kind == "olmo2":  # q/k norms over the whole projection, before the heads split
+            project = lambda x, name: norm(x @ w[name + ".weight"].T, name.replace("_proj", "_norm") + ".weight") \
+                if name[-6] in "qk" else x @ w[name + ".weight"].T
+        q, k, v = project_heads(x, project, p, (B, T, H, KV, D))
         if kind == "gemma3_text":
             q, k = norm(q, p + "self_attn.q_norm.weight"), norm(k, p + "self_attn.k_norm.weight")
         cos, sin = local_rope if sliding[layer] else global_rope
@@ -343,20 +348,14 @@ def gpt_oss(c, w, ids, positions, dtype):
     H, KV, D = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
     B, T = ids.shape
     eps = c.get("rms_norm_eps", 1e-5)
-    table = torch.float64 if dtype == torch.float64 else torch.float32
-    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, table)
-    angles = positions.to(table)[..., None] * inv_freq
-    cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)
-    sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
+    cos, sin = rotary(c, D, positions, dtype)
     alpha, limit, K = c.get("swiglu_alpha", 1.702), c.get("swiglu_limit", 7.0), c["num_experts_per_tok"]
     linear = lambda x, name: x @ w[name + ".weight"].T + w[name + ".bias"]
     h = w["model.embed_tokens.weight"][ids]
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
-        q = linear(x, p + "self_attn.q_proj").view(B, T, H, D).transpose(1, 2)
-        k = linear(x, p + "self_attn.k_proj").view(B, T, KV, D).transpose(1, 2)
-        v = linear(x, p + "self_attn.v_proj").view(B, T, KV, D).transpose(1, 2)
+        q, k, v = project_heads(x, linear, p, (B, T, H, KV, D))
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
