@@ -84,6 +84,9 @@ struct ModelConfig {
   int64_t sliding_window = 0;  // mistral, mixtral: 0 = full attention
   MoeConfig moe;
   DecoderSwitches decoder;
+  // "gemma3" when the model is the text half of a gemma3 (image and text) config: its text_config,
+  // the weights under language_model. or model.language_model., the image half's left unread.
+  std::string wrapper_type;
   bool sliding(int64_t layer) const {  // does sliding_window apply to this layer?
     return sliding_window > 0 && (decoder.sliding_layers.empty() || decoder.sliding_layers[size_t(layer)]);
   }

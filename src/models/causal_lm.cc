@@ -123,15 +123,31 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   m.config_text_ = read_text_file(config_path);
   m.config_ = parse_model_config(m.config_text_, config_path);
   const SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(directory);
-  // GPT-2 checkpoints saved from GPT2LMHeadModel prefix every name with "transformer.".
-  const std::string prefix =
-      is_gpt2(m.config_) && checkpoint.find("transformer.wte.weight") ? "transformer." : std::string();
+  // Where the checkpoint keeps a parameter: GPT2LMHeadModel prefixes every name with "transformer.";
+  // a gemma3 checkpoint keeps its text model under "language_model." (older) or "model.language_model."
+  // (newer), beside the image half (vision_tower, multi_modal_projector), which is left unread.
+  const bool gemma3 = m.config_.wrapper_type == "gemma3";
+  const bool newer_gemma3 = gemma3 && checkpoint.find("model.language_model.embed_tokens.weight");
+  const std::string prefix = is_gpt2(m.config_) && checkpoint.find("transformer.wte.weight") ? "transformer."
+                             : gemma3 && !newer_gemma3 ? "language_model."
+                                                       : std::string();
+  const auto stored = [&](const std::string& name) {
+    return newer_gemma3 && name.starts_with("model.") ? "model.language_model." + name.substr(6)
+                                                      : prefix + name;
+  };
+  const auto image_half = [&](const std::string& name) {
+    return gemma3 &&
+           (name.starts_with("vision_tower.") || name.starts_with("multi_modal_projector.") ||
+            name.starts_with("model.vision_tower.") || name.starts_with("model.multi_modal_projector."));
+  };
+  // Saved, the text model is a gemma3_text checkpoint of its own.
+  if (gemma3) m.config_text_ = models::model_config_json(m.config_);
   const auto shapes = parameter_shapes(m.config_);
   std::vector<std::string> problems;
   std::set<std::string> expected;
   std::set<std::string> quantized;  // gpt-oss experts stored as MXFP4 blocks and scales
   for (const auto& [name, shape] : shapes) {
-    const SafetensorsEntry* e = checkpoint.find(prefix + name);
+    const SafetensorsEntry* e = checkpoint.find(stored(name));
     if (!e && m.config_.moe.gpt_oss && checkpoint.find(name + "_blocks") &&
         checkpoint.find(name + "_scales")) {
       quantized.insert(name);
@@ -144,19 +160,20 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
                         shape_str(b), shape_str({shape[0], shape[2], shape[1] / 32}), shape_str(shape)));
       continue;
     }
-    expected.insert(prefix + name);
+    expected.insert(stored(name));
     if (!e)
-      problems.push_back(fmt::format("\"{}\" is missing (expected {})", prefix + name, shape_str(shape)));
+      problems.push_back(fmt::format("\"{}\" is missing (expected {})", stored(name), shape_str(shape)));
     else if (e->shape != shape)
       problems.push_back(
-          fmt::format("\"{}\" is {} (expected {})", prefix + name, shape_str(e->shape), shape_str(shape)));
+          fmt::format("\"{}\" is {} (expected {})", stored(name), shape_str(e->shape), shape_str(shape)));
     else if (const std::optional<DType> t = safetensors_dtype(e->dtype); !t || !is_floating(*t))
       problems.push_back(fmt::format("\"{}\" holds {} (expected floating weights: F32, BF16, F16 or F64)",
-                                     prefix + name, e->dtype));
+                                     stored(name), e->dtype));
   }
   for (const std::string& name : checkpoint.names()) {
-    const bool tied_head = m.config_.tie_word_embeddings && name == "lm_head.weight";
-    if (!expected.count(name) && !is_known_buffer(name) && !tied_head)
+    const bool tied_head =
+        m.config_.tie_word_embeddings && (name == "lm_head.weight" || name == prefix + "lm_head.weight");
+    if (!expected.count(name) && !is_known_buffer(name) && !tied_head && !image_half(name))
       problems.push_back(
           fmt::format("\"{}\" is not a parameter of this {} config", name, m.config_.model_type));
   }
@@ -167,7 +184,7 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   for (const auto& [name, shape] : shapes) {
     Tensor t = quantized.count(name) ? models::decode_mxfp4(checkpoint.load(name + "_blocks"),
                                                             checkpoint.load(name + "_scales"), name)
-                                     : checkpoint.load(prefix + name);
+                                     : checkpoint.load(stored(name));
     DEW_REQUIRE(t.shape() == shape, "{}: \"{}\" decodes to {}; expected {}", directory, name,
                 shape_str(t.shape()), shape_str(shape));
     m.parameters_[name] = as_dtype(t, target);

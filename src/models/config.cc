@@ -192,12 +192,18 @@ void parse_decoder_switches(const JsonFields& f, ModelConfig& c) {
 ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   ModelConfig c;
   c.model_type = type;
-  c.vocab_size = f.size("vocab_size");
-  c.hidden_size = f.size("hidden_size");
-  c.intermediate_size = f.size("intermediate_size");
-  c.num_hidden_layers = f.size("num_hidden_layers");
-  c.num_attention_heads = f.size("num_attention_heads");
-  c.num_key_value_heads = f.size_or("num_key_value_heads", c.num_attention_heads);
+  // Sizes are required, but for gemma3_text: gemma3 files name only what differs from
+  // Gemma3TextConfig's defaults in their text_config.
+  const bool gemma3 = type == "gemma3_text";
+  const auto sized = [&](const char* key, int64_t gemma3_default) {
+    return gemma3 ? f.size_or(key, gemma3_default) : f.size(key);
+  };
+  c.vocab_size = sized("vocab_size", 262208);
+  c.hidden_size = sized("hidden_size", 2304);
+  c.intermediate_size = sized("intermediate_size", 9216);
+  c.num_hidden_layers = sized("num_hidden_layers", 26);
+  c.num_attention_heads = sized("num_attention_heads", 8);
+  c.num_key_value_heads = f.size_or("num_key_value_heads", gemma3 ? 4 : c.num_attention_heads);
   // The config classes' defaults.
   c.head_dim = f.size_or("head_dim", type == "qwen3"     ? 128
                                      : is_gemma(type)    ? 256
@@ -313,6 +319,16 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   const JsonFields f{json, source};
   const std::string type = f.text_or("model_type", "");
   ModelConfig c;
+  if (type == "gemma3") {  // the text half of an image and text model
+    DEW_REQUIRE(f.has("text_config") && json["text_config"].is_object(),
+                "{}: a gemma3 config needs \"text_config\" (an object); Dew runs its text model", source);
+    const std::string text_source = source + " text_config";
+    c = parse_llama_family(JsonFields{json["text_config"], text_source}, "gemma3_text");
+    c.wrapper_type = "gemma3";
+    c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
+    check_values(c, JsonFields{json["text_config"], text_source});
+    return c;
+  }
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" ||
       type == "qwen3_moe" || type == "gpt_oss" || is_gemma(type) || type == "olmo2")
     c = parse_llama_family(f, type);
@@ -321,7 +337,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   else
     fail(
         "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
-        "qwen3_moe, gpt_oss, gemma, gemma2, gemma3_text, olmo2 or gpt2",
+        "qwen3_moe, gpt_oss, gemma, gemma2, gemma3_text, gemma3, olmo2 or gpt2",
         source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);

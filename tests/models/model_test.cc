@@ -602,6 +602,38 @@ TEST(CausalLM, MisshapenMxfp4ExpertsAndOtherQuantizationsAreRefused) {
   EXPECT_NE(error_of([&] { CausalLM::load(dir); }).find("\"quant_method\" is awq"), std::string::npos);
 }
 
+// A gemma3 (image and text) checkpoint runs as its text model: the text_config, the weights under
+// language_model. (older files) or model.language_model. (newer), the image half left unread; the
+// logits are the gemma3_text checkpoint's, and it saves as one.
+TEST(CausalLM, Gemma3CheckpointsRunTheirTextModel) {
+  const fs::path fixture = fs::path(DEW_SOURCE_DIR) / "tests" / "models" / "torch_fixtures" / "gemma3_text";
+  const CausalLM text = CausalLM::load(fixture.string());
+  const Batch in = batch(1, 6, 61, 3);
+  const std::vector<double> expected = text.forward(in.ids, in.positions).to_f64_vector();
+  const nlohmann::json text_config =
+      nlohmann::json::parse(read_text_file((fixture / "config.json").string()));
+  const SafetensorsFile file = SafetensorsFile::open((fixture / "model.safetensors").string());
+  for (const bool newer : {false, true}) {
+    const std::string dir = fresh_dir(newer ? "gemma3_newer" : "gemma3_older");
+    std::ofstream(dir + "/config.json") << nlohmann::json{
+        {"model_type", "gemma3"},
+        {"text_config", text_config},
+        {"torch_dtype", "float32"}}.dump();
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const SafetensorsEntry& e : file.header().tensors)
+      tensors.push_back({newer ? "model.language_model." + e.name.substr(6) : "language_model." + e.name,
+                         file.load(e.name)});
+    tensors.push_back({newer ? "model.vision_tower.patch.weight" : "vision_tower.patch.weight",
+                       Tensor::zeros({4, 4}, DType::f32)});
+    save_safetensors_checkpoint(dir, tensors);
+    const CausalLM model = CausalLM::load(dir);
+    EXPECT_EQ(model.config().model_type, "gemma3_text");
+    EXPECT_EQ(model.forward(in.ids, in.positions).to_f64_vector(), expected) << newer;
+    model.save(dir + "/text");
+    EXPECT_EQ(CausalLM::load(dir + "/text").forward(in.ids, in.positions).to_f64_vector(), expected);
+  }
+}
+
 TEST(CausalLM, Gpt2CheckpointsWithTheTransformerPrefixLoad) {
   const CausalLM model = CausalLM::init(tiny("gpt2"), DType::f32, 2);
   const std::string dir = fresh_dir("gpt2_prefix");
