@@ -131,7 +131,8 @@ int run_train_bench(const TrainBenchOptions& o) {
   const auto init_start = std::chrono::steady_clock::now();
   CausalLM model = CausalLM::init(parse_model_config(model_json, o.model), DType::f32, 0);
   const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
-  for (auto& [name, p] : model.parameters()) p.requires_grad_();
+  for (auto& [name, p] : model.parameters())
+    if (!is_buffer(name)) p.requires_grad_();
   if (device.kind == Device::Kind::cuda) model = model.to(device);  // master weights, state and steps there
   const std::vector<train::Param> params = train::default_groups(model.parameters(), 0.1);
   std::unique_ptr<train::Optimizer> optimizer = train::make_adamw(params);

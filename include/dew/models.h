@@ -49,8 +49,21 @@ struct MoeConfig {
   // gate).
   bool gpt_oss = false;
   double swiglu_alpha = 1.702, swiglu_limit = 7.0;
+  // glm4_moe (DeepSeek-V3's routing): sigmoid scores; the experts chosen by score plus a per-expert
+  // bias (e_score_correction_bias, moved by training to balance the load, never by gradients) within
+  // the `groups_kept` of `groups` expert groups whose two best scores sum highest; weighted by the
+  // scores alone (renormalized when normalize_top_k) times routed_scaling.
+  bool sigmoid_scores = false;
+  int64_t groups = 1, groups_kept = 1;
+  double routed_scaling = 1;
+  int64_t shared_intermediate_size = 0;  // shared experts' MLP beside the routed ones (0: none)
+  int64_t first_dense_layers = 0;        // glm4_moe first_k_dense_replace
   bool is_sparse(int64_t layer) const;
 };
+
+// Tensors a checkpoint holds that gradients never move: glm4_moe's e_score_correction_bias, which
+// training moves by the experts' load instead (TrainerConfig::expert_bias_update).
+bool is_buffer(const std::string& parameter_name);
 
 // What the gemma, gemma2, gemma3_text and olmo2 decoders change in the llama decoder (docs/models.md).
 struct DecoderSwitches {
@@ -69,8 +82,8 @@ struct DecoderSwitches {
 };
 
 struct ModelConfig {
-  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, gemma,
-                           // gemma2, gemma3_text, olmo2, gpt2
+  std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, glm4_moe,
+                           // gemma, gemma2, gemma3_text, olmo2, gpt2
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
   int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;

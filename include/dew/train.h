@@ -30,7 +30,7 @@ struct Param {
 };
 
 // Decay on matrices, none on norms, biases and embeddings (1-D tensors, and names of embedding
-// tables: embed_tokens, wte, wpe), as GPT-2 and Llama recipes do.
+// tables: embed_tokens, wte, wpe), as GPT-2 and Llama recipes do. Buffers (is_buffer) are left out.
 std::vector<Param> default_groups(std::map<std::string, Tensor>& parameters, double weight_decay);
 // Whether a parameter is an embedding table (embed_tokens, wte, wpe): looked up by id, not multiplied.
 bool is_embedding_table(const std::string& name);
@@ -120,6 +120,12 @@ struct LmLoss {
   double accuracy() const { return targets ? double(correct) / double(targets) : 0; }
 };
 LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOptions& options = {});
+
+// DeepSeek-V3's auxiliary-loss-free update of a model's expert score biases (e_score_correction_bias,
+// is_buffer): for each sparse layer, with `expert_tokens` its tokens per expert in the step (StepResult),
+// bias_e += rate * sign(mean load - load_e). A model without such biases is left as it is.
+void update_expert_biases(CausalLM& model, const std::vector<std::vector<int64_t>>& expert_tokens,
+                          double rate);
 
 // One optimizer step: for each of `accumulation` microbatches from next_batch, lm_loss / accumulation
 // and backward; the gradients' global norm, clipped to grad_clip (0: measured only); the optimizer at
@@ -240,6 +246,9 @@ struct TrainerConfig {
   LrSchedule schedule;        // total_steps 0 or 1: `steps`
   double grad_clip = 1.0;     // global norm; 0: measured, not clipped
   double z_loss = 0;
+  // Auxiliary-loss-free balancing (DeepSeek-V3): after each step every expert's score bias moves by
+  // this much towards balance (up for an expert below its layer's mean load, down above it).
+  double expert_bias_update = 0.001;
   DType compute = DType::f32;  // [train] precision: "auto" (bf16 on CPUs with AVX-512 BF16), "f32", "bf16"
   Device device;               // [train] device: "cpu" (the default) or "cuda:N" (docs/cuda.md)
   int64_t log_every = 10;

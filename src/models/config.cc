@@ -16,12 +16,13 @@ namespace {
 // NOTE [refused config fields]: transformers reads many optional fields; those below change what
 // the model computes. Each is accepted at the value Dew implements and refused otherwise (JsonFields::
 // refuse_unless), so a checkpoint never runs as a different model than it is.
-RopeConfig parse_rope(const JsonFields& f, double default_theta) {
+RopeConfig parse_rope(const JsonFields& f, double default_theta, double default_partial_rotary_factor) {
   RopeConfig r;
   // Newer files: rope_parameters holds rope_theta and the scaling; older: rope_theta + rope_scaling.
   const bool parameters = f.has("rope_parameters");
   r.theta = f.number_or("rope_theta", default_theta);
-  r.partial_rotary_factor = f.number_or("partial_rotary_factor", 1);  // beside rope_theta, or inside below
+  // Beside rope_theta, or inside below.
+  r.partial_rotary_factor = f.number_or("partial_rotary_factor", default_partial_rotary_factor);
   const char* key = parameters ? "rope_parameters" : "rope_scaling";
   if (!f.has(key)) return r;
   const nlohmann::json& s = f.json[key];
@@ -61,9 +62,11 @@ RopeConfig parse_rope(const JsonFields& f, double default_theta) {
 // mixtral and qwen3_moe: the experts' fields, checked against the layers they name.
 MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers) {
   MoeConfig m;
-  const bool mixtral = type == "mixtral";
+  const bool mixtral = type == "mixtral", glm = type == "glm4_moe";
   m.gpt_oss = type == "gpt_oss";
-  const char* experts_field = mixtral || m.gpt_oss ? "num_local_experts" : "num_experts";
+  const char* experts_field = mixtral || m.gpt_oss ? "num_local_experts"
+                              : glm                ? "n_routed_experts"
+                                                   : "num_experts";
   m.num_experts = f.size_or(experts_field, mixtral ? 8 : 128);
   m.experts_per_token = f.size_or("num_experts_per_tok", mixtral ? 2 : m.gpt_oss ? 4 : 8);
   DEW_REQUIRE(m.experts_per_token <= m.num_experts,
@@ -72,7 +75,7 @@ MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers
               f.source, m.experts_per_token, experts_field, m.num_experts);
   m.intermediate_size =
       mixtral || m.gpt_oss ? f.size("intermediate_size") : f.size_or("moe_intermediate_size", 768);
-  m.normalize_top_k = mixtral || f.flag_or("norm_topk_prob", false);
+  m.normalize_top_k = mixtral || f.flag_or("norm_topk_prob", glm);
   m.router_losses = f.flag_or("output_router_logits", false);
   m.aux_loss_coef = f.number_or("router_aux_loss_coef", 0.001);
   m.z_loss_coef = f.number_or("router_z_loss_coef", 0);
@@ -88,6 +91,28 @@ MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers
                 f.source, m.swiglu_limit, m.swiglu_alpha);
   }
   if (mixtral || m.gpt_oss) return m;
+  if (glm) {
+    m.sigmoid_scores = true;
+    m.groups = f.size_or("n_group", 1);
+    m.groups_kept = f.size_or("topk_group", 1);
+    m.routed_scaling = f.number_or("routed_scaling_factor", 1.0);
+    m.shared_intermediate_size = m.intermediate_size * f.size_or("n_shared_experts", 1);
+    m.first_dense_layers =
+        f.has("first_k_dense_replace") ? int64_t(f.number_or("first_k_dense_replace", 1)) : 1;
+    DEW_REQUIRE(
+        m.num_experts % m.groups == 0 && m.num_experts / m.groups >= 2 && m.groups_kept <= m.groups &&
+            m.experts_per_token <= m.groups_kept * (m.num_experts / m.groups),
+        "{}: n_routed_experts {}, n_group {}, topk_group {}, num_experts_per_tok {}; expected groups of "
+        "at least 2 experts dividing the experts, topk_group <= n_group, and enough experts in the "
+        "kept groups for every token",
+        f.source, m.num_experts, m.groups, m.groups_kept, m.experts_per_token);
+    DEW_REQUIRE(
+        m.first_dense_layers >= 0 && m.first_dense_layers <= layers && m.routed_scaling > 0,
+        "{}: first_k_dense_replace {} and routed_scaling_factor {}; expected 0 to {} layers and a positive "
+        "factor",
+        f.source, m.first_dense_layers, m.routed_scaling, layers);
+    return m;
+  }
   m.sparse_step = f.size_or("decoder_sparse_step", 1);
   if (f.has("mlp_only_layers")) {
     const nlohmann::json& list = f.json["mlp_only_layers"];
@@ -210,13 +235,16 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
                                      : type == "gpt_oss" ? 64
                                                          : c.hidden_size / c.num_attention_heads);
   c.max_position_embeddings = f.size_or("max_position_embeddings", 2048);
-  c.norm_eps =
-      f.number_or("rms_norm_eps", type == "mixtral" || type == "olmo2" || type == "gpt_oss" ? 1e-5 : 1e-6);
+  c.norm_eps = f.number_or(
+      "rms_norm_eps",
+      type == "mixtral" || type == "olmo2" || type == "gpt_oss" || type == "glm4_moe" ? 1e-5 : 1e-6);
   c.tie_word_embeddings = f.flag_or("tie_word_embeddings", is_gemma(type));
-  c.rope = parse_rope(f, type == "mixtral" || type == "gemma3_text" ? 1e6
-                         : type == "gpt_oss"                        ? 150000
-                                                                    : 10000);
-  if (type == "mixtral" || type == "qwen3_moe" || type == "gpt_oss")
+  c.rope = parse_rope(f,
+                      type == "mixtral" || type == "gemma3_text" ? 1e6
+                      : type == "gpt_oss"                        ? 150000
+                                                                 : 10000,
+                      type == "glm4_moe" ? 0.5 : 1.0);  // Glm4MoeConfig rotates half of each head
+  if (type == "mixtral" || type == "qwen3_moe" || type == "gpt_oss" || type == "glm4_moe")
     c.moe = parse_moe(f, type, c.num_hidden_layers);
   DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
@@ -227,6 +255,12 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   }
   if (type == "gpt_oss") {
     parse_gpt_oss(f, c);
+    return c;
+  }
+  if (type == "glm4_moe") {  // q, k, v biases (not o), optional per-head q/k norms, partial rotary
+    f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
+    c.attention_bias = f.flag_or("attention_bias", false);
+    c.qk_norm = f.flag_or("use_qk_norm", false);
     return c;
   }
   f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
@@ -330,14 +364,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     return c;
   }
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" ||
-      type == "qwen3_moe" || type == "gpt_oss" || is_gemma(type) || type == "olmo2")
+      type == "qwen3_moe" || type == "gpt_oss" || type == "glm4_moe" || is_gemma(type) || type == "olmo2")
     c = parse_llama_family(f, type);
   else if (type == "gpt2")
     c = parse_gpt2(f);
   else
     fail(
         "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
-        "qwen3_moe, gpt_oss, gemma, gemma2, gemma3_text, gemma3, olmo2 or gpt2",
+        "qwen3_moe, gpt_oss, glm4_moe, gemma, gemma2, gemma3_text, gemma3, olmo2 or gpt2",
         source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);
@@ -349,8 +383,12 @@ ModelConfig read_model_config(const std::string& path) {
 }
 
 bool MoeConfig::is_sparse(int64_t layer) const {
-  return num_experts > 0 && (layer + 1) % sparse_step == 0 &&
+  return num_experts > 0 && layer >= first_dense_layers && (layer + 1) % sparse_step == 0 &&
          std::find(dense_layers.begin(), dense_layers.end(), layer) == dense_layers.end();
+}
+
+bool is_buffer(const std::string& parameter_name) {
+  return parameter_name.ends_with(".e_score_correction_bias");
 }
 
 namespace models {
@@ -375,7 +413,7 @@ std::string model_config_json(const ModelConfig& c) {
         {"mixtral", "MixtralForCausalLM"},    {"qwen3_moe", "Qwen3MoeForCausalLM"},
         {"gemma", "GemmaForCausalLM"},        {"gemma2", "Gemma2ForCausalLM"},
         {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
-        {"gpt_oss", "GptOssForCausalLM"}};
+        {"gpt_oss", "GptOssForCausalLM"},     {"glm4_moe", "Glm4MoeForCausalLM"}};
     j["architectures"] = {architecture.at(c.model_type)};
     j["hidden_size"] = c.hidden_size;
     j["intermediate_size"] = c.intermediate_size;
@@ -405,7 +443,8 @@ std::string model_config_json(const ModelConfig& c) {
       j["layer_types"] = types;
     }
     if (d.local_rope_theta > 0) j["rope_local_base_freq"] = d.local_rope_theta;
-    if (c.model_type.starts_with("gemma") || c.model_type == "olmo2" || c.model_type == "gpt_oss")
+    if (c.model_type.starts_with("gemma") || c.model_type == "olmo2" || c.model_type == "gpt_oss" ||
+        c.model_type == "glm4_moe")
       j["attention_bias"] = c.attention_bias;
     j["rope_theta"] = c.rope.theta;
     if (c.rope.partial_rotary_factor != 1) j["partial_rotary_factor"] = c.rope.partial_rotary_factor;
@@ -431,10 +470,21 @@ std::string model_config_json(const ModelConfig& c) {
       j["attention_bias"] = c.attention_bias;
     if (c.model_type == "llama") j["mlp_bias"] = c.mlp_bias;
     if (c.moe.num_experts > 0) {
-      const bool mixtral = c.model_type == "mixtral", gpt_oss = c.moe.gpt_oss;
-      j[mixtral || gpt_oss ? "num_local_experts" : "num_experts"] = c.moe.num_experts;
+      const bool mixtral = c.model_type == "mixtral", gpt_oss = c.moe.gpt_oss, glm = c.moe.sigmoid_scores;
+      j[mixtral || gpt_oss ? "num_local_experts"
+        : glm              ? "n_routed_experts"
+                           : "num_experts"] = c.moe.num_experts;
       j["num_experts_per_tok"] = c.moe.experts_per_token;
-      if (gpt_oss) {
+      if (glm) {
+        j["moe_intermediate_size"] = c.moe.intermediate_size;
+        j["norm_topk_prob"] = c.moe.normalize_top_k;
+        j["n_group"] = c.moe.groups;
+        j["topk_group"] = c.moe.groups_kept;
+        j["routed_scaling_factor"] = c.moe.routed_scaling;
+        j["n_shared_experts"] = c.moe.shared_intermediate_size / c.moe.intermediate_size;
+        j["first_k_dense_replace"] = c.moe.first_dense_layers;
+        j["use_qk_norm"] = c.qk_norm;
+      } else if (gpt_oss) {
         j["swiglu_alpha"] = c.moe.swiglu_alpha;
         j["swiglu_limit"] = c.moe.swiglu_limit;
       } else if (!mixtral) {

@@ -7,6 +7,7 @@
 #include <dew/ops.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include "models/families.h"
@@ -33,6 +34,32 @@ std::vector<int64_t> top_k_rows(const Tensor& scores, int64_t K) {
     std::copy(order.begin(), order.begin() + K, picked.begin() + n * K);
   }
   return picked;
+}
+
+// glm4_moe's (DeepSeek-V3's) choice: over scores + bias, each group of E/groups experts ranked by the
+// sum of its two best, the best `groups_kept` groups kept and the others' scores taken as 0 (as
+// transformers masks them), then the K best; ties to the lower index throughout.
+std::vector<int64_t> group_limited_top_k(const Tensor& scores, const Tensor& bias, const MoeConfig& c) {
+  const int64_t N = scores.size(0), E = scores.size(1), G = c.groups, per = E / G;
+  const std::vector<double> s = scores.detach().to_f64_vector(), b = bias.detach().to_f64_vector();
+  std::vector<double> choice(size_t(N * E));
+  for (int64_t n = 0; n < N; ++n) {
+    double* row = choice.data() + n * E;
+    for (int64_t e = 0; e < E; ++e) row[e] = s[size_t(n * E + e)] + b[size_t(e)];
+    std::vector<double> group_score(static_cast<size_t>(G));
+    for (int64_t g = 0; g < G; ++g) {
+      std::vector<double> members(row + g * per, row + (g + 1) * per);
+      std::partial_sort(members.begin(), members.begin() + 2, members.end(), std::greater<double>());
+      group_score[size_t(g)] = members[0] + members[1];
+    }
+    std::vector<int64_t> order(static_cast<size_t>(G));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return group_score[size_t(x)] > group_score[size_t(y)]; });
+    for (int64_t rank = c.groups_kept; rank < G; ++rank)
+      std::fill(row + order[size_t(rank)] * per, row + (order[size_t(rank)] + 1) * per, 0.0);
+  }
+  return top_k_rows(Tensor::from_values(choice, {N, E}, DType::f64), c.experts_per_token);
 }
 
 // The N·K token-expert slots (slot n·K + k) sorted by expert, stably: `sorted` lists slots in expert
@@ -112,10 +139,16 @@ Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
   const Tensor probs = softmax(logits, -1);
   // The same experts by logits or by probabilities (softmax keeps the order); gpt_oss weighs its K
   // by the softmax of their logits alone.
-  const std::vector<int64_t> experts = top_k_rows(probs, K);  // (N·K)
+  const Tensor scores = c.sigmoid_scores ? sigmoid(logits) : probs;
+  const std::vector<int64_t> experts =
+      c.sigmoid_scores ? group_limited_top_k(scores, w.score_bias, c) : top_k_rows(probs, K);  // (N·K)
   const Tensor picked = i64_tensor(experts, {N, K}, device);
-  Tensor weights = c.gpt_oss ? softmax(gather(logits, 1, picked), -1) : gather(probs, 1, picked);  // (N,K)
-  if (c.normalize_top_k) weights = div(weights, sum(weights, {1}, true));
+  Tensor weights = c.gpt_oss ? softmax(gather(logits, 1, picked), -1) : gather(scores, 1, picked);  // (N,K)
+  const auto scalar = [&](double v) { return Tensor::full({}, v, weights.dtype(), device); };
+  if (c.normalize_top_k)
+    weights = div(weights,
+                  c.sigmoid_scores ? add(sum(weights, {1}, true), scalar(1e-20)) : sum(weights, {1}, true));
+  if (c.routed_scaling != 1) weights = mul(weights, scalar(c.routed_scaling));
   if (stats) record(*stats, logits, probs, experts, K, counted);
 
   const Dispatch d = sort_by_expert(experts, E);
@@ -143,7 +176,13 @@ Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
   out = mul(out, as_dtype(slot_weights, h.dtype()).reshape({N * K, 1}));
   // Back to token order, (N,K,C), and each token's K outputs summed in a fixed order.
   out = index_select(out, 0, i64_tensor(d.position, {N * K}, device)).reshape({N, K, C});
-  return sum(out, {1});
+  out = sum(out, {1});
+  if (!w.shared.gate.defined()) return out;
+  MatmulOptions nn_linear;
+  nn_linear.transpose_b = true;
+  const Tensor shared = swiglu(matmul(h, w.shared.gate, nn_linear), matmul(h, w.shared.up, nn_linear));
+  nn_linear.residual = out;
+  return matmul(shared, w.shared.down, nn_linear);
 }
 
 }  // namespace models

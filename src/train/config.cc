@@ -34,13 +34,17 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.source_json = source.str();
 
   const TomlFields train(table("train"), path + ": train");
-  train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "log_every", "checkpoint_every",
-              "keep_last", "keep_every", "max_skips", "tokenizer", "init_from", "precision", "device"});
+  train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "expert_bias_update", "log_every",
+              "checkpoint_every", "keep_last", "keep_every", "max_skips", "tokenizer", "init_from",
+              "precision", "device"});
   c.steps = train.integer_or("steps", c.steps);
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
   c.grad_clip = train.number_or("grad_clip", c.grad_clip);
   c.z_loss = train.number_or("z_loss", 0);
+  c.expert_bias_update = train.number_or("expert_bias_update", c.expert_bias_update);
+  DEW_REQUIRE(c.expert_bias_update >= 0 && std::isfinite(c.expert_bias_update),
+              "{}: train.expert_bias_update {}; expected a number >= 0", path, c.expert_bias_update);
   // auto: bf16 where the CPU multiplies bf16 natively (AVX-512 BF16), faster at the same loss (docs/perf.md,
   // "Mixed precision"); f32 elsewhere, where bf16 products are widened first.
   const std::string device = train.text_or("device", "cpu");
@@ -145,6 +149,7 @@ std::string describe_config(const TrainerConfig& c) {
         {"decay_fraction", c.schedule.decay_fraction}}},
       {"grad_clip", c.grad_clip},
       {"z_loss", c.z_loss},
+      {"expert_bias_update", c.expert_bias_update},
       {"precision", dtype_name(c.compute)},
       {"device", c.device.str()},
       {"log_every", c.log_every},

@@ -36,7 +36,8 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
   const Tensor targets = next_token_targets(batch);
   const MoeConfig& moe = model.config().moe;
   RouterStats router;
-  const Tensor logits = model.forward(ids, positions, nullptr, segments, moe.num_experts > 0 ? &router : nullptr);
+  const Tensor logits =
+      model.forward(ids, positions, nullptr, segments, moe.num_experts > 0 ? &router : nullptr);
   LmLoss out;
   out.target_ids = targets;
   out.loss =

@@ -17,6 +17,7 @@ bool is_embedding_table(const std::string& name) {
 std::vector<Param> default_groups(std::map<std::string, Tensor>& parameters, double weight_decay) {
   std::vector<Param> out;
   for (auto& [name, tensor] : parameters) {
+    if (is_buffer(name)) continue;  // moved by the experts' load, not by gradients
     const bool decays = tensor.dim() >= 2 && !is_embedding_table(name);
     out.push_back({name, tensor, 1.0, decays ? weight_decay : 0.0});
   }

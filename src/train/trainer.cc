@@ -248,7 +248,8 @@ void Trainer::say(const std::string& line) const {
 void Trainer::resume_or_initialize(Run& run) {
   run.model =
       CausalLM::init(parse_model_config(config_.model_json, "model config"), DType::f32, config_.seed);
-  for (auto& [name, p] : run.model.parameters()) p.requires_grad_();
+  for (auto& [name, p] : run.model.parameters())
+    if (!is_buffer(name)) p.requires_grad_();
   // The master weights, the optimizer's state and every step live on the configured device.
   if (config_.device.kind != Device::Kind::cpu) run.model = run.model.to(config_.device);
   run.params = default_groups(run.model.parameters(), config_.weight_decay);
@@ -321,6 +322,7 @@ void Trainer::step(Run& run) {
   if (run.flops_per_token == 0) run.flops_per_token = training_flops_per_token(run.model, result.T);
   if (result.applied) {
     run.consecutive_skips = 0;
+    update_expert_biases(run.model, result.expert_tokens, config_.expert_bias_update);
   } else {
     ++run.skipped;
     say(fmt::format("step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped",
@@ -367,21 +369,20 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
         before / 1e9, model_flops / 1e9, config_.peak_flops / 1e9));
   }
   const double mfu = config_.peak_flops > 0 ? model_flops / config_.peak_flops : 0;
-  nlohmann::json line = {
-      {"step", run.step},
-      {"time", unix_time()},
-      {"tokens", run.tokens},
-      {"loss", result.loss},
-      {"lr", progress.lr},
-      {"grad_norm", result.grad_norm},
-      {"tokens_per_s", progress.tokens_per_s},
-      {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
-      {"step_s", step_s},
-      {"data_wait_s", result.data_wait_s},
-      {"peak_bytes", cpu_memory_stats().peak_bytes},
-      {"skipped", run.skipped},
-      {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
-      {"perplexity", std::exp(result.loss - result.router_loss)}};
+  nlohmann::json line = {{"step", run.step},
+                         {"time", unix_time()},
+                         {"tokens", run.tokens},
+                         {"loss", result.loss},
+                         {"lr", progress.lr},
+                         {"grad_norm", result.grad_norm},
+                         {"tokens_per_s", progress.tokens_per_s},
+                         {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+                         {"step_s", step_s},
+                         {"data_wait_s", result.data_wait_s},
+                         {"peak_bytes", cpu_memory_stats().peak_bytes},
+                         {"skipped", run.skipped},
+                         {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
+                         {"perplexity", std::exp(result.loss - result.router_loss)}};
   if (!result.expert_tokens.empty()) {  // an experts model: its routers' balance (docs/moe.md)
     line["router_loss"] = result.router_loss;
     line["expert_tokens"] = result.expert_tokens;

@@ -76,6 +76,12 @@ ModelConfig tiny(const std::string& family) {
         R"({"model_type":"gpt_oss","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"num_local_experts":4,"num_experts_per_tok":2,
       "sliding_window":5,"max_position_embeddings":64})";
+  else if (family == "glm4_moe")  // grouped sigmoid routing with biases, a shared expert, a dense layer
+    json =
+        R"({"model_type":"glm4_moe","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"moe_intermediate_size":32,"n_routed_experts":8,
+      "num_experts_per_tok":2,"n_group":4,"topk_group":2,"routed_scaling_factor":2.5,"first_k_dense_replace":1,
+      "attention_bias":true,"use_qk_norm":true})";
   else if (family == "mixtral")  // 4 experts, 2 a token (renormalized), a sliding window
     json =
         R"({"model_type":"mixtral","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
@@ -455,7 +461,8 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Family,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
-                                           "gpt_oss", "gemma", "gemma2", "gemma3_text", "olmo2", "gpt2"));
+                                           "gpt_oss", "glm4_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
+                                           "gpt2"));
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);

@@ -29,6 +29,20 @@ ModelConfig tiny(const std::string& family) {
     json =
         R"({"model_type":"qwen3","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":24,"max_position_embeddings":256})";
+  else if (family == "mixtral")  // experts routed per token, whatever shares the step
+    json =
+        R"({"model_type":"mixtral","vocab_size":97,"hidden_size":64,"intermediate_size":48,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"num_local_experts":4,"max_position_embeddings":256})";
+  else if (family == "gemma2")  // softcaps, query scalar, windows on even layers
+    json =
+        R"({"model_type":"gemma2","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"sliding_window":7,"query_pre_attn_scalar":12,
+      "attn_logit_softcapping":1.0,"final_logit_softcapping":2.0,"max_position_embeddings":256})";
+  else if (family == "gpt_oss")  // sinks through the paged cache, biases, experts
+    json =
+        R"({"model_type":"gpt_oss","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"num_local_experts":4,"num_experts_per_tok":2,
+      "sliding_window":7,"max_position_embeddings":256})";
   else
     json = R"({"model_type":"gpt2","vocab_size":97,"n_embd":64,"n_layer":2,"n_head":4,"n_positions":256})";
   return parse_model_config(json, family + " config");
@@ -102,7 +116,9 @@ TEST_P(Families, ServedGreedyTokensAreGeneratesTokens) {
   EXPECT_EQ(engine.stats().kv_blocks_in_use, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Engine, Families, ::testing::Values("llama", "mistral", "qwen3", "gpt2"));
+INSTANTIATE_TEST_SUITE_P(Engine, Families,
+                         ::testing::Values("llama", "mistral", "qwen3", "mixtral", "gemma2", "gpt_oss",
+                                           "gpt2"));
 
 // A pool too small for every sequence at once: the newest give their blocks back and are recomputed,
 // and every request still gets its own greedy tokens.

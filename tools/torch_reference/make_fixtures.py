@@ -59,6 +59,12 @@ CONFIGS = {
                     rope_scaling={"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
                                   "truncate": False, "original_max_position_embeddings": 8},
                     quantization_config={"quant_method": "mxfp4"}),
+    # DeepSeek-V3's routing: sigmoid scores with a bias, 4 groups of 2 experts keeping 2, scaling, a shared
+    # expert, the first layer dense; q, k, v biases, per-head q/k norms, half of each head rotated
+    "glm4_moe": dict(BASE, model_type="glm4_moe", num_hidden_layers=3, moe_intermediate_size=16, n_routed_experts=8,
+                     num_experts_per_tok=2, n_group=4, topk_group=2, routed_scaling_factor=2.5, n_shared_experts=1,
+                     first_k_dense_replace=1, norm_topk_prob=True, partial_rotary_factor=0.5, attention_bias=True,
+                     use_qk_norm=True, rope_theta=10000.0),
 }
 
 
@@ -132,6 +138,12 @@ def experts_of(c, layer):
         p = f"model.layers.{layer}.mlp."
         names = ("gate_proj", "up_proj", "down_proj")
         count = c["num_experts"]
+    elif kind == "glm4_moe":
+        if layer < c.get("first_k_dense_replace", 1):
+            return None
+        p = f"model.layers.{layer}.mlp."
+        names = ("gate_proj", "up_proj", "down_proj")
+        count = c["n_routed_experts"]
     else:
         return None
     return p + "gate.weight", [tuple(f"{p}experts.{e}.{n}.weight" for n in names) for e in range(count)]
@@ -160,10 +172,13 @@ def sparse_mlp(c, w, x, router, experts):
     wide = torch.float64 if x.dtype == torch.float64 else torch.float32
     logits = flat.to(wide) @ w[router].to(wide).T
     ROUTER_LOGITS.append(logits)
-    probs = logits.softmax(-1)
-    top, chosen = probs.topk(c["num_experts_per_tok"], dim=-1)
-    if c["model_type"] == "mixtral" or c.get("norm_topk_prob"):
-        top = top / top.sum(-1, keepdim=True)
+    if c["model_type"] == "glm4_moe":
+        top, chosen = glm4_moe_routing(c, logits, w[router.replace(".weight", ".e_score_correction_bias")].to(wide))
+    else:
+        probs = logits.softmax(-1)
+        top, chosen = probs.topk(c["num_experts_per_tok"], dim=-1)
+        if c["model_type"] == "mixtral" or c.get("norm_topk_prob"):
+            top = top / top.sum(-1, keepdim=True)
     top = top.to(x.dtype)
     out = torch.zeros_like(flat)
     for e, (gate, up, down) in enumerate(experts):
@@ -174,13 +189,35 @@ def sparse_mlp(c, w, x, router, experts):
         g = rows @ w[gate].T
         y = (g * torch.sigmoid(g) * (rows @ w[up].T)) @ w[down].T
         out = out.index_add(0, token, y * top[token, slot, None])
+    shared = router.replace("gate.weight", "shared_experts.")
+    if shared + "gate_proj.weight" in w:  # glm4_moe: an MLP every token runs beside its experts
+        g = flat @ w[shared + "gate_proj.weight"].T
+        out = out + (g * torch.sigmoid(g) * (flat @ w[shared + "up_proj.weight"].T)) @ w[shared + "down_proj.weight"].T
     return out.view(B, T, C)
+
+
+def glm4_moe_routing(c, logits, bias):
+    """transformers' Glm4MoeMoE.route_tokens_to_experts (DeepSeek-V3's): sigmoid scores; groups ranked by
+    the sum of their two best biased scores; the scores of all but the best topk_group groups masked to 0;
+    the top-k biased scores chosen; weighted by the unbiased scores, renormalized, times the scaling."""
+    scores = logits.sigmoid()
+    choice = scores + bias
+    E, G = scores.shape[-1], c["n_group"]
+    group_scores = choice.view(-1, G, E // G).topk(2, dim=-1)[0].sum(dim=-1)
+    kept = group_scores.topk(c["topk_group"], dim=-1, sorted=False)[1]
+    mask = torch.zeros_like(group_scores).scatter(1, kept, 1).unsqueeze(-1).expand(-1, G, E // G).reshape(-1, E)
+    chosen = choice.masked_fill(~mask.bool(), 0.0).topk(c["num_experts_per_tok"], dim=-1, sorted=False)[1]
+    weights = scores.gather(1, chosen)
+    if c.get("norm_topk_prob", True):
+        weights = weights / (weights.sum(-1, keepdim=True) + 1e-20)
+    return weights * c.get("routed_scaling_factor", 1.0), chosen
 
 
 def rotary(c, D, positions, dtype):
     """cos and sin (B,1,T,D) of the rope the config names, the tables in f32 (f64 for f64) as transformers."""
     table = torch.float64 if dtype == torch.float64 else torch.float32  # rope tables never in bf16
-    inv_freq, scale = inverse_frequencies(c, D, int(positions.max()) + 1, table)
+    inv_freq, scale = inverse_frequencies(c, int(D * c.get("partial_rotary_factor", 1.0)), int(positions.max()) + 1,
+                                          table)
     angles = positions.to(table)[..., None] * inv_freq  # (B,T,D/2)
     cos = (torch.cat((angles, angles), -1).cos()[:, None] * scale).to(dtype)
     sin = (torch.cat((angles, angles), -1).sin()[:, None] * scale).to(dtype)
@@ -210,11 +247,12 @@ def llama_family(c, w, ids, positions, dtype, cache=None):
         p = f"model.layers.{layer}."
         x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
         q, k, v = project_heads(x, linear, p, (B, T, H, KV, D))
-        if c["model_type"] in ("qwen3", "qwen3_moe"):
+        if c["model_type"] in ("qwen3", "qwen3_moe") or c.get("use_qk_norm"):
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        r = cos.shape[-1]  # the rotated part of each head (partial_rotary_factor), the rest passed through
+        q = torch.cat((q[..., :r] * cos + rotate_half(q[..., :r]) * sin, q[..., r:]), -1)
+        k = torch.cat((k[..., :r] * cos + rotate_half(k[..., :r]) * sin, k[..., r:]), -1)
         if cache is not None:
             if len(cache) > layer:
                 k = torch.cat((cache[layer][0], k), dim=2)
@@ -428,6 +466,7 @@ def parameter_shapes(c):
     H, KV = c["num_attention_heads"], c["num_key_value_heads"]
     D = c.get("head_dim", C // H)
     qkv_bias = c["model_type"] == "qwen2" or c.get("attention_bias", False)
+    o_bias = c.get("attention_bias") and c["model_type"] != "glm4_moe"
     shapes = {"model.embed_tokens.weight": (V, C), "model.norm.weight": (C,)}
     if not c.get("tie_word_embeddings", c["model_type"] in GEMMAS):
         shapes["lm_head.weight"] = (V, C)
@@ -440,9 +479,9 @@ def parameter_shapes(c):
         for name, (o, i) in [("q_proj", (H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
                              ("o_proj", (C, H * D))]:
             shapes[p + "self_attn." + name + ".weight"] = (o, i)
-            if qkv_bias and name != "o_proj" or c.get("attention_bias") and name == "o_proj":
+            if qkv_bias and name != "o_proj" or o_bias and name == "o_proj":
                 shapes[p + "self_attn." + name + ".bias"] = (o,)
-        if c["model_type"] in ("qwen3", "qwen3_moe"):
+        if c["model_type"] in ("qwen3", "qwen3_moe") or c.get("use_qk_norm"):
             shapes[p + "self_attn.q_norm.weight"] = (D,)
             shapes[p + "self_attn.k_norm.weight"] = (D,)
         sparse = experts_of(c, layer)
@@ -452,6 +491,11 @@ def parameter_shapes(c):
             shapes[router] = (len(experts), C)
             for gate, up, down in experts:
                 shapes[gate], shapes[up], shapes[down] = (Fe, C), (Fe, C), (C, Fe)
+            if c["model_type"] == "glm4_moe":
+                shapes[router.replace(".weight", ".e_score_correction_bias")] = (len(experts),)
+                Fs = Fe * c.get("n_shared_experts", 1)
+                for name, shape in (("gate_proj", (Fs, C)), ("up_proj", (Fs, C)), ("down_proj", (C, Fs))):
+                    shapes[p + "mlp.shared_experts." + name + ".weight"] = shape
         else:
             for name, (o, i) in [("gate_proj", (F, C)), ("up_proj", (F, C)), ("down_proj", (C, F))]:
                 shapes[p + "mlp." + name + ".weight"] = (o, i)
@@ -475,7 +519,10 @@ def gradient_names(c):
         return names + [p + "self_attn.sinks", p + "mlp.router.weight", p + "mlp.router.bias",
                         p + "mlp.experts.gate_up_proj", p + "mlp.experts.down_proj_bias"]
     sparse = experts_of(c, last)
-    if sparse:
+    if sparse and c["model_type"] == "glm4_moe":  # the shared expert: some routed ones may see no token
+        router, _ = sparse
+        names += [router, router.replace("gate.weight", "shared_experts.gate_proj.weight")]
+    elif sparse:
         router, experts = sparse
         names += [router, experts[0][0], experts[-1][2]]
     else:

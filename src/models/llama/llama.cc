@@ -136,6 +136,12 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
         for (auto [name, shape] :
              {std::pair{n.gate(e), Shape{Fe, C}}, {n.up(e), Shape{Fe, C}}, {n.down(e), Shape{C, Fe}}})
           s.push_back({name, shape});
+      if (c.moe.sigmoid_scores)
+        s.push_back({layer(i, "mlp.gate.e_score_correction_bias"), {c.moe.num_experts}});
+      if (const int64_t Fs = c.moe.shared_intermediate_size; Fs > 0)
+        for (auto [proj, shape] :
+             {std::pair{"gate", Shape{Fs, C}}, {"up", Shape{Fs, C}}, {"down", Shape{C, Fs}}})
+          s.push_back({layer(i, fmt::format("mlp.shared_experts.{}_proj.weight", proj)), shape});
       continue;
     }
     for (auto [proj, shape] : {std::pair{"gate", Shape{F, C}}, {"up", Shape{F, C}}, {"down", Shape{C, F}}}) {
@@ -228,6 +234,10 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
                    .gate = stack_experts(p, E, n.gate),
                    .up = stack_experts(p, E, n.up),
                    .down = stack_experts(p, E, n.down)};
+        if (c.moe.sigmoid_scores) experts.score_bias = w("mlp.gate.e_score_correction_bias");
+        if (c.moe.shared_intermediate_size > 0)
+          experts.shared = {w("mlp.shared_experts.gate_proj.weight"), w("mlp.shared_experts.up_proj.weight"),
+                            w("mlp.shared_experts.down_proj.weight")};
       }
       x = add(x, moe_mlp(h2.reshape({B * T, C}), experts, c.moe, counted, router).reshape({B, T, C}));
       continue;
