@@ -1,14 +1,16 @@
 #!/usr/bin/python3
-"""grouped_matmul against PyTorch on the bench case mixtral_small_up (src/ops/grouped_matmul/
+"""grouped_matmul against PyTorch on the bench cases mixtral_small_up (src/ops/grouped_matmul/
 grouped_matmul.cc: 1,024 rows routed to 8 experts with loads 200, 96, 160, 40, 176, 120, 152, 80; K 512;
-each expert's weight (1408, 512) as nn.Linear stores it), alternating in one script (docs/perf.md's
+each expert's weight (1408, 512) as nn.Linear stores it) and qwen3_moe_small_up (2,052 rows over 64
+experts, 0 to 64 each; K 1024, N 384), alternating in one script (docs/perf.md's
 method). Each round runs `dew bench ops --op grouped_matmul --impl IMPL --dtype D` (a subprocess; its
 median) and then, at PyTorch's best (jemalloc, OMP_WAIT_POLICY=PASSIVE, 2 threads), the per-expert loop
 a Mixtral layer runs (F.linear of each expert's rows, into one output) and one dense F.linear of the same
 FLOPs (1,024 rows against one (1408, 512) weight): the loop is what users run today, the dense product
 the ceiling the grouped one aims at.
 
-Usage: bench/grouped_matmul_pytorch.py DEW_BINARY [--impl cpu.avx512.tiles] [--dtype f32] [--rounds 3]
+Usage: bench/grouped_matmul_pytorch.py DEW_BINARY [--case mixtral_small_up] [--impl cpu.avx512.tiles]
+       [--dtype f32] [--rounds 3]
 Prints one line per round, then one JSON line.
 """
 import json
@@ -32,9 +34,9 @@ def arg(name, default):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else default
 
 
-LOADS = [200, 96, 160, 40, 176, 120, 152, 80]
-K, N = 512, 1408
-FLOPS = 2.0 * sum(LOADS) * K * N
+# The bench cases of src/ops/grouped_matmul/grouped_matmul.cc: each expert's rows, K and N.
+CASES = {"mixtral_small_up": ([200, 96, 160, 40, 176, 120, 152, 80], 512, 1408),
+         "qwen3_moe_small_up": ([(e * 37) % 65 for e in range(64)], 1024, 384)}
 
 
 def median_ms(fn, reps=20):
@@ -50,6 +52,9 @@ def median_ms(fn, reps=20):
 def main():
     dew, impl, dtype, rounds = sys.argv[1], arg("--impl", "cpu.avx512.tiles"), arg("--dtype", "f32"), int(
         arg("--rounds", "3"))
+    case = arg("--case", "mixtral_small_up")
+    LOADS, K, N = CASES[case]
+    FLOPS = 2.0 * sum(LOADS) * K * N
     torch.set_num_threads(2)
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
     gen = torch.Generator().manual_seed(0)
@@ -67,14 +72,14 @@ def main():
         run = subprocess.run([dew, "bench", "ops", "--op", "grouped_matmul", "--impl", impl, "--dtype", dtype],
                              capture_output=True, text=True, check=True)
         line = json.loads(run.stdout.strip().splitlines()[-1])
-        dew_ms = next(row["median_ms"] for row in line["rows"] if row["case"] == "mixtral_small_up")
+        dew_ms = next(row["median_ms"] for row in line["rows"] if row["case"] == case)
         loop_ms, dense_ms = median_ms(loop), median_ms(lambda: F.linear(x, w[0]))
         rows.append({"dew_ms": dew_ms, "torch_loop_ms": loop_ms, "torch_dense_ms": dense_ms})
         print(f"round {r + 1}: Dew {impl} {dew_ms:.3f} ms ({FLOPS / dew_ms / 1e6:.1f} GFLOP/s), PyTorch loop "
               f"{loop_ms:.3f} ms ({FLOPS / loop_ms / 1e6:.1f}), PyTorch dense {dense_ms:.3f} ms "
               f"({FLOPS / dense_ms / 1e6:.1f})")
-    print(json.dumps({"bench": "grouped_matmul_pytorch", "impl": impl, "dtype": dtype, "torch": torch.__version__,
-                      "rounds": rows}))
+    print(json.dumps({"bench": "grouped_matmul_pytorch", "case": case, "impl": impl, "dtype": dtype,
+                      "torch": torch.__version__, "rounds": rows}))
 
 
 if __name__ == "__main__":

@@ -64,6 +64,15 @@ const select::Registry<GroupedMatmulArgs>& GroupedMatmul::registry() {
   return r;
 }
 
+namespace {
+// 64 experts' loads, uneven as a router leaves them: (e * 37) % 65 rows, 0 to 64, 2,052 in all.
+std::vector<double> qwen3_moe_loads() {
+  std::vector<double> loads(64);
+  for (int e = 0; e < 64; ++e) loads[size_t(e)] = double((e * 37) % 65);
+  return loads;
+}
+}  // namespace
+
 std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
   // Groups of 5, none, 9 and 2 rows: an empty expert between busy ones.
@@ -100,11 +109,20 @@ std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
                              random_input({8, 1408, 512}, t, {k.seed, k.stream + 1}),
                              Tensor::from_values(loads, {8}, DType::i64), true, false};
   };
+  // A small Qwen3-MoE-shaped layer's up projection (its hidden to expert width, 2048 : 768): about 256
+  // tokens top-8 of 64 experts, 32 rows an expert on average, from 0 to 64 (qwen3_moe_loads).
+  auto qwen3_moe = [](DType t, RandomKey k) {
+    const std::vector<double> loads = qwen3_moe_loads();
+    return GroupedMatmulArgs{random_input({2052, 1024}, t, k),
+                             random_input({64, 384, 1024}, t, {k.seed, k.stream + 1}),
+                             Tensor::from_values(loads, {64}, DType::i64), true, false};
+  };
   return {{"ragged", {"ci", "edge"}, all, rows(24, 12, false)},
           {"ragged_linear_weights", {"ci"}, all, rows(24, 12, true)},
           // wider than a tile's two vectors of columns on either tier, with a tail
           {"ragged_wide", {"ci"}, all, rows(24, 72, false)},
-          {"mixtral_small_up", {"bench"}, {DType::f32, DType::bf16}, mixtral}};
+          {"mixtral_small_up", {"bench"}, {DType::f32, DType::bf16}, mixtral},
+          {"qwen3_moe_small_up", {"bench"}, {DType::f32, DType::bf16}, qwen3_moe}};
 }
 
 }  // namespace dew::ops
