@@ -56,6 +56,8 @@ double GroupedMatmul::flops(const Args& a) {
 const select::Registry<GroupedMatmulArgs>& GroupedMatmul::registry() {
   static const select::Registry<GroupedMatmulArgs> r = [] {
     select::Registry<GroupedMatmulArgs> reg;
+    avx512::add_grouped_matmul_pairs_cpu(reg);  // bf16 on AVX512-BF16: before the widening tiles
+    avx2::add_grouped_matmul_pairs_cpu(reg);
     avx512::add_grouped_matmul_cpu(reg);
     avx2::add_grouped_matmul_cpu(reg);
     add_grouped_matmul_portable(reg);
@@ -121,6 +123,17 @@ std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
           {"ragged_linear_weights", {"ci"}, all, rows(24, 12, true)},
           // wider than a tile's two vectors of columns on either tier, with a tail
           {"ragged_wide", {"ci"}, all, rows(24, 72, false)},
+          // nn.Linear weights with groups longer than a work item's rows (tiles of 8 and a rest) and
+          // columns past two blocks of 48, with a tail
+          {"long_linear_weights",
+           {"ci"},
+           all,
+           [](DType t, RandomKey k) {
+             const std::vector<double> loads{70, 0, 9, 17};
+             return GroupedMatmulArgs{random_input({96, 34}, t, k),
+                                      random_input({4, 100, 34}, t, {k.seed, k.stream + 1}),
+                                      Tensor::from_values(loads, {4}, DType::i64), true, false};
+           }},
           {"mixtral_small_up", {"bench"}, {DType::f32, DType::bf16}, mixtral},
           {"qwen3_moe_small_up", {"bench"}, {DType::f32, DType::bf16}, qwen3_moe}};
 }

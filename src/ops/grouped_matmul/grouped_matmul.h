@@ -38,5 +38,6 @@ struct GroupedMatmul {
 
 void add_grouped_matmul_portable(select::Registry<GroupedMatmulArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_grouped_matmul_cpu(select::Registry<GroupedMatmulArgs>& r))
+DEW_DECLARE_CPU_TIERS(void add_grouped_matmul_pairs_cpu(select::Registry<GroupedMatmulArgs>& r))
 
 }  // namespace dew::ops
