@@ -1,8 +1,8 @@
-// grouped_matmul in bf16 with experts' nn.Linear weights (G,N,K), through AVX512-BF16's vdpbf16ps
-// (cpu.avx512.bf16_pairs): each step multiplies a pair of a row's values, broadcast, by the same pair
-// of 16 columns' weights, 32 products an instruction, twice the rate of f32 FMAs and no widening. A
-// work item packs a block of its group's weight rows into pairs interleaved by column (the layout the
-// instruction reads) and runs every row of the group's block against it, accumulators in registers.
+// grouped_matmul in bf16 through AVX512-BF16's vdpbf16ps (cpu.avx512.bf16_pairs), weights (G,N,K) or
+// (G,K,N): each step multiplies a pair of a row's values, broadcast, by the same pair of 16 columns'
+// weights, 32 products an instruction, twice the rate of f32 FMAs and no widening. A work item packs a
+// block of its group's weights into pairs interleaved by column (the layout the instruction reads) and
+// runs its rows of the group against it, accumulators in registers.
 // Items are cut and shared out by work, so a few busy experts and many idle ones keep every core busy.
 // Products of values below 2^-126 count as zero, as in matmul's gemv_dpbf16.
 #include <dew/runtime.h>
@@ -25,17 +25,24 @@ constexpr int64_t kBlockCols = 16 * kPairVectors;
 constexpr int64_t kPairRows = 8;                 // 8 x 3 accumulators of 16 lanes
 constexpr int64_t kRowsPerItem = 8 * kPairRows;  // a group's rows cut so no item outweighs many
 
-// packed[kp * kBlockCols + j] = (w[n0 + j][2 kp], w[n0 + j][2 kp + 1]) as one 32-bit word, zero past N.
-void pack_pairs(const uint32_t* w, int64_t N, int64_t half_K, int64_t n0, uint32_t* packed) {
-  for (int64_t j = 0; j < kBlockCols; ++j) {
-    const int64_t n = n0 + j;
-    if (n >= N) {
-      for (int64_t kp = 0; kp < half_K; ++kp) packed[kp * kBlockCols + j] = 0;
-      continue;
-    }
-    const uint32_t* row = w + n * half_K;
-    for (int64_t kp = 0; kp < half_K; ++kp) packed[kp * kBlockCols + j] = row[kp];
+// packed[kp * kBlockCols + j] = the weights of column n0 + j at steps 2 kp and 2 kp + 1 as one 32-bit
+// word (the lower half first), zero past N. An expert's weights as nn.Linear stores them (N,K) hold
+// that word already; stored (K,N) (gpt-oss's experts, and every input gradient), two rows interleave.
+void pack_pairs(const bf16* w, bool rows_are_columns, int64_t N, int64_t K, int64_t n0, uint32_t* packed) {
+  const int64_t half_K = K / 2, cols = std::min(kBlockCols, N - n0);
+  if (rows_are_columns) {
+    const auto* words = reinterpret_cast<const uint32_t*>(w);
+    for (int64_t j = 0; j < cols; ++j)
+      for (int64_t kp = 0; kp < half_K; ++kp) packed[kp * kBlockCols + j] = words[(n0 + j) * half_K + kp];
+  } else {
+    const auto* bits = reinterpret_cast<const uint16_t*>(w);
+    for (int64_t kp = 0; kp < half_K; ++kp)
+      for (int64_t j = 0; j < cols; ++j)
+        packed[kp * kBlockCols + j] =
+            uint32_t(bits[2 * kp * N + n0 + j]) | uint32_t(bits[(2 * kp + 1) * N + n0 + j]) << 16;
   }
+  for (int64_t kp = 0; kp < half_K; ++kp)
+    for (int64_t j = cols; j < kBlockCols; ++j) packed[kp * kBlockCols + j] = 0;
 }
 
 // R rows (x, rows half_K words apart) against the packed block; y's columns n0.. (cols of them valid).
@@ -96,10 +103,10 @@ void pair_rows(const uint32_t* x, int64_t rows, int64_t half_K, const uint32_t* 
 
 void grouped_pairs(const GroupedMatmulArgs& args, Tensor& out) {
   const std::vector<int64_t> offsets = group_offsets(args);
-  const int64_t K = args.a.size(1), N = args.b.size(1), half_K = K / 2;
+  const int64_t K = args.a.size(1), N = out.size(1), half_K = K / 2;
   const Tensor a = args.a.contiguous(), b = args.b.contiguous();
   const auto* x = reinterpret_cast<const uint32_t*>(a.data<bf16>());
-  const auto* w = reinterpret_cast<const uint32_t*>(b.data<bf16>());
+  const bf16* w = b.data<bf16>();
   bf16* y = out.data<bf16>();
   struct Item {
     int64_t group, row0, rows, n0;
@@ -131,7 +138,7 @@ void grouped_pairs(const GroupedMatmulArgs& args, Tensor& out) {
     for (size_t i = first[size_t(s0)]; i < first[size_t(s1)]; ++i) {
       const Item& it = items[i];
       if (it.group != packed_group || it.n0 != packed_n0) {
-        pack_pairs(w + it.group * N * half_K, N, half_K, it.n0, packed);
+        pack_pairs(w + it.group * N * K, args.transpose_b, N, K, it.n0, packed);
         packed_group = it.group;
         packed_n0 = it.n0;
       }
@@ -157,13 +164,10 @@ void add_grouped_matmul_pairs_cpu(select::Registry<GroupedMatmulArgs>& r) {
               "cpu_has(avx512bf16)", [](const GroupedMatmulArgs&) { return cpu_features().avx512bf16; },
               [](const GroupedMatmulArgs&) { return std::string("this CPU lacks AVX512-BF16"); }),
           select::requires_that<GroupedMatmulArgs>(
-              "the forward with (G,N,K) weights (transpose_b), K even",
+              "grouped_matmul (not its weight gradient), K even",
+              [](const GroupedMatmulArgs& a) { return !a.weight_grad && a.a.size(1) % 2 == 0; },
               [](const GroupedMatmulArgs& a) {
-                return a.transpose_b && !a.weight_grad && a.a.size(1) % 2 == 0;
-              },
-              [](const GroupedMatmulArgs& a) {
-                return fmt::format("{}, transpose_b {}, K {}",
-                                   a.weight_grad ? "the weight gradient" : "the forward", a.transpose_b,
+                return fmt::format("{}, K {}", a.weight_grad ? "the weight gradient" : "grouped_matmul",
                                    a.a.size(1));
               })},
          [](const GroupedMatmulArgs& a, std::vector<Tensor>& outs) { grouped_pairs(a, outs[0]); }});
