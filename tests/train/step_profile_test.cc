@@ -139,16 +139,24 @@ TEST(StepProfile, ASteadyStepMapsNoFreshPages) {
   std::vector<DType> computes{DType::f32};
   if (cpu_features().avx512bf16) computes.push_back(DType::bf16);
   for (DType compute : computes) {
-    StepProfiler profiler;
-    for (int step = 0; step < 8; ++step) {
+    std::vector<double> faults;  // of each step after the warm-up
+    for (int step = 0; step < 9; ++step) {
       std::optional<data::Batch> once = random_rows(4, 256, 2048, uint64_t(step));
+      StepProfiler profiler;
       if (step >= 4) profiler.begin_step();  // four steps warm the caches
       train_step(model, params, *adamw, {.lr = 1e-4, .compute = compute},
                  [&] { return std::exchange(once, std::nullopt); });
-      if (step >= 4) profiler.end_step();
+      if (step >= 4) {
+        profiler.end_step();
+        faults.push_back(profiler.result(2048).minor_faults);
+      }
     }
-    // A handful of pages at most (a heap growing by a page here and there); before, f32 mapped 100-700.
-    EXPECT_LT(profiler.result(2048).minor_faults, 64) << dtype_name(compute);
+    // A handful of pages at most in a typical step (a heap growing by a page here and there; on a
+    // loaded machine one step in a few maps more, which a mean over steps let fail the test); before,
+    // f32 mapped 100-700 every step.
+    std::sort(faults.begin(), faults.end());
+    EXPECT_LT(faults[faults.size() / 2], 64)
+        << dtype_name(compute) << ": " << fmt::format("{}", fmt::join(faults, ", "));
   }
 }
 

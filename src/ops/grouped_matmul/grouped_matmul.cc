@@ -98,7 +98,7 @@ std::vector<Case<GroupedMatmulArgs>> GroupedMatmul::cases(std::string_view op) {
   // Groups longer than a vector, and more columns than a tile takes (whole blocks and a tail).
   if (op == "grouped_matmul_weight_grad")
     return {{"ragged", {"ci", "edge"}, all, grads(ragged, 24, 12)},
-            {"long_groups", {"ci"}, all, grads({37, 0, 20}, 10, 40)},
+            {"long_groups", {"ci"}, all, grads({37, 0, 20}, 10, 100)},
             // mixtral_small_up's weight gradient (below): (8, 512, 1408) from the same rows
             {"mixtral_small_up",
              {"bench"},
