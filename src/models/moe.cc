@@ -1,8 +1,8 @@
-// The mixture-of-experts MLP (mixtral, qwen3_moe): a router picks each token's K experts, the tokens
-// are sorted by expert and run through grouped products (one call per matrix, whatever the group
-// sizes), and each token's K outputs are summed back with the router's weights. Dropless: every
-// token reaches every expert it picked. The choice of experts is integer work on the host; the
-// weights and every product are ops, so the layer differentiates. docs/moe.md.
+// The mixture-of-experts MLP (mixtral, qwen3_moe, gpt_oss, glm4_moe): a router picks each token's K
+// experts, the tokens are sorted by expert and run through grouped products (one call per matrix,
+// whatever the group sizes), and each token's K outputs are summed back with the router's weights.
+// Dropless: every token reaches every expert it picked. The choice of experts is integer work on the
+// host; the weights and every product are ops, so the layer differentiates. docs/moe.md.
 #include <dew/models.h>
 #include <dew/ops.h>
 
