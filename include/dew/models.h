@@ -1,8 +1,9 @@
 // Language-model families from Hugging Face checkpoints: the config read from config.json by
 // model_type, the parameters under their Hugging Face names, and the forward pass to logits written
-// with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3, mixtral and qwen3_moe
-// (one decoder with switches, the last two with experts) and gpt2. A config field that changes the
-// mathematics and is not supported is refused by name; nothing is silently ignored.
+// with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3, mixtral, qwen3_moe,
+// gpt_oss, glm4_moe, gemma, gemma2, gemma3_text (gemma3's text half) and olmo2 (one decoder with
+// switches, four of them with experts) and gpt2. A config field that changes the mathematics and is
+// not supported is refused by name; nothing is silently ignored.
 #pragma once
 
 #include <dew/ops.h>
@@ -31,8 +32,9 @@ struct RopeConfig {
   bool truncate = true;
 };
 
-// Mixture-of-experts MLPs (mixtral, qwen3_moe; docs/moe.md): a router scores E experts per token, the
-// top K take the token, and their SwiGLU outputs are summed with the router's weights.
+// Mixture-of-experts MLPs (mixtral, qwen3_moe, gpt_oss, glm4_moe; docs/moe.md): a router scores E
+// experts per token, the top K take the token, and their SwiGLU outputs are summed with the router's
+// weights.
 struct MoeConfig {
   int64_t num_experts = 0;            // E; 0: every MLP is dense
   int64_t experts_per_token = 0;      // K
@@ -65,7 +67,8 @@ struct MoeConfig {
 // training moves by the experts' load instead (TrainerConfig::expert_bias_update).
 bool is_buffer(const std::string& parameter_name);
 
-// What the gemma, gemma2, gemma3_text and olmo2 decoders change in the llama decoder (docs/models.md).
+// What the gemma, gemma2, gemma3_text, olmo2 and gpt_oss decoders change in the llama decoder
+// (docs/models.md).
 struct DecoderSwitches {
   bool norm_plus_one = false;     // gemma: RMSNorm scales by 1 + w
   bool pre_norms = true;          // a norm before attention and before the MLP (all but olmo2)
@@ -93,12 +96,12 @@ struct ModelConfig {
   bool attention_bias = false;  // q, k, v (and o for llama) projections carry biases
   bool attention_output_bias = false;
   bool mlp_bias = false;
-  bool qk_norm = false;        // qwen3: RMSNorm over head_dim of q and k before rope
-  int64_t sliding_window = 0;  // mistral, mixtral: 0 = full attention
+  bool qk_norm = false;        // qwen3 and others: RMSNorm of q and k before rope
+  int64_t sliding_window = 0;  // 0 = full attention; on the layers sliding() names
   MoeConfig moe;
   DecoderSwitches decoder;
   // "gemma3" when the model is the text half of a gemma3 (image and text) config: its text_config,
-  // the weights under language_model. or model.language_model., the image half's left unread.
+  // the weights under language_model. or model.language_model., the image half left unread.
   std::string wrapper_type;
   bool sliding(int64_t layer) const {  // does sliding_window apply to this layer?
     return sliding_window > 0 && (decoder.sliding_layers.empty() || decoder.sliding_layers[size_t(layer)]);
