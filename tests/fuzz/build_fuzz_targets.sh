@@ -19,7 +19,7 @@ flags="-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 io="src/io/json.cc src/io/files.cc"
 tokenize="$(cd "$src" && ls src/tokenize/*.cc src/tokenize/jinja/*.cc | tr '\n' ' ') src/core/nearest_name.cc $io"
 sources_safetensors="src/io/safetensors_format.cc src/io/json.cc src/core/printable.cc"
-sources_model_config="src/models/config.cc $io"
+sources_model_config="src/models/config.cc src/models/config_json.cc $io"
 sources_toml="src/io/toml.cc src/core/nearest_name.cc $io"
 sources_tokenizer="$tokenize"
 sources_chat_template="$tokenize"
