@@ -59,7 +59,7 @@ RopeConfig parse_rope(const JsonFields& f, double default_theta, double default_
   return r;
 }
 
-// mixtral and qwen3_moe: the experts' fields, checked against the layers they name.
+// mixtral, qwen3_moe, gpt_oss and glm4_moe: the experts' fields, checked against the layers they name.
 MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers) {
   MoeConfig m;
   const bool mixtral = type == "mixtral", glm = type == "glm4_moe";
@@ -97,8 +97,10 @@ MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers
     m.groups_kept = f.size_or("topk_group", 1);
     m.routed_scaling = f.number_or("routed_scaling_factor", 1.0);
     m.shared_intermediate_size = m.intermediate_size * f.size_or("n_shared_experts", 1);
-    m.first_dense_layers =
-        f.has("first_k_dense_replace") ? int64_t(f.number_or("first_k_dense_replace", 1)) : 1;
+    const double first_dense = f.number_or("first_k_dense_replace", 1);
+    m.first_dense_layers = int64_t(first_dense);
+    DEW_REQUIRE(double(m.first_dense_layers) == first_dense,
+                "{}: first_k_dense_replace is {}; expected a layer count", f.source, first_dense);
     DEW_REQUIRE(
         m.num_experts % m.groups == 0 && m.num_experts / m.groups >= 2 && m.groups_kept <= m.groups &&
             m.experts_per_token <= m.groups_kept * (m.num_experts / m.groups),
@@ -132,9 +134,9 @@ bool is_gemma(const std::string& type) {
   return type == "gemma" || type == "gemma2" || type == "gemma3_text";
 }
 
-// gemma2 and gemma3_text: which layers slide, from `layer_types` or the older pattern fields
-// (gemma2 alternates starting with a sliding layer; gemma3 slides but for every sixth).
-std::vector<uint8_t> parse_layer_types(const JsonFields& f, const std::string& type, int64_t layers) {
+// gemma2, gemma3_text and gpt_oss: which layers slide, from `layer_types`, else every layer but each
+// `pattern`-th (gemma2 and gpt_oss alternate, 2; gemma3 keeps every sixth global).
+std::vector<uint8_t> parse_layer_types(const JsonFields& f, int64_t layers, int64_t pattern) {
   std::vector<uint8_t> sliding;
   if (f.has("layer_types")) {
     const nlohmann::json& list = f.json["layer_types"];
@@ -149,18 +151,16 @@ std::vector<uint8_t> parse_layer_types(const JsonFields& f, const std::string& t
     }
     return sliding;
   }
-  const int64_t pattern = type == "gemma2" ? 2 : f.size_or("sliding_window_pattern", 6);
   for (int64_t i = 0; i < layers; ++i) sliding.push_back((i + 1) % pattern != 0);
   return sliding;
 }
 
 // gpt_oss: biases on every projection, sinks, alternating windows, and MXFP4 as the only quantization.
 void parse_gpt_oss(const JsonFields& f, ModelConfig& c) {
-  f.refuse_unless("hidden_act", "silu", {"silu"}, "the experts' gate is a clamped SwiGLU");
   c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", true);
   c.decoder.attention_sinks = true;
   c.sliding_window = f.has("sliding_window") ? f.size("sliding_window") : 128;
-  c.decoder.sliding_layers = parse_layer_types(f, "gemma2", c.num_hidden_layers);  // the same alternation
+  c.decoder.sliding_layers = parse_layer_types(f, c.num_hidden_layers, 2);
   if (f.has("quantization_config")) {
     const nlohmann::json& q = f.json["quantization_config"];
     const JsonFields g{q, f.source + " quantization_config"};
@@ -181,7 +181,6 @@ void parse_decoder_switches(const JsonFields& f, ModelConfig& c) {
   const std::string& type = c.model_type;
   DecoderSwitches& d = c.decoder;
   if (type == "olmo2") {
-    f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
     d.pre_norms = false;
     d.post_norms = true;
     c.qk_norm = d.qk_norm_whole = true;
@@ -207,7 +206,8 @@ void parse_decoder_switches(const JsonFields& f, ModelConfig& c) {
       "positive scalar and softcaps >= 0 (or null)",
       f.source, d.query_pre_attn_scalar, d.attention_softcap, d.final_logit_softcap);
   c.sliding_window = f.has("sliding_window") ? f.size("sliding_window") : 4096;
-  d.sliding_layers = parse_layer_types(f, type, c.num_hidden_layers);
+  d.sliding_layers = parse_layer_types(f, c.num_hidden_layers,
+                                       type == "gemma2" ? 2 : f.size_or("sliding_window_pattern", 6));
   if (type == "gemma3_text") {
     c.qk_norm = true;
     d.local_rope_theta = f.number_or("rope_local_base_freq", 10000);
@@ -249,6 +249,8 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
               c.num_attention_heads, c.num_key_value_heads);
+  // gemma's MLP is GeGLU, by hidden_activation (parse_decoder_switches); every other one SwiGLU.
+  if (!is_gemma(type)) f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
   if (is_gemma(type) || type == "olmo2") {
     parse_decoder_switches(f, c);
     return c;
@@ -258,12 +260,10 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
     return c;
   }
   if (type == "glm4_moe") {  // q, k, v biases (not o), optional per-head q/k norms, partial rotary
-    f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
     c.attention_bias = f.flag_or("attention_bias", false);
     c.qk_norm = f.flag_or("use_qk_norm", false);
     return c;
   }
-  f.refuse_unless("hidden_act", "silu", {"silu"}, "the MLP is SwiGLU");
   if (type == "llama") {
     c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
     c.mlp_bias = f.flag_or("mlp_bias", false);

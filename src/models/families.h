@@ -33,14 +33,11 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
 struct ExpertWeights {
   Tensor router, router_bias, gate, up, gate_up, gate_up_bias, down, down_bias;
   Tensor score_bias;  // glm4_moe: (E) added to the scores for the choice only
-  struct Shared {
-    Tensor gate, up, down;  // (Fs,C), (Fs,C), (C,Fs): an MLP every token runs beside its experts
-  } shared;
 };
 // The mixture-of-experts MLP over tokens h (N,C) -> (N,C): router in f32, softmax, top K (renormalized
 // when c.normalize_top_k; gpt_oss: the softmax of the K largest logits; glm4_moe: sigmoid scores,
 // group-limited, biased choice), tokens sorted by expert through grouped products, summed back
-// weighted, plus the shared experts' MLP where there is one.
+// weighted (a shared expert runs beside them in the decoder, llama.cc).
 // `counted` (N) u8 marks the tokens `stats` counts (empty: all).
 Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
                const std::vector<uint8_t>& counted, RouterStats* stats);

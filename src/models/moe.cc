@@ -20,14 +20,14 @@ Tensor i64_tensor(const std::vector<int64_t>& values, const Shape& shape, Device
   return Tensor::from_values(std::vector<double>(values.begin(), values.end()), shape, DType::i64).to(device);
 }
 
-// The K largest scores of each row of (N,E), largest first; equal scores go to the lower expert.
-std::vector<int64_t> top_k_rows(const Tensor& scores, int64_t K) {
-  const int64_t N = scores.size(0), E = scores.size(1);
-  const std::vector<double> s = scores.detach().to_f64_vector();
+// The K largest of each row of `scores` (N,E, row-major), largest first; equal scores go to the lower
+// expert.
+std::vector<int64_t> top_k_rows(const std::vector<double>& scores, int64_t E, int64_t K) {
+  const int64_t N = int64_t(scores.size()) / E;
   std::vector<int64_t> picked(size_t(N * K));
   std::vector<int64_t> order(static_cast<size_t>(E));
   for (int64_t n = 0; n < N; ++n) {
-    const double* row = s.data() + n * E;
+    const double* row = scores.data() + n * E;
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + K, order.end(),
                       [&](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
@@ -41,7 +41,7 @@ std::vector<int64_t> top_k_rows(const Tensor& scores, int64_t K) {
 // transformers masks them), then the K best; ties to the lower index throughout.
 std::vector<int64_t> group_limited_top_k(const Tensor& scores, const Tensor& bias, const MoeConfig& c) {
   const int64_t N = scores.size(0), E = scores.size(1), G = c.groups, per = E / G;
-  const std::vector<double> s = scores.detach().to_f64_vector(), b = bias.detach().to_f64_vector();
+  const std::vector<double> s = scores.to_f64_vector(), b = bias.to_f64_vector();
   std::vector<double> choice(size_t(N * E));
   for (int64_t n = 0; n < N; ++n) {
     double* row = choice.data() + n * E;
@@ -59,7 +59,7 @@ std::vector<int64_t> group_limited_top_k(const Tensor& scores, const Tensor& bia
     for (int64_t rank = c.groups_kept; rank < G; ++rank)
       std::fill(row + order[size_t(rank)] * per, row + (order[size_t(rank)] + 1) * per, 0.0);
   }
-  return top_k_rows(Tensor::from_values(choice, {N, E}, DType::f64), c.experts_per_token);
+  return top_k_rows(choice, E, c.experts_per_token);
 }
 
 // The N·K token-expert slots (slot n·K + k) sorted by expert, stably: `sorted` lists slots in expert
@@ -136,12 +136,13 @@ Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
   linear.transpose_b = true;
   if (w.router_bias.defined()) linear.bias = as_dtype(w.router_bias, router_dtype);
   const Tensor logits = matmul(as_dtype(h, router_dtype), as_dtype(w.router, router_dtype), linear);  // (N,E)
-  const Tensor probs = softmax(logits, -1);
-  // The same experts by logits or by probabilities (softmax keeps the order); gpt_oss weighs its K
-  // by the softmax of their logits alone.
+  // The softmax chooses (and feeds the balance loss); sigmoid scores choose with their biases. The
+  // same experts by logits or by probabilities (softmax keeps the order): gpt_oss weighs its K by the
+  // softmax of their logits alone.
+  const Tensor probs = !c.sigmoid_scores || stats ? softmax(logits, -1) : Tensor();
   const Tensor scores = c.sigmoid_scores ? sigmoid(logits) : probs;
-  const std::vector<int64_t> experts =
-      c.sigmoid_scores ? group_limited_top_k(scores, w.score_bias, c) : top_k_rows(probs, K);  // (N·K)
+  const std::vector<int64_t> experts = c.sigmoid_scores ? group_limited_top_k(scores, w.score_bias, c)
+                                                        : top_k_rows(probs.to_f64_vector(), E, K);  // (N·K)
   const Tensor picked = i64_tensor(experts, {N, K}, device);
   Tensor weights = c.gpt_oss ? softmax(gather(logits, 1, picked), -1) : gather(scores, 1, picked);  // (N,K)
   const auto scalar = [&](double v) { return Tensor::full({}, v, weights.dtype(), device); };
@@ -176,13 +177,7 @@ Tensor moe_mlp(const Tensor& h, const ExpertWeights& w, const MoeConfig& c,
   out = mul(out, as_dtype(slot_weights, h.dtype()).reshape({N * K, 1}));
   // Back to token order, (N,K,C), and each token's K outputs summed in a fixed order.
   out = index_select(out, 0, i64_tensor(d.position, {N * K}, device)).reshape({N, K, C});
-  out = sum(out, {1});
-  if (!w.shared.gate.defined()) return out;
-  MatmulOptions nn_linear;
-  nn_linear.transpose_b = true;
-  const Tensor shared = swiglu(matmul(h, w.shared.gate, nn_linear), matmul(h, w.shared.up, nn_linear));
-  nn_linear.residual = out;
-  return matmul(shared, w.shared.down, nn_linear);
+  return sum(out, {1});
 }
 
 }  // namespace models

@@ -6,6 +6,7 @@
 #include <dew/train.h>
 
 #include <cmath>
+#include <utility>
 
 namespace dew::train {
 
@@ -43,7 +44,6 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
   out.loss =
       cross_entropy(logits, targets.to(device), {.ignore_index = kIgnoreTarget, .z_loss = options.z_loss})
           .loss;
-  out.expert_tokens = router.expert_tokens;
   if (options.router_losses && moe.router_losses && !router.expert_tokens.empty()) {
     const auto weighted = [&](const Tensor& loss, double coef) {
       return mul(as_dtype(loss, out.loss.dtype()), Tensor::full({}, coef, out.loss.dtype(), device));
@@ -53,6 +53,7 @@ LmLoss lm_loss(const CausalLM& model, const data::Batch& batch, const LmLossOpti
     out.router_loss = extra.to_f64_vector()[0];
     out.loss = add(out.loss, extra);
   }
+  out.expert_tokens = std::move(router.expert_tokens);
   // Accuracy: the argmax of each real target's row is the target (counted on the host).
   const Tensor predicted = argmax(logits.detach(), -1).to(Device::cpu());
   const int64_t* p = predicted.data<int64_t>();

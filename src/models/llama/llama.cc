@@ -1,8 +1,8 @@
-// The llama family's decoder (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gemma, gemma2,
-// gemma3_text, olmo2): x = embed(ids); per layer x += o(attention(rope(q), rope(k), v)) after an
-// RMSNorm, x += down(act(gate) * up) after another (or the experts' mixture, moe.cc); logits =
-// head(norm(x)). DecoderSwitches move the norms, scale and cap; one decoder serves every family. Written with
-// ops only, so it records for differentiation.
+// The llama family's decoder (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, glm4_moe,
+// gemma, gemma2, gemma3_text, olmo2): x = embed(ids); per layer x += o(attention(rope(q), rope(k), v))
+// after an RMSNorm, x += down(act(gate) * up) after another (or the experts' mixture, moe.cc); logits =
+// head(norm(x)). DecoderSwitches move the norms, scale and cap: one decoder serves every family.
+// Written with ops only, so it records for differentiation.
 #include <dew/ops.h>
 
 #include <algorithm>
@@ -33,7 +33,7 @@ const Tensor& optional(const Parameters& p, const std::string& name, bool presen
 }
 
 // The Hugging Face names of a sparse layer's experts: mixtral's block_sparse_moe with w1 (gate),
-// w3 (up) and w2 (down); qwen3_moe's mlp with gate_proj, up_proj and down_proj.
+// w3 (up) and w2 (down); qwen3_moe's and glm4_moe's mlp with gate_proj, up_proj and down_proj.
 struct ExpertNames {
   std::string router;
   std::function<std::string(int64_t)> gate, up, down;
@@ -67,22 +67,29 @@ NormNames norm_names(const DecoderSwitches& d) {
   return n;
 }
 
-// The rotary tables for the call's positions (B,T), built on the host in f64 and moved to the
-// model's device; `dynamic` scaling depends on the longest position. gemma3's sliding layers use
-// their own base, unscaled (`local`).
-RopeTables rotary_tables(const ModelConfig& c, const Tensor& positions, DType dtype, bool local) {
+// The positions a call's rotary tables cover: from `first` to `length` - 1.
+struct PositionSpan {
+  int64_t first = 0, length = 1;
+};
+PositionSpan position_span(const Tensor& positions) {
+  const std::vector<double> pos = positions.to_f64_vector();
+  if (pos.empty()) return {};
+  return {int64_t(*std::min_element(pos.begin(), pos.end())),
+          int64_t(*std::max_element(pos.begin(), pos.end())) + 1};
+}
+
+// The rotary tables for the span, built on the host in f64 and moved to `device`; `dynamic` scaling
+// depends on the longest position. gemma3's sliding layers use their own base, unscaled (`local`).
+RopeTables rotary_tables(const ModelConfig& c, PositionSpan span, DType dtype, Device device, bool local) {
   ModelConfig rope_config = c;
   if (local) rope_config.rope = RopeConfig{.theta = c.decoder.local_rope_theta};
-  const std::vector<double> pos = positions.to_f64_vector();
-  const int64_t length = pos.empty() ? 1 : int64_t(*std::max_element(pos.begin(), pos.end())) + 1;
-  const int64_t first = pos.empty() ? 0 : int64_t(*std::min_element(pos.begin(), pos.end()));
-  const RopeFrequencies freq = rope_frequencies(rope_config, length);
-  RopeTables tables =
-      rope_tables(rope_config.rope.theta, freq.rotary_dim, length, dtype,
-                  Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64), first);
-  tables = {tables.cos.to(positions.device()), tables.sin.to(positions.device())};
+  const RopeFrequencies freq = rope_frequencies(rope_config, span.length);
+  RopeTables tables = rope_tables(
+      rope_config.rope.theta, freq.rotary_dim, span.length, dtype,
+      Tensor::from_values(freq.inv_freq, {int64_t(freq.inv_freq.size())}, DType::f64), span.first);
+  tables = {tables.cos.to(device), tables.sin.to(device)};
   if (freq.attention_factor != 1) {  // yarn: cos and sin scaled
-    const Tensor factor = Tensor::full({}, freq.attention_factor, dtype, positions.device());
+    const Tensor factor = Tensor::full({}, freq.attention_factor, dtype, device);
     tables = {mul(tables.cos, factor), mul(tables.sin, factor)};
   }
   return tables;
@@ -163,8 +170,10 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
   const NormNames norms = norm_names(d);
   const Tensor& embed = parameter(p, "model.embed_tokens.weight");
   const DType table_dtype = embed.dtype() == DType::f64 ? DType::f64 : DType::f32;
-  const RopeTables global = rotary_tables(c, positions, table_dtype, false);
-  const RopeTables local = d.local_rope_theta > 0 ? rotary_tables(c, positions, table_dtype, true) : global;
+  const PositionSpan span = position_span(positions);
+  const RopeTables global = rotary_tables(c, span, table_dtype, positions.device(), false);
+  const RopeTables local =
+      d.local_rope_theta > 0 ? rotary_tables(c, span, table_dtype, positions.device(), true) : global;
   if (d.query_pre_attn_scalar > 0) mask.scale = 1 / std::sqrt(d.query_pre_attn_scalar);
   mask.softcap = d.attention_softcap;
   std::vector<uint8_t> counted;  // the tokens a router's statistics count: all but padding
@@ -235,11 +244,12 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
                    .up = stack_experts(p, E, n.up),
                    .down = stack_experts(p, E, n.down)};
         if (c.moe.sigmoid_scores) experts.score_bias = w("mlp.gate.e_score_correction_bias");
-        if (c.moe.shared_intermediate_size > 0)
-          experts.shared = {w("mlp.shared_experts.gate_proj.weight"), w("mlp.shared_experts.up_proj.weight"),
-                            w("mlp.shared_experts.down_proj.weight")};
       }
       x = add(x, moe_mlp(h2.reshape({B * T, C}), experts, c.moe, counted, router).reshape({B, T, C}));
+      if (c.moe.shared_intermediate_size > 0)  // glm4_moe: every token's shared expert, a dense MLP
+        x = linear(swiglu(linear(h2, w("mlp.shared_experts.gate_proj.weight")),
+                          linear(h2, w("mlp.shared_experts.up_proj.weight"))),
+                   w("mlp.shared_experts.down_proj.weight"), {}, x);
       continue;
     }
     const Tensor gate = linear(h2, w("mlp.gate_proj.weight"), b("mlp.gate_proj.bias", c.mlp_bias));

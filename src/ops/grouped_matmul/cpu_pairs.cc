@@ -75,33 +75,21 @@ void pair_tile(const uint32_t* x, int64_t half_K, const uint32_t* packed, bf16* 
     }
 }
 
+// A tile of the R or fewer rows left: pair_tile<rest>.
+template <int R>
+void last_rows(int64_t rest, const uint32_t* x, int64_t half_K, const uint32_t* packed, bf16* y, int64_t N,
+               int64_t n0, int64_t cols) {
+  if (rest == R) return pair_tile<R>(x, half_K, packed, y, N, n0, cols);
+  if constexpr (R > 1) last_rows<R - 1>(rest, x, half_K, packed, y, N, n0, cols);
+}
+
 void pair_rows(const uint32_t* x, int64_t rows, int64_t half_K, const uint32_t* packed, bf16* y, int64_t N,
                int64_t n0) {
   const int64_t cols = std::min(kBlockCols, N - n0);
   int64_t m = 0;
   for (; m + kPairRows <= rows; m += kPairRows)
     pair_tile<kPairRows>(x + m * half_K, half_K, packed, y + m * N, N, n0, cols);
-  const int64_t rest = rows - m;
-  const uint32_t* xr = x + m * half_K;
-  bf16* yr = y + m * N;
-  switch (rest) {  // the group's last rows, as a smaller tile
-    case 7:
-      return pair_tile<7>(xr, half_K, packed, yr, N, n0, cols);
-    case 6:
-      return pair_tile<6>(xr, half_K, packed, yr, N, n0, cols);
-    case 5:
-      return pair_tile<5>(xr, half_K, packed, yr, N, n0, cols);
-    case 4:
-      return pair_tile<4>(xr, half_K, packed, yr, N, n0, cols);
-    case 3:
-      return pair_tile<3>(xr, half_K, packed, yr, N, n0, cols);
-    case 2:
-      return pair_tile<2>(xr, half_K, packed, yr, N, n0, cols);
-    case 1:
-      return pair_tile<1>(xr, half_K, packed, yr, N, n0, cols);
-    default:
-      return;
-  }
+  last_rows<kPairRows - 1>(rows - m, x + m * half_K, half_K, packed, y + m * N, N, n0, cols);
 }
 
 // Rows [row0, row0 + rows) of a group's left operand against the block of 48 columns from n0 of its
