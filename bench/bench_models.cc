@@ -4,6 +4,11 @@
 #include <dew/error.h>
 #include <dew/train.h>
 
+#include <filesystem>
+#include <sstream>
+
+#include "io/toml.h"
+
 namespace dew::bench {
 namespace {
 
@@ -24,9 +29,23 @@ std::string bench_model_json(const std::string& model, const char* bench) {
   DEW_REQUIRE(model == "default" || model.ends_with(".toml"),
               "[bench {}] model \"{}\"; expected gpt2-124m, qwen3-0.6b, default or a TOML config", bench,
               model);
-  return train::trainer_config_from_toml(
-             model == "default" ? std::string(DEW_SOURCE_DIR) + "/examples/default.toml" : model)
-      .model_json;
+  const std::string path =
+      model == "default" ? std::string(DEW_SOURCE_DIR) + "/examples/default.toml" : model;
+  // A benchmark needs the model's sizes only: a config whose tokenizer is not trained yet (the
+  // default job's before its first run) takes the vocabulary its [tokenizer] table will train.
+  const toml::table root = load_toml(path);
+  const std::optional<std::string_view> tokenizer = root.at_path("tokenizer.path").value<std::string_view>();
+  const std::optional<int64_t> planned = root.at_path("tokenizer.vocab_size").value<int64_t>();
+  const toml::table* sizes = root["model"].as_table();
+  if (tokenizer && planned && sizes && !sizes->contains("vocab_size") && !root.at_path("train.tokenizer") &&
+      !std::filesystem::exists(std::filesystem::path(path).parent_path() / *tokenizer)) {
+    toml::table fields = *sizes;
+    fields.insert("vocab_size", *planned);
+    std::ostringstream json;
+    json << toml::json_formatter{fields};
+    return json.str();
+  }
+  return train::trainer_config_from_toml(path).model_json;
 }
 
 }  // namespace dew::bench
