@@ -28,8 +28,13 @@ struct Record {
   // The tokens continue the previous record's document (a token file without document separators is
   // read in pieces), so pack neither restarts positions nor opens a new segment.
   bool continues = false;
+  // An image (from an image source): u8 pixels (C,H,W) row-major, and its class (-1: none).
+  std::vector<uint8_t> pixels;
+  int64_t channels = 0, height = 0, width = 0;
+  int64_t label = -1;
   std::string origin;  // "path:line" (or "records[i]"), for messages
   int64_t index = -1;  // its number in its source (the order before any shuffle)
+  int64_t epoch = 0;   // the source's epoch it was read in (per-epoch augmentations draw from it)
 };
 
 // A batch of packed windows: this process's rows of the global batch. The tensors are (rows, T+1)
@@ -40,6 +45,10 @@ struct Batch {
   Tensor tokens, segment_ids, positions;
   Tensor loss_mask;         // (rows, T+1) i64: 1 where predicting the token counts (Record::loss_mask)
   int64_t real_tokens = 0;  // of these rows, tokens that are not padding
+  // A batch of image records instead: images (rows,C,H,W) f32, pixels scaled from [0, 255] to [-1, 1];
+  // labels (rows) i64, -1 for a row without a class and for the padding rows that fill a last batch.
+  Tensor images, labels;
+  int64_t real_rows = 0;  // of these rows, images that are not padding
 };
 
 enum class TextUnit { file, line, paragraph };  // a document per file, per line, per blank-line block
@@ -116,6 +125,10 @@ class Chain {
   static Chain token_files(const std::vector<std::string>& paths, std::optional<int32_t> separator,
                            SourceOptions options = {});
   static Chain records(std::vector<Record> records, SourceOptions options = {});
+  // IDX images (MNIST, Fashion-MNIST; gzipped or not): u8 images (N,H,W) as 1-channel records, with
+  // the classes of a u8 labels file (N) when one is given (else label -1).
+  static Chain idx_images(const std::string& images_path, const std::string& labels_path = {},
+                          SourceOptions options = {});
   // A weighted mixture of record chains (without batch), keyed by name: draw k takes the next record
   // of a member picked with probability weight / Σ weights by a seeded schedule. It ends when a
   // member it picks has ended (give members epochs = 0 to mix forever).
@@ -151,6 +164,10 @@ class Chain {
   // Whole documents into windows of T+1 (first-fit-decreasing over blocks of `block` documents),
   // never split unless longer than a window; positions restart in each document; windows padded.
   Chain& pack_first_fit(int64_t T, int64_t block = 1000);
+  // Image records mirrored left to right with `probability`, drawn per (seed, epoch, record): a
+  // resumed or reshuffled chain flips exactly the images it would have.
+  Chain& flip_horizontal(uint64_t seed, double probability = 0.5);
+  // Rows of packed windows (tokens) or of images of one size (images, labels).
   Chain& batch(int64_t global_size, Shard shard = {});
   // How the cache serves this chain (on by default); it takes effect when the chain is first read.
   Chain& cache(const CacheOptions& options);

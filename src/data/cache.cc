@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[8] = {'D', 'E', 'W', 'C', 'A', 'C', 'H', '2'};
+constexpr char kMagic[8] = {'D', 'E', 'W', 'C', 'A', 'C', 'H', '3'};
 constexpr uint64_t kFooter = 24;  // count, table offset, magic
 
 template <class T>
@@ -29,7 +29,7 @@ void put(std::string& out, const T& value) {
 }
 
 // A record as the file stores it: flags (1: continues), origin, text, tokens, loss mask, each with its
-// length.
+// length; then an image's channels, height, width and label, and its pixels with their length.
 std::string encode(const Record& r) {
   std::string out;
   put(out, uint8_t(r.continues ? 1 : 0));
@@ -41,6 +41,9 @@ std::string encode(const Record& r) {
   out.append(reinterpret_cast<const char*>(r.tokens.data()), r.tokens.size() * sizeof(int32_t));
   put(out, uint64_t(r.loss_mask.size()));
   out.append(reinterpret_cast<const char*>(r.loss_mask.data()), r.loss_mask.size());
+  for (int64_t v : {r.channels, r.height, r.width, r.label}) put(out, v);
+  put(out, uint64_t(r.pixels.size()));
+  out.append(reinterpret_cast<const char*>(r.pixels.data()), r.pixels.size());
   return out;
 }
 
@@ -82,6 +85,10 @@ class CachedPrefix : public Source {
     const uint64_t masked = take<uint64_t>(at, i);
     const std::string_view mask = bytes(at, masked > table_ ? table_ : masked, i);
     r.loss_mask.assign(mask.begin(), mask.end());
+    for (int64_t* v : {&r.channels, &r.height, &r.width, &r.label}) *v = take<int64_t>(at, i);
+    const uint64_t pixels = take<uint64_t>(at, i);
+    const std::string_view image = bytes(at, pixels > table_ ? table_ : pixels, i);
+    r.pixels.assign(image.begin(), image.end());
     return r;
   }
   Json describe() const override { return {{"stage", "cache"}, {"path", file_->path()}}; }

@@ -35,6 +35,11 @@ Chain Chain::records(std::vector<Record> records, SourceOptions options) {
   return Chain(std::make_unique<State>(detail::make_memory_source(std::move(records), options)));
 }
 
+Chain Chain::idx_images(const std::string& images_path, const std::string& labels_path,
+                        SourceOptions options) {
+  return Chain(std::make_unique<State>(detail::make_idx_image_source(images_path, labels_path, options)));
+}
+
 Chain Chain::mix(std::vector<MixMember> members, uint64_t seed) {
   std::vector<detail::MixInput> inputs;
   for (MixMember& m : members) {
@@ -112,6 +117,12 @@ Chain& Chain::pack_first_fit(int64_t T, int64_t block) {
                [&](auto upstream) { return detail::make_pack_first_fit(std::move(upstream), T, block); });
   return *this;
 }
+Chain& Chain::flip_horizontal(uint64_t seed, double probability) {
+  state_->grow("flip_horizontal", [&](auto upstream) {
+    return detail::make_flip_horizontal(std::move(upstream), seed, probability);
+  });
+  return *this;
+}
 Chain& Chain::batch(int64_t global_size, Shard shard) {
   State& s = *state_;
   s.require_growing("batch");
@@ -161,6 +172,10 @@ std::optional<Batch> Chain::State::build_batch() {
   for (int64_t i = 0; i < B; ++i) {
     std::optional<Record> r = head->pull();
     if (!r) break;
+    if (!r->pixels.empty() || (!rows.empty() && !rows[0].pixels.empty())) {  // a batch of images
+      rows.push_back(std::move(*r));
+      continue;
+    }
     DEW_REQUIRE(!r->segment_ids.empty(), "[data] batch: {} is not packed; put a pack stage before batch",
                 r->origin);
     DEW_REQUIRE(rows.empty() || r->tokens.size() == rows[0].tokens.size(),
@@ -170,6 +185,7 @@ std::optional<Batch> Chain::State::build_batch() {
   }
   if (rows.empty()) return std::nullopt;
   batch_records += int64_t(rows.size());
+  if (!rows[0].pixels.empty()) return detail::image_batch(rows, B, shard);
   // A chain ending inside a batch fills it with rows of padding, so that every process gets its rows.
   const int64_t local = B / shard.count, first = shard.index * local, width = int64_t(rows[0].tokens.size());
   Batch batch;

@@ -35,6 +35,12 @@ Chain make_source(const TomlFields& f, const ConfigContext& context) {
   if (context.text_only) options.epochs = 1;
   DEW_REQUIRE(options.epochs >= 0, "{}: epochs {}; expected a count, or 0 to repeat forever", f.where(),
               options.epochs);
+  if (kind == "idx_images") {
+    f.only({"kind", "images", "labels", "epochs", "skip_malformed"});
+    const std::string labels = f.text_or("labels", "");
+    return Chain::idx_images(resolve(base, f.text("images")), labels.empty() ? "" : resolve(base, labels),
+                             options);
+  }
   std::vector<std::string> paths = f.texts("paths");
   for (std::string& p : paths) p = resolve(base, p);
   if (kind == "text") {
@@ -61,7 +67,7 @@ Chain make_source(const TomlFields& f, const ConfigContext& context) {
     }
     return Chain::token_files(paths, separator, options);
   }
-  fail("{}: kind \"{}\"; expected \"text\", \"jsonl\" or \"tokens\"", f.where(), kind);
+  fail("{}: kind \"{}\"; expected \"text\", \"jsonl\", \"tokens\" or \"idx_images\"", f.where(), kind);
 }
 
 void add_stage(Chain& chain, const TomlFields& f, const ConfigContext& context) {
@@ -93,6 +99,11 @@ void add_stage(Chain& chain, const TomlFields& f, const ConfigContext& context) 
     const int64_t seed = f.integer_or("seed", 0);
     DEW_REQUIRE(seed >= 0, "{}: seed {}; expected a non-negative integer", f.where(), seed);
     chain.shuffle(uint64_t(seed), f.integer_or("window", 0));
+  } else if (kind == "flip_horizontal") {
+    f.only({"kind", "seed", "probability"});
+    const int64_t seed = f.integer_or("seed", 0);
+    DEW_REQUIRE(seed >= 0, "{}: seed {}; expected a non-negative integer", f.where(), seed);
+    chain.flip_horizontal(uint64_t(seed), f.number_or("probability", 0.5));
   } else if (kind == "tokenize") {
     f.only({"kind", "tokenizer", "special_tokens", "append_eos", "workers"});
     chain.tokenize(
@@ -120,9 +131,8 @@ void add_stage(Chain& chain, const TomlFields& f, const ConfigContext& context) 
     chain.prefetch(f.integer_or("batches", 4));
   } else {
     fail(
-        "{}: kind \"{}\"; expected quality, strip_tags, dedup, near_dedup, decontaminate, shuffle, tokenize, "
-        "chat, pack, "
-        "batch or prefetch",
+        "{}: kind \"{}\"; expected quality, strip_tags, dedup, near_dedup, decontaminate, shuffle, "
+        "flip_horizontal, tokenize, chat, pack, batch or prefetch",
         f.where(), kind);
   }
 }

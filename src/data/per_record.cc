@@ -23,9 +23,9 @@ class Map : public Stage {
   std::optional<Record> next() override {
     std::optional<Record> r = upstream_->pull();
     if (!r) return r;
-    const int64_t index = r->index;  // the record stays its source's record, whatever f builds
+    const int64_t index = r->index, epoch = r->epoch;  // the record stays its source's, whatever f builds
     Record out = f_(std::move(*r));
-    out.index = index;
+    out.index = index, out.epoch = epoch;
     return out;
   }
 

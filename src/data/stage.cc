@@ -79,6 +79,7 @@ std::optional<Record> Source::next() {
     if (record) {
       ++returned_in_epoch_;
       record->index = i;
+      record->epoch = epoch_;
       return record;
     }
     ++dropped;

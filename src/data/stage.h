@@ -125,6 +125,8 @@ std::unique_ptr<Source> make_jsonl_source(const std::vector<std::string>& paths,
 std::unique_ptr<Source> make_token_source(const std::vector<std::string>& paths,
                                           std::optional<int32_t> separator, SourceOptions options);
 std::unique_ptr<Source> make_memory_source(std::vector<Record> records, SourceOptions options);
+std::unique_ptr<Source> make_idx_image_source(const std::string& images, const std::string& labels,
+                                              SourceOptions options);
 
 // Stages (one file each).
 std::unique_ptr<Stage> make_map(std::unique_ptr<Stage> upstream, const std::string& name,
@@ -138,6 +140,8 @@ std::unique_ptr<Stage> make_described_filter(std::unique_ptr<Stage> upstream, Js
                                              std::function<bool(const Record&)> keep);
 std::unique_ptr<Stage> make_quality_filter(std::unique_ptr<Stage> upstream, const QualityOptions& options);
 std::unique_ptr<Stage> make_strip_tags(std::unique_ptr<Stage> upstream, const StripTagsOptions& options);
+std::unique_ptr<Stage> make_flip_horizontal(std::unique_ptr<Stage> upstream, uint64_t seed,
+                                            double probability);
 std::unique_ptr<Stage> make_shuffle(std::unique_ptr<Stage> upstream, uint64_t seed, int64_t window);
 std::unique_ptr<Stage> make_tokenize(std::unique_ptr<Stage> upstream, const std::string& tokenizer_path,
                                      const TokenizeOptions& options);
@@ -160,6 +164,10 @@ struct MixInput {
   std::unique_ptr<Stage> head;
 };
 std::unique_ptr<Stage> make_mix(std::vector<MixInput> members, uint64_t seed);
+
+// This process's rows of a global batch of image records (image_batch.cc): all of one size, the
+// rows past the chain's end padding (zero images, label -1).
+Batch image_batch(const std::vector<Record>& rows, int64_t global_size, Shard shard);
 
 // A uniformly random permutation of [0, n) evaluated one element at a time in O(1) memory: a
 // Feistel network keyed by Philox, cycle-walked into range (shuffle.cc).

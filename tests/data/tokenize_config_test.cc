@@ -158,7 +158,7 @@ size = 4
             std::string::npos);
   EXPECT_NE(error_of([&] {
               chain_from_config(dir_.path("train.toml"), {"data.source.kind=csv"});
-            }).find("kind \"csv\"; expected \"text\", \"jsonl\" or \"tokens\""),
+            }).find("kind \"csv\"; expected \"text\", \"jsonl\", \"tokens\" or \"idx_images\""),
             std::string::npos);
   dir_.write("broken.toml", "[data.source\nkind = 1\n");
   EXPECT_NE(
