@@ -55,10 +55,12 @@ using NoiseSource = std::function<Tensor(const Tensor& like)>;
 NoiseSource seeded_noise(uint64_t seed);
 
 // What a network predicts, turned into a Denoiser: x0 itself, the noise eps, v = a eps - s x0
-// (Salimans & Ho), or a flow's velocity d x / d t = eps - x0.
-enum class Prediction { sample, epsilon, v, velocity };
+// (Salimans & Ho), a flow's velocity d x / d t = eps - x0, or EDM's preconditioned F on the ve path:
+// D = c_skip x + c_out F(c_in x, ln(sigma)/4) with c_skip = sd^2/(sigma^2 + sd^2), c_out = sigma sd /
+// sqrt(sigma^2 + sd^2), c_in = 1/sqrt(sigma^2 + sd^2), sd = sigma_data.
+enum class Prediction { sample, epsilon, v, velocity, edm };
 using Network = std::function<Tensor(const Tensor& x, const Level& level)>;
-Denoiser denoiser_from(Network network, Prediction prediction);
+Denoiser denoiser_from(Network network, Prediction prediction, double sigma_data = 0.5);
 // Classifier-free guidance: uncond + scale (cond - uncond), on x0 (the same on eps, v or velocity:
 // each is affine in x0 at a level).
 Denoiser guided(Denoiser conditional, Denoiser unconditional, double scale);
@@ -81,5 +83,42 @@ Tensor initial_noise(const Level& first, const Shape& shape, uint64_t seed, DTyp
 // path; z_r = z_t - (t - r) u(z_t, r, t), from t = 1 to 0 in `steps` equal steps (1: one step).
 using AverageVelocity = std::function<Tensor(const Tensor& z, double r, double t)>;
 Tensor meanflow_sample(const AverageVelocity& u, int64_t steps, Tensor z);
+
+// Training objectives (docs/diffusion.md). Each draws, per image, its time(s) and noise from (seed,
+// step), puts the images on the path there, and regresses the network's output on a target:
+//   ddpm-epsilon, ddpm-v  a step t of the DDPM schedule, uniform; target eps, or v = a eps - s x0
+//   edm                   ln(sigma) ~ N(p_mean, p_std^2); the network sees c_in x at ln(sigma)/4 and
+//                         is regressed on (x0 - c_skip x)/c_out (EDM's weighting folded in)
+//   flow                  t uniform in [0, 1] (or logit-normal); target the velocity eps - x0
+//   meanflow              r <= t (r = t for all but `meanflow_ratio` of the images); target
+//                         v - (t - r) du/dt, du/dt the network's tangent along (v, 0, 1) in (z, r, t)
+//                         (forward mode), held fixed; each image's squared error weighted by
+//                         1/(its mean squared error + 1e-3)^meanflow_power, the weight held fixed
+// The loss is the mean over images of each one's mean squared error.
+enum class Objective { ddpm_epsilon, ddpm_v, edm, flow, meanflow };
+Objective parse_objective(const std::string& name);  // "ddpm-epsilon", "ddpm-v", "edm", "flow", "meanflow"
+std::string objective_name(Objective objective);
+struct ObjectiveOptions {
+  Objective objective = Objective::flow;
+  VpSchedule schedule = VpSchedule::linear();  // ddpm-*
+  double p_mean = -1.2, p_std = 1.2;           // edm
+  double sigma_data = 0.5;                     // edm
+  bool logit_normal = false;                   // flow, meanflow: t = sigmoid(N(logit_mean, logit_std^2))
+  double logit_mean = 0, logit_std = 1;
+  double meanflow_ratio = 0.25, meanflow_power = 1;
+};
+// The network while training: images x (B,...), the model's time per image (B), and MeanFlow's other
+// time r (B) (undefined for the other objectives).
+using TrainingNetwork = std::function<Tensor(const Tensor& x, const Tensor& t, const Tensor& r)>;
+struct DiffusionLoss {
+  Tensor loss;                // scalar f32 (f64 for f64 images), differentiable through the network
+  Tensor input, target;       // what the network saw and what it was regressed on (held fixed)
+  Tensor times, other_times;  // (B) the model times given, and MeanFlow's r
+};
+DiffusionLoss diffusion_loss(const TrainingNetwork& network, const Tensor& x0,
+                             const ObjectiveOptions& options, uint64_t seed, uint64_t step);
+// The denoiser of a network trained with `options`, and its default levels for sampling with `steps`.
+Denoiser objective_denoiser(Network network, const ObjectiveOptions& options);
+std::vector<Level> objective_levels(const ObjectiveOptions& options, int64_t steps);
 
 }  // namespace dew::diffusion

@@ -16,10 +16,19 @@ Tensor scaled(const Tensor& x, double c) {
 
 }  // namespace
 
-Denoiser denoiser_from(Network network, Prediction prediction) {
-  return [network = std::move(network), prediction](const Tensor& x, const Level& l) -> Tensor {
+Denoiser denoiser_from(Network network, Prediction prediction, double sigma_data) {
+  return [network = std::move(network), prediction, sigma_data](const Tensor& x, const Level& l) -> Tensor {
+    if (prediction == Prediction::edm) {
+      DEW_REQUIRE(l.a == 1,
+                  "[diffusion] EDM's preconditioning is defined on the ve path (a = 1); this level has a {}",
+                  l.a);
+      const double sd2 = sigma_data * sigma_data, s2 = l.s * l.s;
+      const Tensor out = network(scaled(x, 1 / std::sqrt(s2 + sd2)), l);
+      return add(scaled(x, sd2 / (s2 + sd2)), scaled(out, l.s * sigma_data / std::sqrt(s2 + sd2)));
+    }
     const Tensor out = network(x, l);
     switch (prediction) {
+      case Prediction::edm:  // handled above
       case Prediction::sample:
         return out;
       case Prediction::epsilon:  // x = a x0 + s eps

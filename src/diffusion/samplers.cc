@@ -14,6 +14,8 @@
 
 #include <cmath>
 
+#include "diffusion/names.h"
+
 namespace dew::diffusion {
 namespace {
 
@@ -53,9 +55,7 @@ void check_levels(Sampler sampler, const std::vector<Level>& levels) {
 }  // namespace
 
 Sampler parse_sampler(const std::string& name) {
-  for (size_t i = 0; i < std::size(kSamplerNames); ++i)
-    if (name == kSamplerNames[i]) return Sampler(i);
-  fail("[diffusion] sampler \"{}\"; expected one of ddpm, ddim, euler, heun, dpmpp-2m, flow-euler", name);
+  return detail::value_named<Sampler>(kSamplerNames, name, "sampler");
 }
 
 std::string sampler_name(Sampler sampler) {
