@@ -100,13 +100,20 @@ Objective parse_objective(const std::string& name);  // "ddpm-epsilon", "ddpm-v"
 std::string objective_name(Objective objective);
 struct ObjectiveOptions {
   Objective objective = Objective::flow;
-  VpSchedule schedule = VpSchedule::linear();  // ddpm-*
-  double p_mean = -1.2, p_std = 1.2;           // edm
-  double sigma_data = 0.5;                     // edm
-  bool logit_normal = false;                   // flow, meanflow: t = sigmoid(N(logit_mean, logit_std^2))
+  std::string schedule = "linear";  // ddpm-*: DDPM's linear or cosine schedule of schedule_steps
+  int64_t schedule_steps = 1000;
+  double p_mean = -1.2, p_std = 1.2;  // edm
+  double sigma_data = 0.5;            // edm
+  bool logit_normal = false;          // flow, meanflow: t = sigmoid(N(logit_mean, logit_std^2))
   double logit_mean = 0, logit_std = 1;
   double meanflow_ratio = 0.25, meanflow_power = 1;
 };
+VpSchedule vp_schedule(const ObjectiveOptions& options);  // the ddpm objectives' schedule
+// The options as JSON (diffusion.json beside a trained model; a [diffusion] TOML table) and back: every
+// key optional but "objective"; unknown keys and out-of-range values refused by name.
+std::string objective_json(const ObjectiveOptions& options);
+ObjectiveOptions parse_objective_json(const std::string& json_text, const std::string& source);
+
 // The network while training: images x (B,...), the model's time per image (B), and MeanFlow's other
 // time r (B) (undefined for the other objectives).
 using TrainingNetwork = std::function<Tensor(const Tensor& x, const Tensor& t, const Tensor& r)>;
@@ -117,8 +124,11 @@ struct DiffusionLoss {
 };
 DiffusionLoss diffusion_loss(const TrainingNetwork& network, const Tensor& x0,
                              const ObjectiveOptions& options, uint64_t seed, uint64_t step);
-// The denoiser of a network trained with `options`, and its default levels for sampling with `steps`.
+// The denoiser of a network trained with `options`, and the levels `sampler` walks in `steps` steps:
+// DDPM's trailing steps for the ddpm objectives, Karras sigmas for edm, and for flow models uniform
+// times for flow-euler, Karras sigmas on the flow path for the others (euler and heun need a finite
+// sigma; DPM-Solver++ keeps its order where the last step is small).
 Denoiser objective_denoiser(Network network, const ObjectiveOptions& options);
-std::vector<Level> objective_levels(const ObjectiveOptions& options, int64_t steps);
+std::vector<Level> objective_levels(const ObjectiveOptions& options, int64_t steps, Sampler sampler);
 
 }  // namespace dew::diffusion

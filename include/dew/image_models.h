@@ -51,6 +51,8 @@ class Dit {
   const Tensor& parameter(const std::string& name) const;
   int64_t parameter_count() const;
   Dit to(DType dtype) const;  // every parameter cast
+  // Every parameter copied to `device`, as new leaves (requires_grad as the original's).
+  Dit to(Device device) const;
 
   // x (B,C,H,W) noisy images in the parameters' dtype, t (B) f32 or f64 times, labels (B) i64 in [0,
   // num_classes] (num_classes: the null class) or undefined when unconditional; r (B), MeanFlow's

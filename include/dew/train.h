@@ -6,6 +6,8 @@
 #pragma once
 
 #include <dew/data.h>
+#include <dew/diffusion.h>
+#include <dew/image_models.h>
 #include <dew/models.h>
 #include <dew/tensor.h>
 
@@ -17,9 +19,57 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace dew::train {
+
+// What a run trains, as its [model] model_type says: a causal language model (the next-token
+// objective) or a DiT (a diffusion objective, [diffusion]).
+class TrainedModel {
+ public:
+  TrainedModel() = default;
+  TrainedModel(CausalLM model) : model_(std::move(model)) {}
+  TrainedModel(Dit model) : model_(std::move(model)) {}
+  static TrainedModel init(const std::string& model_json, uint64_t seed);  // f32
+  static TrainedModel load(const std::string& directory);                  // f32
+  bool is_image() const { return std::holds_alternative<Dit>(model_); }
+  CausalLM& language();  // refuses an image model, naming both
+  const CausalLM& language() const;
+  Dit& image();
+  const Dit& image() const;
+  std::map<std::string, Tensor>& parameters();
+  const std::map<std::string, Tensor>& parameters() const;
+  std::string model_type() const;
+  int64_t parameter_count() const;
+  void save(const std::string& directory) const;
+  TrainedModel to(Device device) const;
+
+ private:
+  std::variant<CausalLM, Dit> model_;
+};
+
+// The exponential moving average of a model's weights: after update n (1-based) each average moves
+// to decay_n avg + (1 - decay_n) weight, decay_n = min(decay, (1 + n) / (10 + n)) with warm-up (so
+// early averages follow the weights), decay without. Kept in f32 beside the weights; a checkpoint
+// holds it (ema.safetensors) and samples are drawn from it.
+class Ema {
+ public:
+  Ema(const std::map<std::string, Tensor>& parameters, double decay, bool warmup);
+  void update(const std::map<std::string, Tensor>& parameters);
+  int64_t updates() const { return updates_; }
+  const std::map<std::string, Tensor>& averages() const { return averages_; }
+  // A copy of `model` with the averages as its weights.
+  TrainedModel applied_to(const TrainedModel& model) const;
+  void save(const std::string& path) const;  // a safetensors file, the update count in its metadata
+  void load(const std::string& path);        // refuses averages of other parameters or shapes
+
+ private:
+  std::map<std::string, Tensor> averages_;
+  double decay_;
+  bool warmup_;
+  int64_t updates_ = 0;
+};
 
 // A parameter and its group's settings: its learning rate is the schedule's times lr_scale.
 struct Param {
@@ -142,6 +192,7 @@ struct StepOptions {
 };
 struct StepResult {
   bool complete = false, applied = false;
+  int64_t images = 0;                  // an image step's real images
   double loss = NAN, grad_norm = NAN;  // the microbatches' mean loss; the norm before clipping
   int64_t tokens = 0, T = 0;           // the step's input tokens; the batches' sequence length
   int64_t targets = 0, correct = 0;    // real targets, and those the argmax predicted (token accuracy)
@@ -152,6 +203,42 @@ struct StepResult {
 StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
                       const StepOptions& options,
                       const std::function<std::optional<data::Batch>()>& next_batch);
+
+// A diffusion step of a DiT over batches of images (data.h): for each microbatch, its real rows, the
+// class labels replaced by the null class with the model's class_dropout_prob (classifier-free
+// guidance), and diffusion_loss with draws keyed by (seed, step, microbatch); then as train_step.
+// StepResult counts images, not tokens.
+struct ImageStepOptions {
+  StepOptions step;
+  diffusion::ObjectiveOptions objective;
+  uint64_t seed = 0;
+  int64_t step_index = 0;  // the optimizer step's number, for the draws
+};
+StepResult image_train_step(const Dit& model, const std::vector<Param>& params, Optimizer& optimizer,
+                            const ImageStepOptions& options,
+                            const std::function<std::optional<data::Batch>()>& next_batch);
+// The labels a step trains on: each replaced by num_classes (the null class) with the model's
+// class_dropout_prob, drawn from (seed, step, microbatch); undefined when the model has no classes.
+Tensor dropped_labels(const Dit& model, const Tensor& labels, uint64_t seed, int64_t step, int64_t micro);
+// Training FLOPs per image (NOTE [training FLOPs], trainer.cc): 6 N T + 12 depth T^2 hidden at T
+// tokens; MeanFlow's tangent pass adds a third (4 forward passes' worth instead of 3).
+double training_flops_per_image(const Dit& model, diffusion::Objective objective);
+// A DiT's samples: `per_class` images of each class in `classes` (rows; empty: every class) drawn
+// with `sampler` in `steps` steps and guidance `cfg` (1: none), or per_class x 8 unconditional
+// images; (N,C,H,W) f32 in [-1, 1].
+struct ImageSampling {
+  std::string sampler = "dpmpp-2m";
+  int64_t steps = 20;
+  double cfg = 1;
+  int64_t per_class = 8;
+  uint64_t seed = 0;
+  std::vector<int64_t> classes;
+};
+Tensor sample_images(const Dit& model, const diffusion::ObjectiveOptions& objective,
+                     const ImageSampling& options);
+// Images (N,C,H,W) in [-1, 1] (clamped) as one PNG of `columns` per row, 2 black pixels between
+// images; C is 1 (gray) or 3 (RGB).
+void save_image_grid(const Tensor& images, int64_t columns, const std::string& path);
 
 // Where a training step's time goes (docs/training.md, "Where the time goes"): the op profile's
 // kernel times (runtime.h) sorted into kinds, per step. GEMMs are split by role — forward, input
@@ -189,16 +276,19 @@ std::string format_step_profiles(const StepProfile& dew, const StepProfile* othe
                                  std::string_view other_name = "");
 
 // Checkpoints: RUN_DIR/checkpoints/step-NNNNNNNN/ holds config.json and model.safetensors (so that
-// `dew generate` and `dew score` load it as a model), the tokenizer's files, optimizer.safetensors,
+// `dew generate` and `dew score` load it as a model), the tokenizer's files, ema.safetensors (the
+// weights' average, when kept), diffusion.json (an image model's objective), optimizer.safetensors,
 // checkpoint.json (step, optimizer steps), trainer.json (the caller's state: counters, RNG counters,
 // the data chain's position), run.json, and COMMITTED, written last. It is written in a temporary
 // directory, every file flushed, renamed into place, the directory flushed, then marked.
 struct CheckpointParts {
-  const CausalLM* model = nullptr;
+  const TrainedModel* model = nullptr;
   const Optimizer* optimizer = nullptr;
   std::string trainer_state = "{}";  // JSON
   std::string tokenizer;             // a tokenizer.json or its directory, copied in; empty: none
   std::string run_json = "{}";
+  const Ema* ema = nullptr;    // optional: ema.safetensors
+  std::string diffusion_json;  // an image model's objective (diffusion.json), for `dew sample`
 };
 struct CheckpointPolicy {
   int64_t keep_last = 3;   // committed checkpoints kept, newest first
@@ -224,7 +314,8 @@ std::vector<std::string> clear_unfinished_checkpoints(const std::string& run_dir
 std::string model_directory(const std::string& path);
 
 struct LoadedCheckpoint {
-  CausalLM model;
+  TrainedModel model;
+  std::string ema_path;  // its ema.safetensors, or empty
   std::map<std::string, Tensor> optimizer_state;
   int64_t step = 0, optimizer_steps = 0;
   std::string trainer_state;
@@ -265,6 +356,10 @@ struct TrainerConfig {
   // A new run's initial weights (not its optimizer, counters or data position): a model directory, a
   // checkpoint, or a run directory (its newest checkpoint). Empty: a fresh initialization from `seed`.
   std::string init_from;
+  double ema_decay = 0;  // the weights' moving average (Ema): 0 none, else e.g. 0.999
+  bool ema_warmup = true;
+  diffusion::ObjectiveOptions diffusion;  // [diffusion]: an image model's objective
+  ImageSampling image_samples;            // [sample]: an image model's grids every sample_every steps
   std::string source_json;  // the config as given (TOML as JSON, overrides applied), for run.json
 };
 
@@ -342,6 +437,8 @@ class Trainer {
   void log(Run& run, const StepResult& result, const Progress& progress, double step_s);
   void evaluate(Run& run);
   void sample(Run& run);
+  void evaluate_images(Run& run);  // trainer_images.cc
+  void sample_images(Run& run);
   std::string checkpoint(Run& run);
   std::string run_description() const;  // run.json
   void say(const std::string& line) const;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
@@ -71,10 +72,11 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   // step lines stay in metrics.jsonl; otherwise every log line is printed as it comes, with its elapsed
   // time and ETA.
   const bool terminal = ::isatty(::fileno(stderr));
+  const bool image = nlohmann::json::parse(config.model_json).value("model_type", "") == "dit";
   trainer.on_step = [&](const train::Trainer::Progress& p) {
     if (!terminal) return;
-    fmt::print(stderr, "\r\033[Kstep {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} tokens/s  ETA {}", p.step, p.steps,
-               p.loss, p.lr, p.tokens_per_s, train::clock_time(p.eta_s));
+    fmt::print(stderr, "\r\033[Kstep {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} {}/s  ETA {}", p.step, p.steps,
+               p.loss, p.lr, p.tokens_per_s, image ? "images" : "tokens", train::clock_time(p.eta_s));
   };
   trainer.on_log = [&](const std::string& line) {
     const bool step_line =
@@ -98,7 +100,9 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   else
     fmt::print("trained {} steps in {}; loss {:.4f}; checkpoint {}\n", outcome.step, run_dir,
                outcome.last_loss, outcome.checkpoint);
-  if (!std::isnan(outcome.eval_loss))
+  if (!std::isnan(outcome.eval_loss) && image)
+    fmt::print("held-out loss {:.4f}\n", outcome.eval_loss);
+  else if (!std::isnan(outcome.eval_loss))
     fmt::print("held-out loss {:.4f} nats; the held-out tokens' unigram entropy {:.4f} nats\n",
                outcome.eval_loss, outcome.unigram_entropy);
   if (outcome.profile && outcome.profile->steps > 0)

@@ -80,10 +80,11 @@ DiffusionLoss diffusion_loss(const TrainingNetwork& network, const Tensor& x0, c
   switch (o.objective) {
     case Objective::ddpm_epsilon:
     case Objective::ddpm_v: {
-      const int64_t T = int64_t(o.schedule.alphas_cumprod.size());
+      const VpSchedule schedule = vp_schedule(o);
+      const int64_t T = int64_t(schedule.alphas_cumprod.size());
       const std::vector<double> pick = draws(B, seed, step, 3, false);
       for (int64_t b = 0; b < B; ++b) {
-        const Level l = o.schedule.level(std::min(T - 1, int64_t(pick[size_t(b)] * double(T))));
+        const Level l = schedule.level(std::min(T - 1, int64_t(pick[size_t(b)] * double(T))));
         a[size_t(b)] = l.a, s[size_t(b)] = l.s, times[size_t(b)] = l.model_time;
       }
       break;
@@ -184,16 +185,17 @@ Denoiser objective_denoiser(Network network, const ObjectiveOptions& o) {
   fail("[diffusion] unknown objective");
 }
 
-std::vector<Level> objective_levels(const ObjectiveOptions& o, int64_t steps) {
+std::vector<Level> objective_levels(const ObjectiveOptions& o, int64_t steps, Sampler sampler) {
   switch (o.objective) {
     case Objective::ddpm_epsilon:
     case Objective::ddpm_v:
-      return vp_levels(o.schedule, steps);
+      return vp_levels(vp_schedule(o), steps);
     case Objective::edm:
       return karras_levels(steps);
     case Objective::flow:
     case Objective::meanflow:
-      return flow_levels(steps);
+      return sampler == Sampler::flow_euler ? flow_levels(steps)
+                                            : karras_levels(steps, 0.002, 80, 7, Process::flow);
   }
   fail("[diffusion] unknown objective");
 }

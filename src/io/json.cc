@@ -2,6 +2,10 @@
 // callback), every nlohmann exception turned into a dew::Error that names the source.
 #include "io/json.h"
 
+#include <algorithm>
+
+#include "core/nearest_name.h"
+
 #include <dew/error.h>
 
 #include <unordered_set>
@@ -196,6 +200,18 @@ std::string JsonFields::text_or(const std::string& key, const std::string& fallb
   if (!has(key)) return fallback;
   DEW_REQUIRE(json[key].is_string(), "{}: \"{}\" is {}; expected a string", source, key, json[key].dump());
   return json[key].get<std::string>();
+}
+
+void JsonFields::only(std::initializer_list<const char*> known) const {
+  if (!json.is_object()) return;
+  const std::vector<std::string> names(known.begin(), known.end());
+  for (const auto& [key, value] : json.items()) {
+    if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+    const std::string list = fmt::format("{}", fmt::join(names, ", "));
+    if (const std::string nearest = nearest_name(key, names); !nearest.empty())
+      fail("{}: unknown key \"{}\"; did you mean {}? (expected one of {})", source, key, nearest, list);
+    fail("{}: unknown key \"{}\"; expected one of {}", source, key, list);
+  }
 }
 
 void JsonFields::refuse_unless(const std::string& key, const std::string& fallback,

@@ -47,6 +47,8 @@ struct JsonFields {
   double number_or(const std::string& key, double fallback) const;
   bool flag_or(const std::string& key, bool fallback) const;
   std::string text_or(const std::string& key, const std::string& fallback) const;
+  // Refuses a member not in `known`, naming it, the nearest known one and the list.
+  void only(std::initializer_list<const char*> known) const;
   // A member that must hold one of `accepted` (or be absent, meaning `fallback`); `why` says what the
   // member does, for the error.
   void refuse_unless(const std::string& key, const std::string& fallback,

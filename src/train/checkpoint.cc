@@ -94,6 +94,9 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
   try {
     parts.model->save(partial.string());
     if (!parts.tokenizer.empty()) copy_tokenizer(parts.tokenizer, partial);
+    if (parts.ema) parts.ema->save((partial / "ema.safetensors").string());
+    if (!parts.diffusion_json.empty())
+      write_text_file((partial / "diffusion.json").string(), parts.diffusion_json);
     const std::map<std::string, Tensor> named = parts.optimizer->state();
     const std::vector<std::pair<std::string, Tensor>> state(named.begin(), named.end());
     save_safetensors((partial / "optimizer.safetensors").string(), state);
@@ -175,11 +178,13 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
   const JsonFields fields{info, directory + "/checkpoint.json"};
   DEW_REQUIRE(fields.text_or("format", "") == kFormat && fields.number_or("version", 0) == 1,
               "[checkpoint] {}/checkpoint.json is not a version-1 {} file", directory, kFormat);
-  LoadedCheckpoint out{CausalLM::load(directory),
-                       {},
-                       int64_t(fields.number_or("step", 0)),
-                       int64_t(fields.number_or("optimizer_steps", 0)),
-                       read_text_file((dir / "trainer.json").string())};
+  LoadedCheckpoint out{
+      TrainedModel::load(directory),
+      fs::exists(dir / "ema.safetensors") ? (dir / "ema.safetensors").string() : std::string(),
+      {},
+      int64_t(fields.number_or("step", 0)),
+      int64_t(fields.number_or("optimizer_steps", 0)),
+      read_text_file((dir / "trainer.json").string())};
   const SafetensorsFile optimizer = SafetensorsFile::open((dir / "optimizer.safetensors").string());
   for (const auto& entry : optimizer.header().tensors)
     out.optimizer_state[entry.name] = optimizer.load(entry.name);

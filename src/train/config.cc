@@ -17,7 +17,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   const toml::table root = load_toml(path, overrides);
   // [tokenizer] is `dew train`'s (a tokenizer to train before the run when it does not exist yet).
   TomlFields(root, path)
-      .only({"model", "train", "optimizer", "schedule", "data", "eval", "sample", "tokenizer"});
+      .only({"model", "train", "optimizer", "schedule", "data", "eval", "sample", "tokenizer", "diffusion"});
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   const auto table = [&](const char* name) -> const toml::table& {
     static const toml::table empty;
@@ -36,7 +36,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   const TomlFields train(table("train"), path + ": train");
   train.only({"steps", "seed", "accumulation", "grad_clip", "z_loss", "expert_bias_update", "log_every",
               "checkpoint_every", "keep_last", "keep_every", "max_skips", "tokenizer", "init_from",
-              "precision", "device"});
+              "precision", "device", "ema_decay", "ema_warmup"});
   c.steps = train.integer_or("steps", c.steps);
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
@@ -64,6 +64,11 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.checkpoint_every = train.integer_or("checkpoint_every", 0);
   c.keep = {train.integer_or("keep_last", 3), train.integer_or("keep_every", 0)};
   c.max_skips = train.integer_or("max_skips", c.max_skips);
+  c.ema_decay = train.number_or("ema_decay", 0);
+  c.ema_warmup = train.flag_or("ema_warmup", true);
+  DEW_REQUIRE(c.ema_decay == 0 || (c.ema_decay > 0 && c.ema_decay < 1),
+              "{}: train.ema_decay {}; expected 0 (no average) or a decay between 0 and 1", path,
+              c.ema_decay);
   const auto relative_to_config = [&](const std::string& p) {
     return std::filesystem::absolute(base / p).lexically_normal().string();  // `p` if absolute
   };
@@ -75,7 +80,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   // [model] without vocab_size takes the tokenizer's, so that the size is written once; with one, it
   // must hold every id the tokenizer gives. Both are settled here, before any training.
   toml::table model_fields = model;
-  if (!c.tokenizer.empty()) {
+  const bool image_model = model_fields["model_type"].value<std::string_view>() == "dit";
+  if (!c.tokenizer.empty() && !image_model) {
     const int64_t ids = Tokenizer::load(c.tokenizer).vocab_size();  // a missing one is refused, by path
     if (!model_fields.contains("vocab_size")) model_fields.insert("vocab_size", ids);
     const std::optional<int64_t> vocab = model_fields["vocab_size"].value<int64_t>();
@@ -86,7 +92,23 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   std::ostringstream json;
   json << toml::json_formatter{model_fields};
   c.model_json = json.str();
-  parse_model_config(c.model_json, path + " [model]");  // refused here, naming the file, before any training
+  // Refused here, naming the file, before any training.
+  if (image_model) {
+    parse_dit_config(c.model_json, path + " [model]");
+    std::ostringstream objective;
+    objective << toml::json_formatter{table("diffusion")};
+    DEW_REQUIRE(root.contains("diffusion"),
+                "{}: an image model (dit) needs a [diffusion] table naming its objective "
+                "(objective = \"flow\", ...; docs/diffusion.md)",
+                path);
+    c.diffusion = diffusion::parse_objective_json(objective.str(), path + ": diffusion");
+  } else {
+    parse_model_config(c.model_json, path + " [model]");
+    DEW_REQUIRE(!root.contains("diffusion"),
+                "{}: a [diffusion] table for a language model; it is an image "
+                "model's objective (model_type = \"dit\")",
+                path);
+  }
 
   const TomlFields optimizer(table("optimizer"), path + ": optimizer");
   optimizer.only(
@@ -106,8 +128,13 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.eval_every = eval.integer_or("every", 0);
   c.eval_batches = eval.integer_or("batches", c.eval_batches);
   const TomlFields sample(table("sample"), path + ": sample");
-  sample.only({"every", "tokens", "prompts"});
+  sample.only({"every", "tokens", "prompts", "sampler", "steps", "cfg", "per_class", "seed"});
   c.sample_every = sample.integer_or("every", 0);
+  c.image_samples.sampler = sample.text_or("sampler", c.image_samples.sampler);
+  c.image_samples.steps = sample.integer_or("steps", c.image_samples.steps);
+  c.image_samples.cfg = sample.number_or("cfg", c.image_samples.cfg);
+  c.image_samples.per_class = sample.integer_or("per_class", c.image_samples.per_class);
+  c.image_samples.seed = uint64_t(sample.integer_or("seed", 0));
   c.sample_tokens = sample.integer_or("tokens", c.sample_tokens);
   if (sample.has("prompts")) c.sample_prompts = sample.texts("prompts");
 
@@ -164,6 +191,15 @@ std::string describe_config(const TrainerConfig& c) {
       {"sample_tokens", c.sample_tokens},
       {"sample_prompts", c.sample_prompts},
       {"init_from", c.init_from},
+      {"ema_decay", c.ema_decay},
+      {"ema_warmup", c.ema_warmup},
+      {"diffusion", nlohmann::json::parse(diffusion::objective_json(c.diffusion))},
+      {"image_samples",
+       {{"sampler", c.image_samples.sampler},
+        {"steps", c.image_samples.steps},
+        {"cfg", c.image_samples.cfg},
+        {"per_class", c.image_samples.per_class},
+        {"seed", c.image_samples.seed}}},
   };
   return j.dump();
 }

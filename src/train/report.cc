@@ -19,6 +19,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// RFC 4648 base64, for the sample grids the page embeds as data URLs (the page stands alone).
+std::string base64(const std::string& bytes) {
+  static const char* const kDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const uint32_t n = uint32_t(uint8_t(bytes[i])) << 16 |
+                       (i + 1 < bytes.size() ? uint32_t(uint8_t(bytes[i + 1])) << 8 : 0) |
+                       (i + 2 < bytes.size() ? uint32_t(uint8_t(bytes[i + 2])) : 0);
+    out += kDigits[n >> 18 & 63];
+    out += kDigits[n >> 12 & 63];
+    out += i + 1 < bytes.size() ? kDigits[n >> 6 & 63] : '=';
+    out += i + 2 < bytes.size() ? kDigits[n & 63] : '=';
+  }
+  return out;
+}
+
 struct Series {
   std::string label, color;
   std::vector<std::pair<double, double>> points;  // (step, value)
@@ -171,6 +187,7 @@ svg .axis { font-size: 12px; fill: #333; } svg .legend { font-size: 12px; font-w
 svg .grid { stroke: #e4e4e4; stroke-width: 1; } svg .frame { fill: none; stroke: #999; }
 table { border-collapse: collapse; font-size: 13px; } td { border-bottom: 1px solid #eee; padding: 2px 10px 2px 0; }
 .sample { font-family: ui-monospace, monospace; font-size: 13px; margin: 4px 0; }
+.grids { display: flex; flex-wrap: wrap; gap: 12px; } .grids img { image-rendering: pixelated; width: 300px; }
 </style>
 )";
 
@@ -194,6 +211,8 @@ std::string write_report(const std::string& run_dir) {
                      " — dew report</title>\n" + kStyle + "</head>\n<body>\n<h1>" + escape(run_dir) +
                      "</h1>\n";
   // The summary: how far, how long, how well.
+  const bool image = run.contains("config") && run["config"].contains("model") &&
+                     run["config"]["model"].value("model_type", "") == "dit";
   std::vector<std::string> facts;
   if (!steps.empty()) {
     const nlohmann::json& last = steps.back();
@@ -202,13 +221,16 @@ std::string write_report(const std::string& run_dir) {
         fmt::format("step {}{}", last["step"].get<int64_t>(), of ? fmt::format(" of {}", of) : ""));
     if (last.contains("tokens"))
       facts.push_back(fmt::format("{:.3g} M tokens", last["tokens"].get<double>() / 1e6));
+    if (last.contains("images")) facts.push_back(fmt::format("{} images", last["images"].get<int64_t>()));
     if (steps.front().contains("time") && last.contains("time"))
       facts.push_back(
           fmt::format("{} of wall-clock time between the first and last log lines",
                       duration(last["time"].get<double>() - steps.front()["time"].get<double>())));
-    facts.push_back(fmt::format("training loss {:.4f} nats", last["loss"].get<double>()));
+    facts.push_back(fmt::format("training loss {:.4f}{}", last["loss"].get<double>(), image ? "" : " nats"));
   }
-  if (!evals.empty()) {
+  if (!evals.empty() && image) {
+    facts.push_back(fmt::format("held-out loss {:.4f}", evals.back()["eval_loss"].get<double>()));
+  } else if (!evals.empty()) {
     const nlohmann::json& e = evals.back();
     facts.push_back(
         fmt::format("held-out loss {:.4f} nats (perplexity {:.1f}) against the held-out tokens' "
@@ -216,7 +238,11 @@ std::string write_report(const std::string& run_dir) {
                     e["eval_loss"].get<double>(), std::exp(e["eval_loss"].get<double>()),
                     e.value("unigram_entropy", NAN)));
   }
-  if (run.contains("config") && run["config"].contains("model"))
+  if (image)
+    facts.push_back(fmt::format(
+        "model dit ({} blocks, width {}, patches of {})", run["config"]["model"].value("depth", 0),
+        run["config"]["model"].value("hidden_size", 0), run["config"]["model"].value("patch_size", 0)));
+  else if (run.contains("config") && run["config"].contains("model"))
     facts.push_back(fmt::format("model {} ({} layers, width {})",
                                 run["config"]["model"].value("model_type", "?"),
                                 run["config"]["model"].value("num_hidden_layers", 0),
@@ -229,7 +255,7 @@ std::string write_report(const std::string& run_dir) {
   Series baseline = series_of(evals, "unigram_entropy", "unigram baseline", "#7f7f7f");
   baseline.dashed = true;
   loss.push_back(baseline);
-  html += chart("loss", "nats per token", loss);
+  html += chart("loss", image ? "mean squared error of the objective" : "nats per token", loss);
   html += chart("accuracy", "% of next tokens",
                 {series_of(steps, "accuracy", "train", "#1f77b4", 100),
                  series_of(evals, "eval_accuracy", "held-out", "#d62728", 100)});
@@ -239,7 +265,10 @@ std::string write_report(const std::string& run_dir) {
   html += chart("learning rate", "lr", {series_of(steps, "lr", "lr", "#2ca02c")});
   html += chart("gradient norm", "global L2 norm, before clipping",
                 {series_of(steps, "grad_norm", "norm", "#9467bd")});
-  html += chart("throughput", "tokens/s", {series_of(steps, "tokens_per_s", "tokens/s", "#ff7f0e")}, true);
+  html += chart(
+      "throughput", image ? "images/s" : "tokens/s",
+      {series_of(steps, image ? "images_per_s" : "tokens_per_s", image ? "images/s" : "tokens/s", "#ff7f0e")},
+      true);
   html += chart("model FLOPs utilization", "MFU, %", {series_of(steps, "mfu", "MFU", "#8c564b", 100)}, true);
   html += chart("step time", "s", {series_of(steps, "step_s", "step", "#17becf")});
   html += chart("data wait", "ms per step", {series_of(steps, "data_wait_s", "wait", "#bcbd22", 1e3)});
@@ -253,6 +282,20 @@ std::string write_report(const std::string& run_dir) {
     for (const nlohmann::json& s : samples)
       html += fmt::format("<p class=\"sample\">step {}: <b>{}</b>{}</p>\n", s.value("step", int64_t(0)),
                           escape(s.value("prompt", std::string())), escape(s.value("text", std::string())));
+  }
+  // An image model's grids of samples (RUN_DIR/samples/step-*.png), oldest first.
+  std::vector<fs::path> grids;
+  std::error_code error;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir / "samples", error))
+    if (e.path().extension() == ".png") grids.push_back(e.path());
+  std::sort(grids.begin(), grids.end());
+  if (!grids.empty()) {
+    html += "<h2>Samples</h2>\n<div class=\"grids\">\n";
+    for (const fs::path& g : grids)
+      html += fmt::format(
+          "<figure><img src=\"data:image/png;base64,{}\" alt=\"{}\"><figcaption>{}</figcaption></figure>\n",
+          base64(read_text_file(g.string())), escape(g.stem().string()), escape(g.stem().string()));
+    html += "</div>\n";
   }
   if (run.contains("config")) html += "<h2>Config (resolved)</h2>\n" + table_of(run["config"]);
   if (run.contains("machine")) html += "<h2>Machine</h2>\n" + table_of(run["machine"]);

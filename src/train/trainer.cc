@@ -12,6 +12,7 @@
 #include "io/json.h"
 #include "train/clock_time.h"
 #include "train/environment.h"
+#include "train/trainer_run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -26,7 +27,6 @@ namespace dew::train {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -54,7 +54,7 @@ void truncate_metrics(const fs::path& path, int64_t step) {
 }
 
 // Copies `from`'s weights into `into`: the same names, shapes, f32 — else it is another model.
-void copy_weights(CausalLM& from, CausalLM& into, const std::string& source) {
+void copy_weights(TrainedModel& from, TrainedModel& into, const std::string& source) {
   for (auto& [name, p] : into.parameters()) {
     const auto it = from.parameters().find(name);
     DEW_REQUIRE(
@@ -139,7 +139,9 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
   DEW_REQUIRE(config_.eval_every == 0 || (eval_chain_ && config_.eval_batches >= 1),
               "[train] eval_every {} needs a held-out chain ([eval.data]) and eval_batches >= 1",
               config_.eval_every);
-  DEW_REQUIRE(config_.sample_every == 0 || (!config_.sample_prompts.empty() && config_.sample_tokens >= 1),
+  const bool image_model = parse_json(config_.model_json, "model config").value("model_type", "") == "dit";
+  DEW_REQUIRE(config_.sample_every == 0 || image_model ||
+                  (!config_.sample_prompts.empty() && config_.sample_tokens >= 1),
               "[train] sample_every {} needs prompts and sample_tokens >= 1", config_.sample_every);
   DEW_REQUIRE(
       config_.steps >= 1 && config_.accumulation >= 1 && config_.log_every >= 1 &&
@@ -157,22 +159,6 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
   }
   config_.schedule.at(0);  // validates the schedule before any work
 }
-
-// One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
-struct Trainer::Run {
-  CausalLM model;
-  std::vector<Param> params;
-  std::unique_ptr<Optimizer> optimizer;
-  int64_t step = 0, tokens = 0, skipped = 0, consecutive_skips = 0;
-  int64_t first_step = 0;          // where this process began (0, or the resumed checkpoint's step)
-  std::unique_ptr<FileLock> lock;  // the run directory's, held until run() returns
-  std::string last_checkpoint;     // the newest committed one: intact whatever goes wrong next
-  std::ofstream metrics;
-  double flops_per_token = 0;
-  Clock::time_point started = Clock::now();
-  StepProfiler profiler;
-  Outcome outcome;
-};
 
 Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   fs::create_directories(run_dir_);
@@ -235,7 +221,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   }
   run.outcome.step = run.step;
   if (profile) {
-    run.outcome.profile = run.profiler.result(run.model.config().vocab_size);
+    run.outcome.profile =
+        run.profiler.result(run.model.is_image() ? 0 : run.model.language().config().vocab_size);
     write_text_file((fs::path(run_dir_) / "profile.json").string(), step_profile_json(*run.outcome.profile));
   }
   return run.outcome;
@@ -246,8 +233,7 @@ void Trainer::say(const std::string& line) const {
 }
 
 void Trainer::resume_or_initialize(Run& run) {
-  run.model =
-      CausalLM::init(parse_model_config(config_.model_json, "model config"), DType::f32, config_.seed);
+  run.model = TrainedModel::init(config_.model_json, config_.seed);
   for (auto& [name, p] : run.model.parameters())
     if (!is_buffer(name)) p.requires_grad_();
   // The master weights, the optimizer's state and every step live on the configured device.
@@ -259,14 +245,22 @@ void Trainer::resume_or_initialize(Run& run) {
   if (scan.latest.empty()) {
     if (!config_.init_from.empty()) {
       const std::string from = model_directory(config_.init_from);
-      CausalLM initial = CausalLM::load(from, DType::f32);
+      TrainedModel initial = TrainedModel::load(from);
       copy_weights(initial, run.model, from);
       say("initialized from the weights of " + from);
     }
+    if (config_.ema_decay > 0) run.ema.emplace(run.model.parameters(), config_.ema_decay, config_.ema_warmup);
     return;
   }
   LoadedCheckpoint loaded = load_checkpoint(scan.latest);
   copy_weights(loaded.model, run.model, scan.latest);
+  if (config_.ema_decay > 0) {  // the checkpoint's average, or (kept from now on) one that starts here
+    run.ema.emplace(run.model.parameters(), config_.ema_decay, config_.ema_warmup);
+    if (!loaded.ema_path.empty())
+      run.ema->load(loaded.ema_path);
+    else
+      notes_.push_back(scan.latest + " holds no weight average; it starts from the resumed weights");
+  }
   run.optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
   const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
   DEW_REQUIRE(state.value("init_from", std::string()) == config_.init_from,
@@ -304,13 +298,17 @@ void Trainer::step(Run& run) {
   const double lr = config_.schedule.at(run.step);
   const bool profiled = profile && run.step > run.first_step;  // this process's first step warms up
   if (profiled) run.profiler.begin_step();
-  const StepResult result = train_step(run.model, run.params, *run.optimizer,
-                                       {.accumulation = config_.accumulation,
-                                        .lr = lr,
-                                        .grad_clip = config_.grad_clip,
-                                        .z_loss = config_.z_loss,
-                                        .compute = config_.compute},
-                                       [&] { return chain_.next_batch(); });
+  const StepOptions options{.accumulation = config_.accumulation,
+                            .lr = lr,
+                            .grad_clip = config_.grad_clip,
+                            .z_loss = config_.z_loss,
+                            .compute = config_.compute};
+  const auto next_batch = [&] { return chain_.next_batch(); };
+  const bool image = run.model.is_image();
+  const StepResult result =
+      image ? image_train_step(run.model.image(), run.params, *run.optimizer,
+                               {options, config_.diffusion, config_.seed, run.step}, next_batch)
+            : train_step(run.model.language(), run.params, *run.optimizer, options, next_batch);
   if (profiled) run.profiler.end_step();
   DEW_REQUIRE(
       result.complete || run.tokens > 0,
@@ -319,10 +317,13 @@ void Trainer::step(Run& run) {
   DEW_REQUIRE(result.complete,
               "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
               run.step, config_.steps);
-  if (run.flops_per_token == 0) run.flops_per_token = training_flops_per_token(run.model, result.T);
+  if (run.flops_per_token == 0)
+    run.flops_per_token = image ? training_flops_per_image(run.model.image(), config_.diffusion.objective)
+                                : training_flops_per_token(run.model.language(), result.T);
   if (result.applied) {
     run.consecutive_skips = 0;
-    update_expert_biases(run.model, result.expert_tokens, config_.expert_bias_update);
+    if (!image) update_expert_biases(run.model.language(), result.expert_tokens, config_.expert_bias_update);
+    if (run.ema) run.ema->update(run.model.parameters());
   } else {
     ++run.skipped;
     say(fmt::format("step {}: the loss ({}) or the gradient norm ({}) is not finite; the update is skipped",
@@ -333,15 +334,16 @@ void Trainer::step(Run& run) {
                 run.step + 1, run.consecutive_skips);
   }
   ++run.step;
-  run.tokens += result.tokens;
+  const int64_t examples = image ? result.images : result.tokens;
+  run.tokens += examples;
   run.outcome.last_loss = result.loss;
   const double step_s = seconds_since(start);
   if (run.step == run.first_step + 1) {
-    say(fmt::format(
-        "training {}: {:.1f} M parameters, {} tokens a step, {}, {} threads on {}; steps {} to {}",
-        run.model.config().model_type, double(run.model.parameter_count()) / 1e6, result.tokens,
-        config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute), num_threads(),
-        config_.device.str(), run.step, config_.steps));
+    say(fmt::format("training {}: {:.1f} M parameters, {} {} a step, {}, {} threads on {}; steps {} to {}",
+                    run.model.model_type(), double(run.model.parameter_count()) / 1e6, examples,
+                    image ? "images" : "tokens",
+                    config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute),
+                    num_threads(), config_.device.str(), run.step, config_.steps));
     write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());  // routes now known
   }
   Progress progress;
@@ -349,7 +351,7 @@ void Trainer::step(Run& run) {
   progress.steps = config_.steps;
   progress.loss = result.loss;
   progress.lr = lr;
-  progress.tokens_per_s = double(result.tokens) / step_s;
+  progress.tokens_per_s = double(examples) / step_s;  // images/s for an image model
   progress.elapsed_s = seconds_since(run.started);
   progress.eta_s = progress.elapsed_s / double(run.step - run.first_step) * double(config_.steps - run.step);
   if (on_step) on_step(progress);
@@ -369,13 +371,14 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
         before / 1e9, model_flops / 1e9, config_.peak_flops / 1e9));
   }
   const double mfu = config_.peak_flops > 0 ? model_flops / config_.peak_flops : 0;
+  const bool image = run.model.is_image();
   nlohmann::json line = {{"step", run.step},
                          {"time", unix_time()},
-                         {"tokens", run.tokens},
+                         {image ? "images" : "tokens", run.tokens},
                          {"loss", result.loss},
                          {"lr", progress.lr},
                          {"grad_norm", result.grad_norm},
-                         {"tokens_per_s", progress.tokens_per_s},
+                         {image ? "images_per_s" : "tokens_per_s", progress.tokens_per_s},
                          {"mfu", mfu > 0 ? nlohmann::json(mfu) : nlohmann::json()},
                          {"step_s", step_s},
                          {"data_wait_s", result.data_wait_s},
@@ -383,20 +386,21 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
                          {"skipped", run.skipped},
                          {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
                          {"perplexity", std::exp(result.loss - result.router_loss)}};
+  if (image) line.erase("accuracy"), line.erase("perplexity");
   if (!result.expert_tokens.empty()) {  // an experts model: its routers' balance (docs/moe.md)
     line["router_loss"] = result.router_loss;
     line["expert_tokens"] = result.expert_tokens;
     line["expert_max_violation"] = max_violation(result.expert_tokens);
   }
   run.metrics << line.dump() << "\n" << std::flush;
-  say(fmt::format(
-      "step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} tokens/s{}  elapsed {}  ETA {}", run.step,
-      config_.steps, result.loss, progress.lr, result.grad_norm, progress.tokens_per_s,
-      mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : "", clock_time(progress.elapsed_s),
-      clock_time(progress.eta_s)));
+  say(fmt::format("step {}/{}  loss {:.4f}  lr {:.3g}  grad_norm {:.3g}  {:.0f} {}/s{}  elapsed {}  ETA {}",
+                  run.step, config_.steps, result.loss, progress.lr, result.grad_norm, progress.tokens_per_s,
+                  image ? "images" : "tokens", mfu > 0 ? fmt::format("  mfu {:.1f}%", 100 * mfu) : "",
+                  clock_time(progress.elapsed_s), clock_time(progress.eta_s)));
 }
 
 void Trainer::evaluate(Run& run) {
+  if (run.model.is_image()) return evaluate_images(run);
   // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
   NoGrad no_grad;
   data::Chain held_out = eval_chain_();
@@ -406,7 +410,7 @@ void Trainer::evaluate(Run& run) {
   for (int64_t b = 0; b < config_.eval_batches; ++b) {
     std::optional<data::Batch> batch = held_out.next_batch();
     if (!batch) break;
-    const LmLoss lm = lm_loss(run.model, *batch);
+    const LmLoss lm = lm_loss(run.model.language(), *batch);
     weighted += lm.loss.to_f64_vector()[0] * double(lm.targets);
     targets += lm.targets;
     correct += lm.correct;
@@ -434,6 +438,7 @@ void Trainer::evaluate(Run& run) {
 }
 
 void Trainer::sample(Run& run) {
+  if (run.model.is_image()) return sample_images(run);
   const Tokenizer* tokenizer = chain_.tokenizer();
   DEW_REQUIRE(tokenizer, "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
   NoGrad no_grad;
@@ -443,7 +448,9 @@ void Trainer::sample(Run& run) {
     if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
     const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
     // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
-    std::vector<int64_t> produced = generate(run.model, {ids}, options)[0];
+    // From the weights' average when one is kept.
+    const TrainedModel averaged = run.ema ? run.ema->applied_to(run.model) : TrainedModel();
+    std::vector<int64_t> produced = generate((run.ema ? averaged : run.model).language(), {ids}, options)[0];
     std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
     const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
     samples << nlohmann::json{{"step", run.step}, {"prompt", prompt}, {"text", text}}.dump(
@@ -459,9 +466,12 @@ std::string Trainer::checkpoint(Run& run) {
       {"seed", config_.seed}, {"init_from", config_.init_from}, {"data", chain_.position()}};
   const std::string description = run_description();
   write_text_file((fs::path(run_dir_) / "run.json").string(), description);
-  return save_checkpoint(run_dir_, run.step,
-                         {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description},
-                         config_.keep);
+  return save_checkpoint(
+      run_dir_, run.step,
+      {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
+       run.ema ? &*run.ema : nullptr,
+       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string()},
+      config_.keep);
 }
 
 std::string Trainer::run_description() const {

@@ -24,7 +24,7 @@ Level level_of(const ObjectiveOptions& o, double time) {
   switch (o.objective) {
     case Objective::ddpm_epsilon:
     case Objective::ddpm_v:
-      return o.schedule.level(int64_t(time));
+      return vp_schedule(o).level(int64_t(time));
     case Objective::edm:
       return {1, std::exp(4 * time), time};
     default:

@@ -25,7 +25,7 @@ CausalLM tiny_model(uint64_t seed) {
 }
 
 struct TrainingRun {
-  CausalLM model = tiny_model(1);
+  TrainedModel model = tiny_model(1);
   std::vector<Param> params;
   std::unique_ptr<Optimizer> optimizer;
   TrainingRun() {

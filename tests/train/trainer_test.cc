@@ -16,6 +16,7 @@
 
 #include "data_files.h"
 #include "error_of.h"
+#include "run_trainer.h"
 
 namespace dew::train {
 namespace {
@@ -48,16 +49,10 @@ class TrainerRuns : public ::testing::Test {
   }
   // Runs in `run_dir` and returns the losses of the steps it took, by step.
   std::map<int64_t, double> train(const std::string& run_dir, int64_t stop_at = 0) {
-    Trainer trainer(config_, chain(), dir_.path(run_dir), [this] { return chain(); });
-    std::map<int64_t, double> losses;
-    std::atomic<bool> stop{false};
-    trainer.on_step = [&](const Trainer::Progress& p) {
-      losses[p.step] = p.loss;
-      if (p.step == stop_at) stop = true;
-    };
-    const Trainer::Outcome outcome = trainer.run(&stop);
-    EXPECT_EQ(outcome.stopped, stop_at > 0);
-    return losses;
+    const testing::RunLosses run = testing::run_trainer(
+        config_, chain(), dir_.path(run_dir), [this] { return chain(); }, stop_at);
+    EXPECT_EQ(run.outcome.stopped, stop_at > 0);
+    return run.losses;
   }
   // The losses of the same run at 1 thread and at 2, in run directories PREFIX_1_threads and _2_threads.
   std::pair<std::map<int64_t, double>, std::map<int64_t, double>> at_one_and_two_threads(
@@ -281,7 +276,7 @@ TEST_F(TrainerRuns, InitFromStartsANewRunFromWeightsOnly) {
   // Its first loss is the pretrained model's on the chain's first batch: its weights, a fresh data position.
   LoadedCheckpoint pretrained = load_checkpoint(find_checkpoints(dir_.path("pretrained")).latest);
   data::Chain fresh = chain();
-  const double expected = lm_loss(pretrained.model, *fresh.next_batch()).loss.to_f64_vector()[0];
+  const double expected = lm_loss(pretrained.model.language(), *fresh.next_batch()).loss.to_f64_vector()[0];
   EXPECT_EQ(losses.at(1), expected);
   const LoadedCheckpoint restarted = load_checkpoint(find_checkpoints(dir_.path("restarted")).latest);
   EXPECT_EQ(restarted.step, 1);

@@ -143,6 +143,17 @@ Dit Dit::to(DType dtype) const {
   return m;
 }
 
+Dit Dit::to(Device device) const {
+  Dit m = *this;
+  for (auto& [name, t] : m.parameters_) {
+    const bool leaf_wants_grad = t.requires_grad();
+    t = t.detach().to(device);
+    if (leaf_wants_grad) t.requires_grad_();
+  }
+  if (m.position_table_.defined()) m.position_table_ = m.position_table_.to(device);
+  return m;
+}
+
 Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, const Tensor& r) const {
   const DitConfig& c = config_;
   const DType dtype = dtype_of_parameters(parameters_);

@@ -11,29 +11,10 @@ namespace dew {
 DitConfig parse_dit_config(const std::string& json_text, const std::string& source) {
   const nlohmann::json j = parse_json(json_text, source);
   DEW_REQUIRE(j.is_object(), "{}: expected a JSON object of the DiT's sizes", source);
-  static const char* const kKnown[] = {"model_type",
-                                       "image_size",
-                                       "in_channels",
-                                       "patch_size",
-                                       "hidden_size",
-                                       "depth",
-                                       "num_heads",
-                                       "mlp_ratio",
-                                       "num_classes",
-                                       "class_dropout_prob",
-                                       "learned_position_embedding",
-                                       "frequency_embedding_size",
-                                       "time_scale",
-                                       "time_inputs",
-                                       "dtype"};
-  for (const auto& [key, value] : j.items())
-    DEW_REQUIRE(
-        std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown),
-        "{}: unknown key \"{}\" for a dit; expected image_size, in_channels, patch_size, hidden_size, "
-        "depth, num_heads, mlp_ratio, num_classes, class_dropout_prob, learned_position_embedding, "
-        "frequency_embedding_size, time_scale or time_inputs",
-        source, key);
   const JsonFields f{j, source};
+  f.only({"model_type", "image_size", "in_channels", "patch_size", "hidden_size", "depth", "num_heads",
+          "mlp_ratio", "num_classes", "class_dropout_prob", "learned_position_embedding",
+          "frequency_embedding_size", "time_scale", "time_inputs", "dtype"});
   DEW_REQUIRE(f.text_or("model_type", "") == "dit", "{}: model_type \"{}\"; expected \"dit\"", source,
               f.text_or("model_type", ""));
   DitConfig c;

@@ -1,0 +1,75 @@
+// TrainedModel (train.h): a language model or a DiT, chosen by the config's model_type, behind the
+// few operations the Trainer and checkpoints need of either.
+#include <dew/error.h>
+#include <dew/train.h>
+
+#include <filesystem>
+
+#include "io/files.h"
+#include "io/json.h"
+
+namespace dew::train {
+namespace {
+
+bool is_dit_json(const std::string& json_text, const std::string& source) {
+  const nlohmann::json j = parse_json(json_text, source);
+  return j.is_object() && j.value("model_type", std::string()) == "dit";
+}
+
+}  // namespace
+
+TrainedModel TrainedModel::init(const std::string& model_json, uint64_t seed) {
+  if (is_dit_json(model_json, "model config"))
+    return Dit::init(parse_dit_config(model_json, "model config"), DType::f32, seed);
+  return CausalLM::init(parse_model_config(model_json, "model config"), DType::f32, seed);
+}
+
+TrainedModel TrainedModel::load(const std::string& directory) {
+  const std::string config = (std::filesystem::path(directory) / "config.json").string();
+  if (std::filesystem::exists(config) && is_dit_json(read_text_file(config), config))
+    return Dit::load(directory, DType::f32);
+  return CausalLM::load(directory, DType::f32);
+}
+
+CausalLM& TrainedModel::language() {
+  DEW_REQUIRE(!is_image(), "[train] this is an image model (dit); expected a language model here");
+  return std::get<CausalLM>(model_);
+}
+const CausalLM& TrainedModel::language() const {
+  DEW_REQUIRE(!is_image(), "[train] this is an image model (dit); expected a language model here");
+  return std::get<CausalLM>(model_);
+}
+Dit& TrainedModel::image() {
+  DEW_REQUIRE(is_image(), "[train] this is a language model; expected an image model (dit) here");
+  return std::get<Dit>(model_);
+}
+const Dit& TrainedModel::image() const {
+  DEW_REQUIRE(is_image(), "[train] this is a language model; expected an image model (dit) here");
+  return std::get<Dit>(model_);
+}
+
+std::map<std::string, Tensor>& TrainedModel::parameters() {
+  return std::visit([](auto& m) -> std::map<std::string, Tensor>& { return m.parameters(); }, model_);
+}
+const std::map<std::string, Tensor>& TrainedModel::parameters() const {
+  return std::visit([](const auto& m) -> const std::map<std::string, Tensor>& { return m.parameters(); },
+                    model_);
+}
+
+std::string TrainedModel::model_type() const {
+  return is_image() ? "dit" : language().config().model_type;
+}
+
+int64_t TrainedModel::parameter_count() const {
+  return std::visit([](const auto& m) { return m.parameter_count(); }, model_);
+}
+
+void TrainedModel::save(const std::string& directory) const {
+  std::visit([&](const auto& m) { m.save(directory); }, model_);
+}
+
+TrainedModel TrainedModel::to(Device device) const {
+  return std::visit([&](const auto& m) { return TrainedModel(m.to(device)); }, model_);
+}
+
+}  // namespace dew::train

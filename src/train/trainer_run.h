@@ -1,0 +1,36 @@
+// The Trainer's state for one run (trainer.cc, trainer_images.cc): the model and its optimizer, the
+// weights' average, the counters a checkpoint holds, and the metrics file.
+#pragma once
+
+#include <dew/train.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "io/file_lock.h"
+
+namespace dew::train {
+
+using Clock = std::chrono::steady_clock;
+
+// One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
+struct Trainer::Run {
+  TrainedModel model;
+  std::optional<Ema> ema;  // the weights' average, with ema_decay
+  std::vector<Param> params;
+  std::unique_ptr<Optimizer> optimizer;
+  int64_t step = 0, skipped = 0, consecutive_skips = 0;
+  int64_t tokens = 0;              // trained on so far: tokens, or an image model's images
+  int64_t first_step = 0;          // where this process began (0, or the resumed checkpoint's step)
+  std::unique_ptr<FileLock> lock;  // the run directory's, held until run() returns
+  std::string last_checkpoint;     // the newest committed one: intact whatever goes wrong next
+  std::ofstream metrics;
+  double flops_per_token = 0;  // per image for an image model
+  Clock::time_point started = Clock::now();
+  StepProfiler profiler;
+  Outcome outcome;
+};
+
+}  // namespace dew::train
