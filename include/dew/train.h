@@ -360,6 +360,11 @@ struct TrainerConfig {
   bool ema_warmup = true;
   diffusion::ObjectiveOptions diffusion;  // [diffusion]: an image model's objective
   ImageSampling image_samples;            // [sample]: an image model's grids every sample_every steps
+  // [sample] classifier: with each grid, `quality_samples` more samples (every class alike) measured by
+  // this image classifier (image_quality.h) against as many held-out images: frechet_distance and
+  // sample_accuracy in metrics.jsonl. Needs the held-out chain.
+  std::string quality_classifier;
+  int64_t quality_samples = 500;
   std::string source_json;  // the config as given (TOML as JSON, overrides applied), for run.json
 };
 
@@ -439,6 +444,7 @@ class Trainer {
   void sample(Run& run);
   void evaluate_images(Run& run);  // trainer_images.cc
   void sample_images(Run& run);
+  void measure_samples(Run& run, const Dit& model);
   std::string checkpoint(Run& run);
   std::string run_description() const;  // run.json
   void say(const std::string& line) const;

@@ -3,6 +3,7 @@
 // (NOTE [signals by sigwait]).
 #include <dew/data.h>
 #include <dew/error.h>
+#include <dew/image_quality.h>
 #include <dew/train.h>
 
 #include <unistd.h>
@@ -114,6 +115,45 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   return 0;
 }
 
+// A config's [sample] classifier (an image model's quality measure, image_quality.h): unless its
+// directory holds one already, train it on the [data] chain's images for classifier_steps (2000) steps,
+// and report (and keep, in accuracy.json) its accuracy on every image of the [eval.data] chain.
+void prepare_classifier(const std::string& config_path, const std::vector<std::string>& overrides) {
+  const toml::table root = load_toml(config_path, overrides);
+  const toml::table* sample = root["sample"].as_table();
+  if (!sample || !sample->contains("classifier")) return;
+  const TomlFields fields(*sample, config_path + ": sample");
+  const std::filesystem::path dir =
+      (std::filesystem::path(config_path).parent_path() / fields.text("classifier")).lexically_normal();
+  if (std::filesystem::is_regular_file(dir / "config.json")) return;
+  const int64_t classes = root.at_path("model.num_classes").value<int64_t>().value_or(0);
+  DEW_REQUIRE(classes >= 2, "{}: [sample] classifier needs the model's num_classes (2 or more) to learn them",
+              config_path);
+  const int64_t steps = fields.integer_or("classifier_steps", 2000);
+  fmt::print(stderr, "training the image classifier {} on the [data] chain's images first ({} steps)\n",
+             dir.string(), steps);
+  data::Chain chain = data::chain_from_config(config_path, overrides);
+  const train::ImageClassifier classifier = train::train_image_classifier(chain, classes, steps, 1e-3, 0);
+  data::Chain held_out = data::chain_from_config(config_path, overrides, "eval.data");
+  int64_t right = 0, images = 0;
+  while (std::optional<data::Batch> batch = held_out.next_batch()) {
+    const int64_t n = batch->real_rows;
+    right +=
+        int64_t(std::llround(train::classifier_accuracy(classifier, batch->images.slice(0, 0, n).contiguous(),
+                                                        batch->labels.slice(0, 0, n).contiguous()) *
+                             double(n)));
+    images += n;
+  }
+  DEW_REQUIRE(images > 0, "{}: the [eval.data] chain holds no images to test the classifier on", config_path);
+  classifier.save(dir.string());
+  const double accuracy = double(right) / double(images);
+  write_text_file(
+      (dir / "accuracy.json").string(),
+      nlohmann::json{{"test_accuracy", accuracy}, {"test_images", images}, {"steps", steps}}.dump(2) + "\n");
+  fmt::print(stderr, "the image classifier reads {:.2f}% of the {} held-out images right\n", 100 * accuracy,
+             images);
+}
+
 int run_train(const TrainOptions& options) {
   const StopSignals stop;  // first: every thread started after it has the signals blocked
   TrainOptions with_config = options;
@@ -127,6 +167,7 @@ int run_train(const TrainOptions& options) {
     if (with_config.run_dir.empty()) with_config.run_dir = "runs/default";
   }
   prepare_tokenizer(with_config.config, with_config.overrides);
+  prepare_classifier(with_config.config, with_config.overrides);
   return train_with(with_config, stop.requested());
 }
 

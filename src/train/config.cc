@@ -128,13 +128,20 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.eval_every = eval.integer_or("every", 0);
   c.eval_batches = eval.integer_or("batches", c.eval_batches);
   const TomlFields sample(table("sample"), path + ": sample");
-  sample.only({"every", "tokens", "prompts", "sampler", "steps", "cfg", "per_class", "seed"});
+  sample.only({"every", "tokens", "prompts", "sampler", "steps", "cfg", "per_class", "seed", "classifier",
+               "quality_samples", "classifier_steps"});
   c.sample_every = sample.integer_or("every", 0);
   c.image_samples.sampler = sample.text_or("sampler", c.image_samples.sampler);
   c.image_samples.steps = sample.integer_or("steps", c.image_samples.steps);
   c.image_samples.cfg = sample.number_or("cfg", c.image_samples.cfg);
   c.image_samples.per_class = sample.integer_or("per_class", c.image_samples.per_class);
   c.image_samples.seed = uint64_t(sample.integer_or("seed", 0));
+  if (sample.has("classifier"))
+    c.quality_classifier =
+        std::filesystem::absolute(base / sample.text("classifier")).lexically_normal().string();
+  c.quality_samples = sample.integer_or("quality_samples", c.quality_samples);
+  DEW_REQUIRE(c.quality_samples >= 2, "{}: sample.quality_samples {}; expected at least 2", path,
+              c.quality_samples);
   c.sample_tokens = sample.integer_or("tokens", c.sample_tokens);
   if (sample.has("prompts")) c.sample_prompts = sample.texts("prompts");
 
@@ -200,6 +207,8 @@ std::string describe_config(const TrainerConfig& c) {
         {"cfg", c.image_samples.cfg},
         {"per_class", c.image_samples.per_class},
         {"seed", c.image_samples.seed}}},
+      {"quality_classifier", c.quality_classifier},
+      {"quality_samples", c.quality_samples},
   };
   return j.dump();
 }

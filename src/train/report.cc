@@ -197,10 +197,10 @@ std::string write_report(const std::string& run_dir) {
   const fs::path dir(run_dir), metrics_path = dir / "metrics.jsonl";
   DEW_REQUIRE(fs::is_regular_file(metrics_path),
               "[report] {} has no metrics.jsonl; expected the directory of a `dew train` run", run_dir);
-  std::vector<nlohmann::json> steps, evals;
+  std::vector<nlohmann::json> steps, evals, quality;  // step lines, evaluations, an image model's sample measures
   for (nlohmann::json& j : read_lines(metrics_path)) {
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number()) continue;
-    (j.contains("eval_loss") ? evals : steps).push_back(std::move(j));
+    (j.contains("eval_loss") ? evals : j.contains("frechet_distance") ? quality : steps).push_back(std::move(j));
   }
   const nlohmann::json run =
       fs::is_regular_file(dir / "run.json")
@@ -228,6 +228,12 @@ std::string write_report(const std::string& run_dir) {
                       duration(last["time"].get<double>() - steps.front()["time"].get<double>())));
     facts.push_back(fmt::format("training loss {:.4f}{}", last["loss"].get<double>(), image ? "" : " nats"));
   }
+  if (!quality.empty())
+    facts.push_back(fmt::format("Fréchet distance {:.3f}{}", quality.back()["frechet_distance"].get<double>(),
+                                quality.back().contains("sample_accuracy")
+                                    ? fmt::format(", samples read as their class {:.1f}%",
+                                                  100 * quality.back()["sample_accuracy"].get<double>())
+                                    : ""));
   if (!evals.empty() && image) {
     facts.push_back(fmt::format("held-out loss {:.4f}", evals.back()["eval_loss"].get<double>()));
   } else if (!evals.empty()) {
@@ -262,6 +268,10 @@ std::string write_report(const std::string& run_dir) {
   html += chart("perplexity", "exp(loss)",
                 {series_of(steps, "perplexity", "train", "#1f77b4"),
                  series_of(evals, "eval_perplexity", "held-out", "#d62728")});
+  html += chart("Fréchet distance", "the classifier's features, samples against held-out images",
+                {series_of(quality, "frechet_distance", "distance", "#1f77b4")}, true);
+  html += chart("sample accuracy", "% of samples read as their class",
+                {series_of(quality, "sample_accuracy", "accuracy", "#2ca02c", 100)}, true);
   html += chart("learning rate", "lr", {series_of(steps, "lr", "lr", "#2ca02c")});
   html += chart("gradient norm", "global L2 norm, before clipping",
                 {series_of(steps, "grad_norm", "norm", "#9467bd")});

@@ -140,6 +140,9 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
               "[train] eval_every {} needs a held-out chain ([eval.data]) and eval_batches >= 1",
               config_.eval_every);
   const bool image_model = parse_json(config_.model_json, "model config").value("model_type", "") == "dit";
+  DEW_REQUIRE(config_.quality_classifier.empty() || config_.sample_every == 0 || (image_model && eval_chain_),
+              "[train] a quality classifier ([sample] classifier) measures an image model's samples against "
+              "held-out images: it needs model_type \"dit\" and [eval.data]");
   DEW_REQUIRE(config_.sample_every == 0 || image_model ||
                   (!config_.sample_prompts.empty() && config_.sample_tokens >= 1),
               "[train] sample_every {} needs prompts and sample_tokens >= 1", config_.sample_every);

@@ -1,6 +1,7 @@
 // The Trainer's evaluation and samples for an image model: the objective's loss on held-out images
 // with the same draws at every evaluation, and a grid of samples per class as a PNG.
 #include <dew/autodiff.h>
+#include <dew/image_quality.h>
 #include <dew/ops.h>
 #include <dew/train.h>
 
@@ -67,6 +68,49 @@ void Trainer::sample_images(Run& run) {
       "step {}: samples {} ({} steps of {}{})", run.step, path, config_.image_samples.steps,
       config_.image_samples.sampler,
       config_.image_samples.cfg != 1 ? fmt::format(", guidance {}", config_.image_samples.cfg) : ""));
+  if (!config_.quality_classifier.empty()) measure_samples(run, model);
+}
+
+void Trainer::measure_samples(Run& run, const Dit& model) {
+  const ImageClassifier classifier = ImageClassifier::load(config_.quality_classifier);
+  NoGrad no_grad;
+  // As many held-out images as samples, the first of a fresh held-out chain: the same at every step.
+  data::Chain held_out = eval_chain_();
+  std::vector<Tensor> real;
+  int64_t have = 0;
+  while (have < config_.quality_samples) {
+    std::optional<data::Batch> batch = held_out.next_batch();
+    if (!batch) break;
+    const int64_t n = std::min(batch->real_rows, config_.quality_samples - have);
+    real.push_back(batch->images.slice(0, 0, n).contiguous());
+    have += n;
+  }
+  DEW_REQUIRE(have >= 2, "[train] the held-out chain holds {} images; the sample measures need {}", have,
+              config_.quality_samples);
+  const int64_t classes = std::max<int64_t>(1, model.config().num_classes);
+  ImageSampling o = config_.image_samples;
+  o.per_class = std::max<int64_t>(1, have / classes);
+  o.seed += 0x7175616cull;  // "qual": other draws than the grid's
+  const Tensor samples = train::sample_images(model, config_.diffusion, o);
+  std::vector<double> intended;
+  for (int64_t k = 0; k < classes; ++k)
+    for (int64_t i = 0; i < o.per_class; ++i) intended.push_back(double(k));
+  const double distance =
+      frechet_distance(classifier.features(samples), classifier.features(concat(real, 0)));
+  const double accuracy =
+      model.config().num_classes > 0
+          ? classifier_accuracy(classifier, samples,
+                                Tensor::from_values(intended, {int64_t(intended.size())}, DType::i64))
+          : NAN;
+  nlohmann::json line = {
+      {"step", run.step}, {"frechet_distance", distance}, {"quality_samples", samples.size(0)}};
+  if (!std::isnan(accuracy)) line["sample_accuracy"] = accuracy;
+  run.metrics << line.dump() << "\n" << std::flush;
+  say(fmt::format("step {}: Fréchet distance {:.3f} over {} samples and {} held-out images{}", run.step,
+                  distance, samples.size(0), have,
+                  std::isnan(accuracy)
+                      ? ""
+                      : fmt::format("; the classifier reads the intended class in {:.1f}%", 100 * accuracy)));
 }
 
 }  // namespace dew::train

@@ -50,6 +50,19 @@ precision = "f32"
 every = 4
 steps = 3
 per_class = 2
+classifier = "clf"
+classifier_steps = 20
+quality_samples = 9
+[eval]
+every = 4
+batches = 2
+[eval.data.source]
+kind = "idx_images"
+images = "images.idx"
+labels = "labels.idx"
+[[eval.data.stage]]
+kind = "batch"
+size = 8
 [data.source]
 kind = "idx_images"
 images = "images.idx"
@@ -64,6 +77,13 @@ size = 8
   ASSERT_EQ(trained.exit_code, 0) << trained.out;
   EXPECT_NE(trained.out.find("images/s"), std::string::npos) << trained.out;
   EXPECT_TRUE(std::filesystem::exists(run + "/samples/step-00000004.png"));
+  // The classifier trained first, tested on the held-out images, then the samples' measures.
+  EXPECT_NE(trained.out.find("the image classifier reads"), std::string::npos) << trained.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.path("clf/accuracy.json")));
+  std::ifstream metrics(run + "/metrics.jsonl");
+  const std::string lines((std::istreambuf_iterator<char>(metrics)), {});
+  EXPECT_NE(lines.find("\"frechet_distance\""), std::string::npos) << lines;
+  EXPECT_NE(lines.find("\"sample_accuracy\""), std::string::npos) << lines;
 
   auto sampled = run_dew("sample --model " + run +
                          " --sampler heun --steps 4 --cfg 2 --class 1 --class 2 --count 3 --out " +
@@ -81,6 +101,7 @@ size = 8
   const std::string page((std::istreambuf_iterator<char>(html)), {});
   EXPECT_NE(page.find("data:image/png;base64,"), std::string::npos);
   EXPECT_NE(page.find("images/s"), std::string::npos);
+  EXPECT_NE(page.find("Fréchet distance"), std::string::npos);
 
   auto bad_sampler = run_dew("sample --model " + run + " --sampler dpm++ --out " + dir.path("x.png"));
   EXPECT_EQ(bad_sampler.exit_code, 1);
