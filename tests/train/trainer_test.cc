@@ -376,5 +376,28 @@ TEST_F(TrainerRuns, TokenIdsOutsideTheVocabularyAreRefusedNamingTheBatch) {
   EXPECT_NE(e.find("outside the model's vocabulary of 40 ([model] vocab_size)"), std::string::npos) << e;
 }
 
+// A language model keeps the weights' average too: in each checkpoint, resumed exactly, and its samples
+// drawn from it.
+TEST_F(TrainerRuns, ALanguageModelKeepsItsWeightAverage) {
+  config_.ema_decay = 0.9;
+  config_.eval_every = 0;
+  const auto straight = train("ema_straight");
+  train("ema_interrupted", 4);
+  const auto resumed = train("ema_interrupted");
+  EXPECT_EQ(resumed.at(8), straight.at(8));
+  const auto average = [&](const std::string& run) {
+    const LoadedCheckpoint c = load_checkpoint(find_checkpoints(dir_.path(run)).latest);
+    EXPECT_FALSE(c.ema_path.empty()) << run;
+    Ema ema(c.model.parameters(), 0.9, true);
+    ema.load(c.ema_path);
+    EXPECT_EQ(ema.updates(), 8);
+    std::map<std::string, std::vector<double>> out;
+    for (const auto& [name, t] : ema.averages()) out[name] = t.to_f64_vector();
+    return out;
+  };
+  EXPECT_EQ(average("ema_interrupted"), average("ema_straight"));
+  EXPECT_NE(average("ema_straight"), final_weights("ema_straight"));  // an average, not the weights
+}
+
 }  // namespace
 }  // namespace dew::train
