@@ -3,6 +3,7 @@
 // objective comes from diffusion.json beside it; its weight average (ema.safetensors) is used when
 // there is one, unless --no-ema.
 #include <dew/error.h>
+#include <dew/runtime.h>
 #include <dew/train.h>
 
 #include <chrono>
@@ -15,7 +16,7 @@ namespace dew::cli {
 namespace {
 
 struct SampleOptions {
-  std::string model, sampler = "dpmpp-2m", out = "samples.png";
+  std::string model, sampler = "dpmpp-2m", out = "samples.png", precision = "auto";
   int64_t steps = 20, count = 8;
   double cfg = 1;
   std::vector<int64_t> classes;
@@ -44,8 +45,15 @@ int run_sample(const SampleOptions& o) {
     average.load(ema.string());
     model = average.applied_to(model);
   }
+  // auto: bf16 where the CPU multiplies bf16 natively (AVX-512 BF16), as `dew train` computes.
+  DEW_REQUIRE(o.precision == "auto" || o.precision == "f32" || o.precision == "bf16",
+              "[sample] --precision {}; expected auto, f32 or bf16", o.precision);
+  const DType dtype = o.precision == "bf16" || (o.precision == "auto" && cpu_features().avx512bf16)
+                          ? DType::bf16
+                          : DType::f32;
+  const Dit network = model.image().to(dtype);
   const auto start = std::chrono::steady_clock::now();
-  const Tensor images = train::sample_images(model.image(), objective,
+  const Tensor images = train::sample_images(network, objective,
                                              {.sampler = o.sampler,
                                               .steps = o.steps,
                                               .cfg = o.cfg,
@@ -54,9 +62,9 @@ int run_sample(const SampleOptions& o) {
                                               .classes = o.classes});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   train::save_image_grid(images, model.image().config().num_classes > 0 ? o.count : 8, o.out);
-  fmt::print("{}: {} images, {} in {} steps{}, {} weights; {:.1f} images/s\n", o.out, images.size(0),
+  fmt::print("{}: {} images, {} in {} steps{}, {} weights in {}; {:.1f} images/s\n", o.out, images.size(0),
              o.sampler, o.steps, o.cfg != 1 ? fmt::format(", guidance {}", o.cfg) : "",
-             averaged ? "averaged" : "trained", double(images.size(0)) / seconds);
+             averaged ? "averaged" : "trained", dtype_name(dtype), double(images.size(0)) / seconds);
   return 0;
 }
 
@@ -76,6 +84,8 @@ void add_sample(CLI::App& app, int& status) {
   cmd->add_option("--seed", o.seed, "the noise's seed")->default_val(0);
   cmd->add_option("--out", o.out, "the PNG to write")->default_val("samples.png");
   cmd->add_flag("--no-ema", o.no_ema, "the trained weights, not their average");
+  cmd->add_option("--precision", o.precision, "auto (bf16 on CPUs with AVX-512 BF16), f32 or bf16")
+      ->default_val("auto");
 }
 
 }  // namespace dew::cli
