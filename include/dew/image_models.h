@@ -34,6 +34,9 @@ struct DitConfig {
 // sizes that do not fit (an image not divisible into patches, hidden_size not divisible by heads or
 // by 4 for the fixed position table) are refused by name. `source` names it in errors.
 DitConfig parse_dit_config(const std::string& json_text, const std::string& source);
+// Whether a model config's JSON names a DiT (model_type "dit"): the image models' test, wherever a
+// config may be either kind. `source` names the text in errors.
+bool is_dit_config(const std::string& json_text, const std::string& source);
 std::string dit_config_json(const DitConfig& config);
 
 class Dit {

@@ -5,14 +5,14 @@
 #include <dew/runtime.h>
 
 #include <cmath>
+
 #include <memory>
+#include "diffusion/detail.h"
 
 namespace dew::diffusion {
 namespace {
 
-Tensor scaled(const Tensor& x, double c) {
-  return mul(x, Tensor::full({}, c, x.dtype(), x.device()));
-}
+using detail::scaled;
 
 }  // namespace
 

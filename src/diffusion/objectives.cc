@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "diffusion/names.h"
+#include "diffusion/detail.h"
 
 namespace dew::diffusion {
 namespace {

@@ -14,14 +14,13 @@
 
 #include <cmath>
 
-#include "diffusion/names.h"
+#include "diffusion/detail.h"
 
 namespace dew::diffusion {
 namespace {
 
-Tensor scaled(const Tensor& x, double c) {
-  return mul(x, Tensor::full({}, c, x.dtype(), x.device()));
-}
+using detail::scaled;
+
 // p x + q y
 Tensor combine(double p, const Tensor& x, double q, const Tensor& y) {
   return add(scaled(x, p), scaled(y, q));

@@ -12,19 +12,14 @@
 
 #include "io/files.h"
 #include "io/json.h"
+#include "models/linear.h"
 
 namespace dew::train {
 namespace {
 
 constexpr int64_t kHidden = 512, kFeatures = 128;
 
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, Activation activation = Activation::none) {
-  MatmulOptions o;
-  o.transpose_b = true;
-  o.bias = b;
-  o.activation = activation;
-  return matmul(x, w, o);
-}
+using models::linear;
 
 // Eigenvalues and vectors of a symmetric n x n matrix (row-major, f64) by cyclic Jacobi rotations;
 // `vectors` gets the eigenvectors as columns.

@@ -197,10 +197,14 @@ std::string write_report(const std::string& run_dir) {
   const fs::path dir(run_dir), metrics_path = dir / "metrics.jsonl";
   DEW_REQUIRE(fs::is_regular_file(metrics_path),
               "[report] {} has no metrics.jsonl; expected the directory of a `dew train` run", run_dir);
-  std::vector<nlohmann::json> steps, evals, quality;  // step lines, evaluations, an image model's sample measures
+  // Step lines, evaluations, and an image model's sample measures.
+  std::vector<nlohmann::json> steps, evals, quality;
   for (nlohmann::json& j : read_lines(metrics_path)) {
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number()) continue;
-    (j.contains("eval_loss") ? evals : j.contains("frechet_distance") ? quality : steps).push_back(std::move(j));
+    (j.contains("eval_loss")          ? evals
+     : j.contains("frechet_distance") ? quality
+                                      : steps)
+        .push_back(std::move(j));
   }
   const nlohmann::json run =
       fs::is_regular_file(dir / "run.json")

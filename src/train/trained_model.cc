@@ -6,27 +6,18 @@
 #include <filesystem>
 
 #include "io/files.h"
-#include "io/json.h"
 
 namespace dew::train {
-namespace {
-
-bool is_dit_json(const std::string& json_text, const std::string& source) {
-  const nlohmann::json j = parse_json(json_text, source);
-  return j.is_object() && j.value("model_type", std::string()) == "dit";
-}
-
-}  // namespace
 
 TrainedModel TrainedModel::init(const std::string& model_json, uint64_t seed) {
-  if (is_dit_json(model_json, "model config"))
+  if (is_dit_config(model_json, "model config"))
     return Dit::init(parse_dit_config(model_json, "model config"), DType::f32, seed);
   return CausalLM::init(parse_model_config(model_json, "model config"), DType::f32, seed);
 }
 
 TrainedModel TrainedModel::load(const std::string& directory) {
   const std::string config = (std::filesystem::path(directory) / "config.json").string();
-  if (std::filesystem::exists(config) && is_dit_json(read_text_file(config), config))
+  if (std::filesystem::exists(config) && is_dit_config(read_text_file(config), config))
     return Dit::load(directory, DType::f32);
   return CausalLM::load(directory, DType::f32);
 }

@@ -65,11 +65,6 @@ void copy_weights(TrainedModel& from, TrainedModel& into, const std::string& sou
   }
 }
 
-// Wall-clock seconds since the Unix epoch, for the metrics' timestamps.
-double unix_time() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 // "steps 360 -> 400, schedule.total_steps 360 -> 400": what differs between two resolved configs
 // (describe_config), leaf by leaf.
 std::string config_changes(const nlohmann::json& before, const nlohmann::json& now) {
@@ -139,7 +134,7 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
   DEW_REQUIRE(config_.eval_every == 0 || (eval_chain_ && config_.eval_batches >= 1),
               "[train] eval_every {} needs a held-out chain ([eval.data]) and eval_batches >= 1",
               config_.eval_every);
-  const bool image_model = parse_json(config_.model_json, "model config").value("model_type", "") == "dit";
+  const bool image_model = is_dit_config(config_.model_json, "model config");
   DEW_REQUIRE(config_.quality_classifier.empty() || config_.sample_every == 0 || (image_model && eval_chain_),
               "[train] a quality classifier ([sample] classifier) measures an image model's samples against "
               "held-out images: it needs model_type \"dit\" and [eval.data]");
@@ -446,14 +441,15 @@ void Trainer::sample(Run& run) {
   DEW_REQUIRE(tokenizer, "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
   NoGrad no_grad;
   std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
+  const TrainedModel averaged =
+      run.ema ? run.ema->applied_to(run.model) : TrainedModel();  // drawn from, if kept
+  const CausalLM& model = (run.ema ? averaged : run.model).language();
   for (const std::string& prompt : config_.sample_prompts) {
     GenerationOptions options{.max_new_tokens = config_.sample_tokens};
     if (tokenizer->eos_id()) options.eos_ids = {*tokenizer->eos_id()};
     const std::vector<int64_t> ids = tokenizer->encode(prompt, {.add_special_tokens = true});
     // A model's vocabulary may be padded past the tokenizer's; ids it has no text for are left out.
-    // From the weights' average when one is kept.
-    const TrainedModel averaged = run.ema ? run.ema->applied_to(run.model) : TrainedModel();
-    std::vector<int64_t> produced = generate((run.ema ? averaged : run.model).language(), {ids}, options)[0];
+    std::vector<int64_t> produced = generate(model, {ids}, options)[0];
     std::erase_if(produced, [&](int64_t id) { return id >= tokenizer->vocab_size(); });
     const std::string text = tokenizer->decode(produced, {.skip_special_tokens = true});
     samples << nlohmann::json{{"step", run.step}, {"prompt", prompt}, {"text", text}}.dump(

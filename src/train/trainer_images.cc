@@ -43,9 +43,7 @@ void Trainer::evaluate_images(Run& run) {
   }
   run.outcome.eval_loss = images ? weighted / double(images) : NAN;
   run.metrics << nlohmann::json{{"step", run.step},
-                                {"time", std::chrono::duration<double>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count()},
+                                {"time", unix_time()},
                                 {"eval_loss", run.outcome.eval_loss},
                                 {"eval_images", images}}
                      .dump()

@@ -15,6 +15,11 @@ namespace dew::train {
 
 using Clock = std::chrono::steady_clock;
 
+// Wall-clock seconds since the Unix epoch, for the metrics' timestamps.
+inline double unix_time() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 // One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
 struct Trainer::Run {
   TrainedModel model;

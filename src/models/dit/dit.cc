@@ -15,9 +15,12 @@
 #include <set>
 
 #include "io/files.h"
+#include "models/linear.h"
 
 namespace dew {
 namespace {
+
+using models::linear;
 
 constexpr double kNormEps = 1e-6;
 
@@ -38,15 +41,6 @@ Tensor position_table(const DitConfig& c, DType dtype) {
         }
     }
   return Tensor::from_values(v, {1, grid * grid, h}, dtype);
-}
-
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              Activation activation = Activation::none) {
-  MatmulOptions o;
-  o.transpose_b = true;
-  o.bias = bias;
-  o.activation = activation;
-  return matmul(x, weight, o);
 }
 
 DType dtype_of_parameters(const std::map<std::string, Tensor>& parameters) {
@@ -178,7 +172,7 @@ Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, cons
     if (c.time_scale != 1) scaled = mul(scaled, Tensor::full({}, c.time_scale, embed_dtype, time.device()));
     const Tensor f = cast(timestep_embedding(scaled, c.frequency_embedding_size), dtype);
     const std::string e(embedder);
-    return linear(linear(f, w(e + ".mlp.0.weight"), w(e + ".mlp.0.bias"), Activation::silu),
+    return linear(linear(f, w(e + ".mlp.0.weight"), w(e + ".mlp.0.bias"), {}, Activation::silu),
                   w(e + ".mlp.2.weight"), w(e + ".mlp.2.bias"));
   };
   Tensor cond = embed_time("t_embedder", t);

@@ -56,6 +56,11 @@ DitConfig parse_dit_config(const std::string& json_text, const std::string& sour
   return c;
 }
 
+bool is_dit_config(const std::string& json_text, const std::string& source) {
+  const nlohmann::json j = parse_json(json_text, source);
+  return j.is_object() && j.value("model_type", std::string()) == "dit";
+}
+
 std::string dit_config_json(const DitConfig& c) {
   nlohmann::json j = {{"model_type", "dit"},
                       {"image_size", c.image_size},

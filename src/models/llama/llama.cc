@@ -10,21 +10,13 @@
 #include <functional>
 
 #include "models/families.h"
+#include "models/linear.h"
 
 namespace dew::models {
 namespace {
 
 std::string layer(int64_t i, const std::string& rest) {
   return fmt::format("model.layers.{}.{}", i, rest);
-}
-
-// nn.Linear: x @ W^T + b (+ residual), in one GEMM with its epilogue.
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias = {}, const Tensor& residual = {}) {
-  MatmulOptions o;
-  o.transpose_b = true;
-  o.bias = bias;
-  o.residual = residual;
-  return matmul(x, w, o);
 }
 
 const Tensor& optional(const Parameters& p, const std::string& name, bool present) {

@@ -1,8 +1,9 @@
-// The names of an enumeration's values (samplers, objectives), one list per enumeration, read both
-// ways: a name to its value (an unknown one refused, listing those that exist) and back.
+// What the diffusion files share: an enumeration's value by name (samplers, objectives; an unknown
+// name refused, listing those that exist), and a tensor scaled by a number.
 #pragma once
 
 #include <dew/error.h>
+#include <dew/ops.h>
 
 #include <span>
 #include <string>
@@ -14,6 +15,11 @@ E value_named(std::span<const char* const> names, const std::string& name, const
   for (size_t i = 0; i < names.size(); ++i)
     if (name == names[i]) return E(i);
   fail("[diffusion] {} \"{}\"; expected one of {}", what, name, fmt::join(names, ", "));
+}
+
+// c x, the scalar in x's dtype and on its device.
+inline Tensor scaled(const Tensor& x, double c) {
+  return mul(x, Tensor::full({}, c, x.dtype(), x.device()));
 }
 
 }  // namespace dew::diffusion::detail
