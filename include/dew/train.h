@@ -25,19 +25,19 @@
 namespace dew::train {
 
 // What a run trains, as its [model] model_type says: a causal language model (the next-token
-// objective) or a DiT (a diffusion objective, [diffusion]).
+// objective) or an image backbone, DiT or UNet (a diffusion objective, [diffusion]).
 class TrainedModel {
  public:
   TrainedModel() = default;
   TrainedModel(CausalLM model) : model_(std::move(model)) {}
-  TrainedModel(Dit model) : model_(std::move(model)) {}
+  TrainedModel(ImageModel model) : model_(std::move(model)) {}
   static TrainedModel init(const std::string& model_json, uint64_t seed);  // f32
   static TrainedModel load(const std::string& directory);                  // f32
-  bool is_image() const { return std::holds_alternative<Dit>(model_); }
+  bool is_image() const { return std::holds_alternative<ImageModel>(model_); }
   CausalLM& language();  // refuses an image model, naming both
   const CausalLM& language() const;
-  Dit& image();
-  const Dit& image() const;
+  ImageModel& image();
+  const ImageModel& image() const;
   std::map<std::string, Tensor>& parameters();
   const std::map<std::string, Tensor>& parameters() const;
   std::string model_type() const;
@@ -46,7 +46,7 @@ class TrainedModel {
   TrainedModel to(Device device) const;
 
  private:
-  std::variant<CausalLM, Dit> model_;
+  std::variant<CausalLM, ImageModel> model_;
 };
 
 // The exponential moving average of a model's weights: after update n (1-based) each average moves
@@ -214,16 +214,17 @@ struct ImageStepOptions {
   uint64_t seed = 0;
   int64_t step_index = 0;  // the optimizer step's number, for the draws
 };
-StepResult image_train_step(const Dit& model, const std::vector<Param>& params, Optimizer& optimizer,
+StepResult image_train_step(const ImageModel& model, const std::vector<Param>& params, Optimizer& optimizer,
                             const ImageStepOptions& options,
                             const std::function<std::optional<data::Batch>()>& next_batch);
 // The labels a step trains on: each replaced by num_classes (the null class) with the model's
 // class_dropout_prob, drawn from (seed, step, microbatch); undefined when the model has no classes.
-Tensor dropped_labels(const Dit& model, const Tensor& labels, uint64_t seed, int64_t step, int64_t micro);
-// Training FLOPs per image (NOTE [training FLOPs], trainer.cc): 6 N T + 12 depth T^2 hidden at T
-// tokens; MeanFlow's tangent pass adds a third (4 forward passes' worth instead of 3).
-double training_flops_per_image(const Dit& model, diffusion::Objective objective);
-// A DiT's samples: `per_class` images of each class in `classes` (rows; empty: every class) drawn
+Tensor dropped_labels(const ImageModel& model, const Tensor& labels, uint64_t seed, int64_t step,
+                      int64_t micro);
+// Training FLOPs per image (NOTE [training FLOPs], trainer.cc): 3 forward passes' worth (the model's
+// forward_flops); MeanFlow's tangent pass adds a fourth.
+double training_flops_per_image(const ImageModel& model, diffusion::Objective objective);
+// An image model's samples: `per_class` images of each class in `classes` (rows; empty: every class) drawn
 // with `sampler` in `steps` steps and guidance `cfg` (1: none), or per_class x 8 unconditional
 // images; (N,C,H,W) f32 in [-1, 1].
 struct ImageSampling {
@@ -234,7 +235,7 @@ struct ImageSampling {
   uint64_t seed = 0;
   std::vector<int64_t> classes;
 };
-Tensor sample_images(const Dit& model, const diffusion::ObjectiveOptions& objective,
+Tensor sample_images(const ImageModel& model, const diffusion::ObjectiveOptions& objective,
                      const ImageSampling& options);
 // Images (N,C,H,W) in [-1, 1] (clamped) as one PNG of `columns` per row, 2 black pixels between
 // images; C is 1 (gray) or 3 (RGB).
@@ -444,7 +445,7 @@ class Trainer {
   void sample(Run& run);
   void evaluate_images(Run& run);  // trainer_images.cc
   void sample_images(Run& run);
-  void measure_samples(Run& run, const Dit& model);
+  void measure_samples(Run& run, const ImageModel& model);
   std::string checkpoint(Run& run);
   std::string run_description() const;  // run.json
   void say(const std::string& line) const;

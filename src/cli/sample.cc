@@ -36,7 +36,8 @@ int run_sample(const SampleOptions& o) {
   const diffusion::ObjectiveOptions objective =
       diffusion::parse_objective_json(read_text_file(objective_path.string()), objective_path.string());
   train::TrainedModel model = train::TrainedModel::load(dir);
-  DEW_REQUIRE(model.is_image(), "[sample] {} holds a {} model; dew sample draws from image models (dit)", dir,
+  DEW_REQUIRE(model.is_image(),
+              "[sample] {} holds a {} model; dew sample draws from image models (dit, unet)", dir,
               model.model_type());
   const fs::path ema = fs::path(dir) / "ema.safetensors";
   const bool averaged = !o.no_ema && fs::exists(ema);
@@ -51,7 +52,7 @@ int run_sample(const SampleOptions& o) {
   const DType dtype = o.precision == "bf16" || (o.precision == "auto" && cpu_features().avx512bf16)
                           ? DType::bf16
                           : DType::f32;
-  const Dit network = model.image().to(dtype);
+  const ImageModel network = model.image().to(dtype);
   const auto start = std::chrono::steady_clock::now();
   const Tensor images = train::sample_images(network, objective,
                                              {.sampler = o.sampler,
@@ -61,7 +62,7 @@ int run_sample(const SampleOptions& o) {
                                               .seed = o.seed,
                                               .classes = o.classes});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  train::save_image_grid(images, model.image().config().num_classes > 0 ? o.count : 8, o.out);
+  train::save_image_grid(images, model.image().conditioning().num_classes > 0 ? o.count : 8, o.out);
   fmt::print("{}: {} images, {} in {} steps{}, {} weights in {}; {:.1f} images/s\n", o.out, images.size(0),
              o.sampler, o.steps, o.cfg != 1 ? fmt::format(", guidance {}", o.cfg) : "",
              averaged ? "averaged" : "trained", dtype_name(dtype), double(images.size(0)) / seconds);

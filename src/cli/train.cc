@@ -73,7 +73,7 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
   // step lines stay in metrics.jsonl; otherwise every log line is printed as it comes, with its elapsed
   // time and ETA.
   const bool terminal = ::isatty(::fileno(stderr));
-  const bool image = is_dit_config(config.model_json, "model config");
+  const bool image = is_image_model_config(config.model_json, "model config");
   trainer.on_step = [&](const train::Trainer::Progress& p) {
     if (!terminal) return;
     fmt::print(stderr, "\r\033[Kstep {}/{}  loss {:.4f}  lr {:.3g}  {:.0f} {}/s  ETA {}", p.step, p.steps,

@@ -196,6 +196,14 @@ bool JsonFields::flag_or(const std::string& key, bool fallback) const {
   return json[key].get<bool>();
 }
 
+int64_t JsonFields::count_or(const std::string& key, int64_t fallback) const {
+  if (!has(key)) return fallback;
+  const auto& v = json[key];
+  DEW_REQUIRE(v.is_number_integer() && v.get<int64_t>() >= 0,
+              "{}: \"{}\" is {}; expected a count (an integer >= 0)", source, key, v.dump());
+  return v.get<int64_t>();
+}
+
 std::string JsonFields::text_or(const std::string& key, const std::string& fallback) const {
   if (!has(key)) return fallback;
   DEW_REQUIRE(json[key].is_string(), "{}: \"{}\" is {}; expected a string", source, key, json[key].dump());

@@ -46,6 +46,7 @@ struct JsonFields {
   int64_t size_or(const std::string& key, int64_t fallback) const;
   double number_or(const std::string& key, double fallback) const;
   bool flag_or(const std::string& key, bool fallback) const;
+  int64_t count_or(const std::string& key, int64_t fallback) const;  // an integer >= 0
   std::string text_or(const std::string& key, const std::string& fallback) const;
   // Refuses a member not in `known`, naming it, the nearest known one and the list.
   void only(std::initializer_list<const char*> known) const;

@@ -80,7 +80,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   // [model] without vocab_size takes the tokenizer's, so that the size is written once; with one, it
   // must hold every id the tokenizer gives. Both are settled here, before any training.
   toml::table model_fields = model;
-  const bool image_model = model_fields["model_type"].value<std::string_view>() == "dit";
+  const std::string_view model_type = model_fields["model_type"].value_or(std::string_view());
+  const bool image_model = model_type == "dit" || model_type == "unet";
   if (!c.tokenizer.empty() && !image_model) {
     const int64_t ids = Tokenizer::load(c.tokenizer).vocab_size();  // a missing one is refused, by path
     if (!model_fields.contains("vocab_size")) model_fields.insert("vocab_size", ids);
@@ -94,11 +95,11 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.model_json = json.str();
   // Refused here, naming the file, before any training.
   if (image_model) {
-    parse_dit_config(c.model_json, path + " [model]");
+    image_model_conditioning(c.model_json, path + " [model]");
     std::ostringstream objective;
     objective << toml::json_formatter{table("diffusion")};
     DEW_REQUIRE(root.contains("diffusion"),
-                "{}: an image model (dit) needs a [diffusion] table naming its objective "
+                "{}: an image model (dit, unet) needs a [diffusion] table naming its objective "
                 "(objective = \"flow\", ...; docs/diffusion.md)",
                 path);
     c.diffusion = diffusion::parse_objective_json(objective.str(), path + ": diffusion");
@@ -106,7 +107,7 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
     parse_model_config(c.model_json, path + " [model]");
     DEW_REQUIRE(!root.contains("diffusion"),
                 "{}: a [diffusion] table for a language model; it is an image "
-                "model's objective (model_type = \"dit\")",
+                "model's objective (model_type = \"dit\" or \"unet\")",
                 path);
   }
 

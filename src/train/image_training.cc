@@ -11,24 +11,14 @@
 
 namespace dew::train {
 
-double training_flops_per_image(const Dit& model, diffusion::Objective objective) {
-  const DitConfig& c = model.config();
-  const double T = double(c.tokens());
-  double per_token = 0, per_image = 0;  // weights multiplied once per token, and once per image
-  for (const auto& [name, p] : model.parameters()) {
-    if (p.dim() < 2 || name.starts_with("y_embedder") || name == "pos_embed") continue;  // lookups and adds
-    const bool conditioning =
-        name.find("embedder") != std::string::npos || name.find("adaLN") != std::string::npos;
-    (conditioning ? per_image : per_token) += double(p.numel());
-  }
-  const double forward =
-      2 * (per_token * T + per_image) + 4 * double(c.depth) * T * T * double(c.hidden_size);
-  return forward * (objective == diffusion::Objective::meanflow ? 4 : 3);
+double training_flops_per_image(const ImageModel& model, diffusion::Objective objective) {
+  return model.forward_flops() * (objective == diffusion::Objective::meanflow ? 4 : 3);
 }
 
-Tensor sample_images(const Dit& model, const diffusion::ObjectiveOptions& objective, const ImageSampling& o) {
+Tensor sample_images(const ImageModel& model, const diffusion::ObjectiveOptions& objective,
+                     const ImageSampling& o) {
   namespace df = diffusion;
-  const DitConfig& c = model.config();
+  const ImageConditioning c = model.conditioning();
   DEW_REQUIRE(o.per_class >= 1 && o.steps >= 1 && o.cfg >= 0,
               "[sample] {} per class, {} steps, guidance {}; expected at least 1, 1 and 0", o.per_class,
               o.steps, o.cfg);

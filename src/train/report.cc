@@ -215,8 +215,10 @@ std::string write_report(const std::string& run_dir) {
                      " — dew report</title>\n" + kStyle + "</head>\n<body>\n<h1>" + escape(run_dir) +
                      "</h1>\n";
   // The summary: how far, how long, how well.
-  const bool image = run.contains("config") && run["config"].contains("model") &&
-                     run["config"]["model"].value("model_type", "") == "dit";
+  const std::string model_type = run.contains("config") && run["config"].contains("model")
+                                     ? run["config"]["model"].value("model_type", "")
+                                     : "";
+  const bool image = model_type == "dit" || model_type == "unet";
   std::vector<std::string> facts;
   if (!steps.empty()) {
     const nlohmann::json& last = steps.back();
@@ -248,10 +250,15 @@ std::string write_report(const std::string& run_dir) {
                     e["eval_loss"].get<double>(), std::exp(e["eval_loss"].get<double>()),
                     e.value("unigram_entropy", NAN)));
   }
-  if (image)
+  if (model_type == "dit")
     facts.push_back(fmt::format(
         "model dit ({} blocks, width {}, patches of {})", run["config"]["model"].value("depth", 0),
         run["config"]["model"].value("hidden_size", 0), run["config"]["model"].value("patch_size", 0)));
+  else if (model_type == "unet")
+    facts.push_back(
+        fmt::format("model unet (channels {}, {} ResNet blocks per level)",
+                    run["config"]["model"].value("block_out_channels", nlohmann::json::array()).dump(),
+                    run["config"]["model"].value("layers_per_block", 2)));
   else if (run.contains("config") && run["config"].contains("model"))
     facts.push_back(fmt::format("model {} ({} layers, width {})",
                                 run["config"]["model"].value("model_type", "?"),

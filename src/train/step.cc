@@ -103,12 +103,12 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
                   });
 }
 
-StepResult image_train_step(const Dit& model, const std::vector<Param>& params, Optimizer& optimizer,
+StepResult image_train_step(const ImageModel& model, const std::vector<Param>& params, Optimizer& optimizer,
                             const ImageStepOptions& options,
                             const std::function<std::optional<data::Batch>()>& next_batch) {
   return run_step(
       model, params, optimizer, options.step, next_batch,
-      [&](const Dit& m, const data::Batch& batch, int64_t micro, StepResult& out) {
+      [&](const ImageModel& m, const data::Batch& batch, int64_t micro, StepResult& out) {
         DEW_REQUIRE(batch.images.defined(),
                     "[train] batch {} of the data chain holds tokens; an image model trains on images (an "
                     "idx_images source)",
@@ -132,8 +132,9 @@ StepResult image_train_step(const Dit& model, const std::vector<Param>& params, 
       });
 }
 
-Tensor dropped_labels(const Dit& model, const Tensor& labels, uint64_t seed, int64_t step, int64_t micro) {
-  const DitConfig& c = model.config();
+Tensor dropped_labels(const ImageModel& model, const Tensor& labels, uint64_t seed, int64_t step,
+                      int64_t micro) {
+  const ImageConditioning c = model.conditioning();
   if (c.num_classes == 0) return {};
   std::vector<double> v = labels.to_f64_vector();
   for (size_t i = 0; i < v.size(); ++i)

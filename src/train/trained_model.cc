@@ -1,5 +1,5 @@
-// TrainedModel (train.h): a language model or a DiT, chosen by the config's model_type, behind the
-// few operations the Trainer and checkpoints need of either.
+// TrainedModel (train.h): a language model or an image model (DiT, UNet), chosen by the config's model_type,
+// behind the few operations the Trainer and checkpoints need of either.
 #include <dew/error.h>
 #include <dew/train.h>
 
@@ -10,33 +10,33 @@
 namespace dew::train {
 
 TrainedModel TrainedModel::init(const std::string& model_json, uint64_t seed) {
-  if (is_dit_config(model_json, "model config"))
-    return Dit::init(parse_dit_config(model_json, "model config"), DType::f32, seed);
+  if (is_image_model_config(model_json, "model config"))
+    return ImageModel::init(model_json, DType::f32, seed);
   return CausalLM::init(parse_model_config(model_json, "model config"), DType::f32, seed);
 }
 
 TrainedModel TrainedModel::load(const std::string& directory) {
   const std::string config = (std::filesystem::path(directory) / "config.json").string();
-  if (std::filesystem::exists(config) && is_dit_config(read_text_file(config), config))
-    return Dit::load(directory, DType::f32);
+  if (std::filesystem::exists(config) && is_image_model_config(read_text_file(config), config))
+    return ImageModel::load(directory, DType::f32);
   return CausalLM::load(directory, DType::f32);
 }
 
 CausalLM& TrainedModel::language() {
-  DEW_REQUIRE(!is_image(), "[train] this is an image model (dit); expected a language model here");
+  DEW_REQUIRE(!is_image(), "[train] this is an image model; expected a language model here");
   return std::get<CausalLM>(model_);
 }
 const CausalLM& TrainedModel::language() const {
-  DEW_REQUIRE(!is_image(), "[train] this is an image model (dit); expected a language model here");
+  DEW_REQUIRE(!is_image(), "[train] this is an image model; expected a language model here");
   return std::get<CausalLM>(model_);
 }
-Dit& TrainedModel::image() {
-  DEW_REQUIRE(is_image(), "[train] this is a language model; expected an image model (dit) here");
-  return std::get<Dit>(model_);
+ImageModel& TrainedModel::image() {
+  DEW_REQUIRE(is_image(), "[train] this is a language model; expected an image model (dit, unet) here");
+  return std::get<ImageModel>(model_);
 }
-const Dit& TrainedModel::image() const {
-  DEW_REQUIRE(is_image(), "[train] this is a language model; expected an image model (dit) here");
-  return std::get<Dit>(model_);
+const ImageModel& TrainedModel::image() const {
+  DEW_REQUIRE(is_image(), "[train] this is a language model; expected an image model (dit, unet) here");
+  return std::get<ImageModel>(model_);
 }
 
 std::map<std::string, Tensor>& TrainedModel::parameters() {
@@ -48,7 +48,7 @@ const std::map<std::string, Tensor>& TrainedModel::parameters() const {
 }
 
 std::string TrainedModel::model_type() const {
-  return is_image() ? "dit" : language().config().model_type;
+  return is_image() ? image().model_type() : language().config().model_type;
 }
 
 int64_t TrainedModel::parameter_count() const {

@@ -134,10 +134,10 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
   DEW_REQUIRE(config_.eval_every == 0 || (eval_chain_ && config_.eval_batches >= 1),
               "[train] eval_every {} needs a held-out chain ([eval.data]) and eval_batches >= 1",
               config_.eval_every);
-  const bool image_model = is_dit_config(config_.model_json, "model config");
+  const bool image_model = is_image_model_config(config_.model_json, "model config");
   DEW_REQUIRE(config_.quality_classifier.empty() || config_.sample_every == 0 || (image_model && eval_chain_),
               "[train] a quality classifier ([sample] classifier) measures an image model's samples against "
-              "held-out images: it needs model_type \"dit\" and [eval.data]");
+              "held-out images: it needs an image model (model_type \"dit\" or \"unet\") and [eval.data]");
   DEW_REQUIRE(config_.sample_every == 0 || image_model ||
                   (!config_.sample_prompts.empty() && config_.sample_tokens >= 1),
               "[train] sample_every {} needs prompts and sample_tokens >= 1", config_.sample_every);

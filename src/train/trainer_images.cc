@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 void Trainer::evaluate_images(Run& run) {
   NoGrad no_grad;
   data::Chain held_out = eval_chain_();
-  const Dit model = run.model.image().to(config_.compute);  // as the training steps compute
+  const ImageModel model = run.model.image().to(config_.compute);  // as the training steps compute
   const DType dtype = config_.compute;
   double weighted = 0;
   int64_t images = 0;
@@ -29,8 +29,8 @@ void Trainer::evaluate_images(Run& run) {
                 "[train] the held-out chain holds tokens; an image model evaluates on images");
     const int64_t n = batch->real_rows;
     const Tensor x0 = batch->images.slice(0, 0, n).contiguous();
-    const Tensor labels = model.config().num_classes > 0 ? batch->labels.slice(0, 0, n).contiguous()
-                                                         : Tensor();  // never dropped
+    const Tensor labels = model.conditioning().num_classes > 0 ? batch->labels.slice(0, 0, n).contiguous()
+                                                               : Tensor();  // never dropped
     const diffusion::TrainingNetwork network = [&](const Tensor& x, const Tensor& t, const Tensor& r) {
       return model.forward(cast(x, dtype), t, labels, r);
     };
@@ -56,12 +56,12 @@ void Trainer::evaluate_images(Run& run) {
 void Trainer::sample_images(Run& run) {
   const TrainedModel averaged = run.ema ? run.ema->applied_to(run.model) : TrainedModel();
   // In the steps' compute dtype: bf16 mixed precision samples in bf16.
-  const Dit model = (run.ema ? averaged : run.model).image().to(config_.compute);
+  const ImageModel model = (run.ema ? averaged : run.model).image().to(config_.compute);
   const Tensor samples = train::sample_images(model, config_.diffusion, config_.image_samples);
   const fs::path dir = fs::path(run_dir_) / "samples";
   fs::create_directories(dir);
   const std::string path = (dir / fmt::format("step-{:08d}.png", run.step)).string();
-  save_image_grid(samples, model.config().num_classes > 0 ? config_.image_samples.per_class : 8, path);
+  save_image_grid(samples, model.conditioning().num_classes > 0 ? config_.image_samples.per_class : 8, path);
   say(fmt::format(
       "step {}: samples {} ({} steps of {}{})", run.step, path, config_.image_samples.steps,
       config_.image_samples.sampler,
@@ -69,7 +69,7 @@ void Trainer::sample_images(Run& run) {
   if (!config_.quality_classifier.empty()) measure_samples(run, model);
 }
 
-void Trainer::measure_samples(Run& run, const Dit& model) {
+void Trainer::measure_samples(Run& run, const ImageModel& model) {
   const ImageClassifier classifier = ImageClassifier::load(config_.quality_classifier);
   NoGrad no_grad;
   // As many held-out images as samples, the first of a fresh held-out chain: the same at every step.
@@ -85,7 +85,7 @@ void Trainer::measure_samples(Run& run, const Dit& model) {
   }
   DEW_REQUIRE(have >= 2, "[train] the held-out chain holds {} images; the sample measures need {}", have,
               config_.quality_samples);
-  const int64_t classes = std::max<int64_t>(1, model.config().num_classes);
+  const int64_t classes = std::max<int64_t>(1, model.conditioning().num_classes);
   ImageSampling o = config_.image_samples;
   o.per_class = std::max<int64_t>(1, have / classes);
   o.seed += 0x7175616cull;  // "qual": other draws than the grid's
@@ -96,7 +96,7 @@ void Trainer::measure_samples(Run& run, const Dit& model) {
   const double distance =
       frechet_distance(classifier.features(samples), classifier.features(concat(real, 0)));
   const double accuracy =
-      model.config().num_classes > 0
+      model.conditioning().num_classes > 0
           ? classifier_accuracy(classifier, samples,
                                 Tensor::from_values(intended, {int64_t(intended.size())}, DType::i64))
           : NAN;

@@ -9,7 +9,6 @@ as Dew documents: the final linear's outputs are ordered (c, i, j) per patch, ch
 
 Run with Debian's PyTorch: apt-get install python3-torch && /usr/bin/python3 tools/torch_reference/make_dit_fixtures.py
 """
-import json
 import math
 import os
 import sys
@@ -18,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_fixtures import write_safetensors  # noqa: E402
+from image_fixtures import write_image_fixture  # noqa: E402
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models", "torch_fixtures")
 
@@ -125,48 +124,11 @@ GRADIENTS = ["x_embedder.proj.weight", "t_embedder.mlp.0.weight", "blocks.0.attn
 
 def main():
     for index, (name, c) in enumerate(CONFIGS.items()):
-        directory = os.path.join(OUT, name)
-        os.makedirs(directory, exist_ok=True)
-        generator = torch.Generator().manual_seed(300 + index)
-        weights = {n: (torch.randn(s, generator=generator, dtype=torch.float64) * 0.3).to(torch.bfloat16)
-                   for n, s in parameter_shapes(c).items()}
-        with open(os.path.join(directory, "config.json"), "w") as f:
-            json.dump(c, f, indent=1)
-        write_safetensors(os.path.join(directory, "model.safetensors"), weights)
-
-        B, S, C = 3, c["image_size"], c["in_channels"]
-        images = torch.randn((B, C, S, S), generator=generator, dtype=torch.float64)
-        times = torch.rand((B,), generator=generator, dtype=torch.float64)
-        meanflow = c.get("time_inputs", 1) == 2
-        r = times * torch.rand((B,), generator=generator, dtype=torch.float64) if meanflow else None
         labels = torch.tensor([0, c["num_classes"], 1]) if c["num_classes"] > 0 else None  # the null class too
-        cotangent = torch.randn((B, C, S, S), generator=generator, dtype=torch.float64)
-        image_tangent = torch.randn((B, C, S, S), generator=generator, dtype=torch.float64)
-        time_tangent = torch.rand((B,), generator=generator, dtype=torch.float64)
-        out = {"images": images, "times": times, "cotangent": cotangent, "image_tangent": image_tangent,
-               "time_tangent": time_tangent}
-        if labels is not None:
-            out["labels"] = labels
-        if r is not None:
-            out["r"] = r
-        names = [n for n in GRADIENTS if n in weights]
-        for dtype, tag in [(torch.float32, "f32"), (torch.float64, "f64")]:
-            w = {k: v.to(dtype).requires_grad_(k in names) for k, v in weights.items()}
-            x = images.to(dtype).requires_grad_()
-            rr = r.to(dtype) if r is not None else None
-            y = dit(c, w, x, times.to(dtype), labels, rr, dtype)
-            out[f"output_{tag}"] = y.detach()
-            grads = torch.autograd.grad((y * cotangent.to(dtype)).sum(), [w[n] for n in names] + [x])
-            for n, g in zip(names, grads):
-                out[f"grad_{tag}.{n}"] = g
-            out[f"grad_{tag}.images"] = grads[-1]
-            frozen = {k: v.detach() for k, v in w.items()}
-            _, tangent = torch.autograd.functional.jvp(
-                lambda xi, ti: dit(c, frozen, xi, ti, labels, rr, dtype),
-                (images.to(dtype), times.to(dtype)), (image_tangent.to(dtype), time_tangent.to(dtype)))
-            out[f"tangent_{tag}"] = tangent
-        write_safetensors(os.path.join(directory, "torch_outputs.safetensors"),
-                          {k: v.detach().contiguous() for k, v in out.items()})
+        write_image_fixture(os.path.join(OUT, name), c, parameter_shapes(c),
+                            lambda w, x, t, y, r, dtype: dit(c, w, x, t, y, r, dtype), 300 + index,
+                            (3, c["in_channels"], c["image_size"], c["image_size"]), c["in_channels"], labels,
+                            c.get("time_inputs", 1) == 2, GRADIENTS)
         print(name, "written")
 
 

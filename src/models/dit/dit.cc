@@ -8,13 +8,13 @@
 #include <dew/image_ops.h>
 #include <dew/ops.h>
 #include <dew/runtime.h>
-#include <dew/safetensors.h>
 
 #include <cmath>
 #include <filesystem>
-#include <set>
 
 #include "io/files.h"
+#include "models/image_checkpoint.h"
+#include "models/image_conditioning.h"
 #include "models/linear.h"
 
 namespace dew {
@@ -41,10 +41,6 @@ Tensor position_table(const DitConfig& c, DType dtype) {
         }
     }
   return Tensor::from_values(v, {1, grid * grid, h}, dtype);
-}
-
-DType dtype_of_parameters(const std::map<std::string, Tensor>& parameters) {
-  return parameters.empty() ? DType::f32 : parameters.begin()->second.dtype();
 }
 
 }  // namespace
@@ -75,52 +71,21 @@ Dit Dit::init(const DitConfig& config, DType dtype, uint64_t seed) {
 }
 
 Dit Dit::load(const std::string& directory, std::optional<DType> dtype) {
-  namespace fs = std::filesystem;
-  const std::string config_path = (fs::path(directory) / "config.json").string();
+  const std::string config_path = (std::filesystem::path(directory) / "config.json").string();
   Dit m;
   m.config_ = parse_dit_config(read_text_file(config_path), config_path);
-  const SafetensorsCheckpoint checkpoint = SafetensorsCheckpoint::open(directory);
-  const auto shapes = dit_parameter_shapes(m.config_);
-  std::vector<std::string> problems;
-  std::set<std::string> expected;
-  for (const auto& [name, shape] : shapes) {
-    expected.insert(name);
-    const SafetensorsEntry* e = checkpoint.find(name);
-    if (!e)
-      problems.push_back(fmt::format("\"{}\" is missing (expected {})", name, shape_str(shape)));
-    else if (e->shape != shape)
-      problems.push_back(
-          fmt::format("\"{}\" is {} (expected {})", name, shape_str(e->shape), shape_str(shape)));
-  }
-  for (const std::string& name : checkpoint.names())
-    if (!expected.count(name)) problems.push_back(fmt::format("\"{}\" is not a parameter of this dit", name));
-  DEW_REQUIRE(problems.empty(), "{}: the checkpoint does not match config.json: {}", directory,
-              fmt::join(problems, "; "));
-  for (const auto& [name, shape] : shapes) {
-    const Tensor t = checkpoint.load(name);
-    DEW_REQUIRE(is_floating(t.dtype()), "{}: \"{}\" holds {}; expected floating weights", directory, name,
-                dtype_name(t.dtype()));
-    m.parameters_[name] = as_dtype(t, dtype.value_or(t.dtype()));
-  }
+  m.parameters_ = models::load_parameters(directory, dit_parameter_shapes(m.config_), "dit", dtype);
   if (!m.config_.learned_position_embedding)
-    m.position_table_ = position_table(m.config_, dtype_of_parameters(m.parameters_));
+    m.position_table_ = position_table(m.config_, models::dtype_of_parameters(m.parameters_));
   return m;
 }
 
 void Dit::save(const std::string& directory) const {
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const auto& [name, shape] : dit_parameter_shapes(config_)) tensors.push_back({name, parameter(name)});
-  save_safetensors_checkpoint(directory, tensors);
-  const std::string text = dit_config_json(config_) + "\n";
-  AtomicFile config((std::filesystem::path(directory) / "config.json").string());
-  config.write(text.data(), text.size());
-  config.commit();
+  models::save_parameters(directory, dit_parameter_shapes(config_), parameters_, dit_config_json(config_));
 }
 
 const Tensor& Dit::parameter(const std::string& name) const {
-  const auto it = parameters_.find(name);
-  DEW_REQUIRE(it != parameters_.end(), "[dit] no parameter \"{}\"", name);
-  return it->second;
+  return models::parameter_named(parameters_, name, "dit");
 }
 
 int64_t Dit::parameter_count() const {
@@ -131,39 +96,38 @@ int64_t Dit::parameter_count() const {
 
 Dit Dit::to(DType dtype) const {
   Dit m = *this;
-  for (auto& [name, t] : m.parameters_)
-    if (t.dtype() != dtype) t = cast(t, dtype);
+  models::cast_parameters(m.parameters_, dtype);
   if (m.position_table_.defined()) m.position_table_ = position_table(m.config_, dtype);
   return m;
 }
 
 Dit Dit::to(Device device) const {
   Dit m = *this;
-  for (auto& [name, t] : m.parameters_) {
-    const bool leaf_wants_grad = t.requires_grad();
-    t = t.detach().to(device);
-    if (leaf_wants_grad) t.requires_grad_();
-  }
+  models::move_parameters(m.parameters_, device);
   if (m.position_table_.defined()) m.position_table_ = m.position_table_.to(device);
   return m;
 }
 
+double Dit::forward_flops() const {
+  const DitConfig& c = config_;
+  const double T = double(c.tokens());
+  double per_token = 0, per_image = 0;  // weights multiplied once per token, and once per image
+  for (const auto& [name, p] : parameters_) {
+    if (p.dim() < 2 || name.starts_with("y_embedder") || name == "pos_embed") continue;  // lookups and adds
+    const bool conditioning =
+        name.find("embedder") != std::string::npos || name.find("adaLN") != std::string::npos;
+    (conditioning ? per_image : per_token) += double(p.numel());
+  }
+  return 2 * (per_token * T + per_image) + 4 * double(c.depth) * T * T * double(c.hidden_size);
+}
+
 Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, const Tensor& r) const {
   const DitConfig& c = config_;
-  const DType dtype = dtype_of_parameters(parameters_);
+  const DType dtype = models::dtype_of_parameters(parameters_);
   const int64_t h = c.hidden_size, p = c.patch_size, H = c.num_heads, D = h / H;
-  DEW_REQUIRE(
-      x.dim() == 4 && x.size(1) == c.in_channels && x.size(2) == c.image_size && x.size(3) == c.image_size,
-      "[dit] images {}; expected (B, {}, {}, {}): {} channel(s) of {}x{} pixels", x.describe(), c.in_channels,
-      c.image_size, c.image_size, c.in_channels, c.image_size, c.image_size);
-  DEW_REQUIRE(x.dtype() == dtype, "[dit] images are {}; expected the parameters' {}", dtype_name(x.dtype()),
-              dtype_name(dtype));
+  models::check_images("dit", x, c.in_channels, c.image_size, dtype);
   const int64_t B = x.size(0), T = c.tokens();
-  DEW_REQUIRE(t.dim() == 1 && t.size(0) == B && is_floating(t.dtype()),
-              "[dit] times {}; expected a floating vector of {} (one per image)", t.describe(), B);
-  DEW_REQUIRE((c.time_inputs == 2) == r.defined(), "[dit] {}; this dit takes {}",
-              r.defined() ? "a second time r was given" : "no second time r was given",
-              c.time_inputs == 2 ? "r and t (MeanFlow)" : "t alone");
+  models::check_times("dit", t, r, B, c.time_inputs);
   const auto w = [&](const std::string& name) -> const Tensor& { return parameter(name); };
   // The time embedders run in f32 (or f64) from the times, as DiT's do, then join the parameters' dtype.
   const auto embed_time = [&](const char* embedder, const Tensor& time) {
@@ -177,21 +141,10 @@ Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, cons
   };
   Tensor cond = embed_time("t_embedder", t);
   if (r.defined()) {
-    DEW_REQUIRE(r.shape() == t.shape(), "[dit] r {}; expected t's shape {}", r.describe(),
-                shape_str(t.shape()));
     cond = add(cond, embed_time("r_embedder", sub(t, cast(r, t.dtype()))));
   }
   if (c.num_classes > 0) {
-    DEW_REQUIRE(labels.defined() && labels.dtype() == DType::i64 && labels.shape() == Shape({B}),
-                "[dit] labels {}; expected i64 ({}) classes",
-                labels.defined() ? labels.describe() : "missing", B);
-    const int64_t rows = w("y_embedder.embedding_table.weight").size(0);
-    for (double label : labels.to_f64_vector())
-      DEW_REQUIRE(label >= 0 && label<double(rows), "[dit] class {}; expected 0 to {}{}", int64_t(label),
-                                      c.num_classes - 1, rows>
-                                    c.num_classes
-                      ? fmt::format(", or {} (no class)", c.num_classes)
-                      : "");
+    models::check_labels("dit", labels, B, c.num_classes, w("y_embedder.embedding_table.weight").size(0));
     cond = add(cond, embedding(w("y_embedder.embedding_table.weight"), labels));
   }
   const Tensor cond_act = silu(cond);  // (B,h): every adaLN reads silu(c)

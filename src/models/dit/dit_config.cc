@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "io/json.h"
+#include "models/image_conditioning.h"
 
 namespace dew {
 
@@ -25,12 +26,7 @@ DitConfig parse_dit_config(const std::string& json_text, const std::string& sour
   c.depth = f.size_or("depth", c.depth);
   c.num_heads = f.size_or("num_heads", c.num_heads);
   c.mlp_ratio = f.number_or("mlp_ratio", c.mlp_ratio);
-  if (f.has("num_classes")) {
-    DEW_REQUIRE(j["num_classes"].is_number_integer() && j["num_classes"].get<int64_t>() >= 0,
-                "{}: \"num_classes\" is {}; expected a count (0: unconditional)", source,
-                j["num_classes"].dump());
-    c.num_classes = j["num_classes"].get<int64_t>();
-  }
+  c.num_classes = f.count_or("num_classes", c.num_classes);
   c.class_dropout_prob = f.number_or("class_dropout_prob", c.num_classes > 0 ? c.class_dropout_prob : 0);
   c.learned_position_embedding = f.flag_or("learned_position_embedding", false);
   c.frequency_embedding_size = f.size_or("frequency_embedding_size", c.frequency_embedding_size);
@@ -47,18 +43,8 @@ DitConfig parse_dit_config(const std::string& json_text, const std::string& sour
   DEW_REQUIRE(
       c.mlp_ratio > 0 && std::isfinite(c.mlp_ratio) && c.time_scale > 0 && std::isfinite(c.time_scale),
       "{}: mlp_ratio {} and time_scale {}; expected positive numbers", source, c.mlp_ratio, c.time_scale);
-  DEW_REQUIRE(c.class_dropout_prob >= 0 && c.class_dropout_prob < 1 &&
-                  (c.num_classes > 0 || c.class_dropout_prob == 0),
-              "{}: class_dropout_prob {}; expected 0 <= p < 1, and 0 without classes", source,
-              c.class_dropout_prob);
-  DEW_REQUIRE(c.time_inputs == 1 || c.time_inputs == 2,
-              "{}: time_inputs {}; expected 1 (t), or 2 (MeanFlow's r and t)", source, c.time_inputs);
+  models::check_conditioning_config(c.num_classes, c.class_dropout_prob, c.time_inputs, source);
   return c;
-}
-
-bool is_dit_config(const std::string& json_text, const std::string& source) {
-  const nlohmann::json j = parse_json(json_text, source);
-  return j.is_object() && j.value("model_type", std::string()) == "dit";
 }
 
 std::string dit_config_json(const DitConfig& c) {

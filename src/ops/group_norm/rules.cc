@@ -65,6 +65,7 @@ VjpRule GroupNorm::vjp(const Args& a) {
     if (d[1].defined())  // d mean / d x = 1/N
       dx = add_defined(dx, mul(cast(d[1].reshape({rows}), xv.dtype()).unsqueeze(-1), scalar_like(inv_n, xv))
                                .expand({rows, N})
+                               .contiguous()
                                .reshape(shape));
     if (d[2].defined())  // d rstd / d x = -r^3 (x - m) / N
       dx = add_defined(dx, mul(mul(cast(d[2].reshape({rows}), xv.dtype()).unsqueeze(-1), cube(r.rstd)),
