@@ -21,6 +21,7 @@ const std::vector<std::string>& kind_names() {
                                                  "GEMM weight gradient",
                                                  "GEMM recompute",
                                                  "GEMM head",
+                                                 "convolutions",
                                                  "attention",
                                                  "norms",
                                                  "element-wise",
@@ -74,15 +75,16 @@ std::string kind_of(const OpTime& row, int64_t vocab) {
     if (std::find(dims.begin(), dims.end(), vocab) != dims.end()) return "GEMM head";
     return "GEMM " + gemm_role(row.phase);
   }
+  if (op.starts_with("conv2d")) return "convolutions";
   if (op.starts_with("attention")) return "attention";
-  if (op.starts_with("rms_norm") || op.starts_with("layer_norm")) return "norms";
+  if (op.starts_with("rms_norm") || op.starts_with("layer_norm") || op == "group_norm") return "norms";
   if (op.starts_with("cross_entropy")) return "cross-entropy";
   static const std::set<std::string> embedding = {"embedding", "embedding_backward", "index_select",
                                                   "gather",    "scatter_add",        "one_hot"};
   if (embedding.contains(op)) return "embedding";
   if (op == "cast") return "casts";
-  static const std::set<std::string> layout = {"concat", "split", "pad",  "permute_copy",
-                                               "tril",   "triu",  "fill", "arange"};
+  static const std::set<std::string> layout = {"concat", "split", "pad",    "permute_copy",    "tril",
+                                               "triu",   "fill",  "arange", "upsample_nearest"};
   if (layout.contains(op)) return "copies and layout";
   return "element-wise";
 }
@@ -136,9 +138,10 @@ StepProfile StepProfiler::result(int64_t vocab) const {
     k.seconds += row.seconds / n;
     k.flops += row.flops / n;
     accounted += row.seconds / n;
-    if (!kind.starts_with("GEMM")) continue;
-    const bool grouped = row.op != "matmul";  // experts' products: by op and dtype (their shapes vary)
-    const std::string name = (kind == "GEMM head" ? "head " : "") + gemm_role(row.phase) + "  " +
+    if (!kind.starts_with("GEMM") && kind != "convolutions") continue;
+    const bool grouped = row.op != "matmul";  // experts' products and convolutions: named by their op
+    const std::string name = (kind == "GEMM head" ? "head " : "") +
+                             (kind == "convolutions" ? std::string("conv") : gemm_role(row.phase)) + "  " +
                              (grouped ? row.op + " " : "") + row.label;
     StepProfile::Row& g = gemms[name];
     g.name = name;
@@ -225,7 +228,7 @@ std::string format_step_profiles(const StepProfile& dew, const StepProfile* othe
   out += fmt::format("  {:<28} {:>10.1f} {:>7}", "system time (page clearing)", 1e3 * dew.system_seconds, "");
   out += other ? fmt::format(" {:>10.1f}\n", 1e3 * other->system_seconds) : "\n";
   auto gemm_table = [](const StepProfile& p, std::string_view name) {
-    std::string t = fmt::format("GEMMs of {} (per step)\n  {:<48} {:>5} {:>9} {:>8}\n", name,
+    std::string t = fmt::format("GEMMs and convolutions of {} (per step)\n  {:<48} {:>5} {:>9} {:>8}\n", name,
                                 "role  shape  case", "calls", "ms", "GFLOP/s");
     for (const auto& g : p.gemms)
       t += fmt::format("  {:<48} {:>5} {:>9.2f} {:>8.1f}\n", g.name, g.calls, 1e3 * g.seconds,

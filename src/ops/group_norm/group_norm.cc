@@ -38,6 +38,8 @@ std::vector<OutputSpec> GroupNorm::infer(const Args& a) {
 const select::Registry<GroupNormArgs>& GroupNorm::registry() {
   static const select::Registry<GroupNormArgs> r = [] {
     select::Registry<GroupNormArgs> reg;
+    avx512::add_group_norm_cpu(reg);
+    avx2::add_group_norm_cpu(reg);
     add_group_norm_portable(reg);
     return reg;
   }();

@@ -39,3 +39,49 @@ std::vector<Truth> GroupNorm::reference(const Args& a) {
 }
 
 }  // namespace dew::ops
+
+namespace dew::ops {
+
+// group_norm_backward's reference, with layer_norm_backward's magnitudes on each row.
+std::vector<Truth> GroupNormBackward::reference(const Args& a) {
+  const int64_t B = a.x.size(0), C = a.x.size(1), G = a.groups, positions = a.x.numel() / (B * C);
+  const int64_t Cg = C / G, N = Cg * positions, rows = B * G;
+  const std::vector<double> x = a.x.to_f64_vector(), dy = a.dy.to_f64_vector(), mean = a.mean.to_f64_vector(),
+                            rstd = a.rstd.to_f64_vector();
+  const std::vector<double> w =
+      a.weight.defined() ? a.weight.to_f64_vector() : std::vector<double>(size_t(C), 1.0);
+  std::vector<double> dx(x.size()), mdx(x.size()), dw(size_t(C), 0), mdw(size_t(C), 0), db(size_t(C), 0),
+      mdb(size_t(C), 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double mu = mean[size_t(r)], rr = rstd[size_t(r)];
+    const auto channel = [&](int64_t i) { return size_t((r % G) * Cg + i / positions); };
+    double mg = 0, mgx = 0, amg = 0, amgx = 0, abs_mean = 0;
+    for (int64_t i = 0; i < N; ++i) {
+      const size_t k = size_t(r * N + i);
+      const double g = dy[k] * w[channel(i)], xh = (x[k] - mu) * rr;
+      mg += g, mgx += g * xh, amg += std::fabs(g), amgx += std::fabs(g * xh), abs_mean += std::fabs(x[k]);
+    }
+    mg /= double(N), mgx /= double(N), amg /= double(N), amgx /= double(N), abs_mean /= double(N);
+    const double shift = 1 + (abs_mean + std::fabs(mu)) * rr;  // the centered value's rounding, relative
+    for (int64_t i = 0; i < N; ++i) {
+      const size_t k = size_t(r * N + i), c = channel(i);
+      const double g = dy[k] * w[c], xh = (x[k] - mu) * rr;
+      dx[k] = rr * (g - mg - xh * mgx);
+      mdx[k] = rr * (std::fabs(g) + amg + std::fabs(xh) * amgx) * shift;
+      dw[c] += dy[k] * xh, mdw[c] += std::fabs(dy[k] * xh) * shift;
+      db[c] += dy[k], mdb[c] += std::fabs(dy[k]);
+    }
+  }
+  std::vector<Truth> out{{Tensor::from_values(dx, a.x.shape(), DType::f64),
+                          Tensor::from_values(mdx, a.x.shape(), DType::f64), 2 * N + 10}};
+  if (a.weight.defined()) {
+    const int64_t terms = B * positions;
+    out.push_back(
+        {Tensor::from_values(dw, {C}, DType::f64), Tensor::from_values(mdw, {C}, DType::f64), terms + 8});
+    out.push_back(
+        {Tensor::from_values(db, {C}, DType::f64), Tensor::from_values(mdb, {C}, DType::f64), terms + 2});
+  }
+  return out;
+}
+
+}  // namespace dew::ops

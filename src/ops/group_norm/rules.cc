@@ -1,8 +1,9 @@
 // group_norm's rules: each (image, group) is a row of N = (C/G)*positions values, normalized as
-// layer_norm normalizes a row, so the vjp hands dy w (per channel) to layer_norm_backward on those rows
-// (whose own rules give gradients of gradients) and adds the paths through the mean and rstd outputs
-// (1/N and -rstd^3 (x - mean)/N); dweight and dbias sum dy xhat and dy over all but the channels. The
-// jvp is layer_norm's on the rows: m' = mean(x'), r' = -r^3 mean((x - m)(x' - m')).
+// layer_norm normalizes a row. The vjp is group_norm_backward (fused; where its own derivative is
+// needed, its composite below: dy w per channel through layer_norm_backward on those rows, dweight and
+// dbias sums of dy xhat and dy over all but the channels) plus the paths through the mean and rstd
+// outputs (1/N and -rstd^3 (x - mean)/N). The jvp is layer_norm's on the rows: m' = mean(x'),
+// r' = -r^3 mean((x - m)(x' - m')).
 #include "ops/group_norm/group_norm.h"
 #include "ops/rules_common.h"
 
@@ -35,6 +36,25 @@ Rows rows_of(const Tensor& x, const Tensor& mean, const Tensor& rstd) {
 
 }  // namespace
 
+// group_norm_backward written with ops (its composite: layer_norm_backward on the rows, whose rules
+// carry gradients of gradients), where a derivative of the gradients is needed.
+std::vector<Tensor> group_norm_backward_composite(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                                  const Tensor& mean, const Tensor& rstd) {
+  const Shape shape = x.shape();
+  const int64_t rank = x.dim(), rows = mean.numel(), N = x.numel() / rows;
+  const Rows r = rows_of(x, mean, rstd);
+  const Tensor g = weight.defined() ? mul(dy, per_channel(weight, rank)) : dy;
+  // mean and rstd keep their place in the graph: a second derivative reaches x through them too.
+  const LayerNormResult stats{Tensor(), mean.reshape({rows}), rstd.reshape({rows})};
+  std::vector<Tensor> grads{
+      layer_norm_backward(g.contiguous().reshape({rows, N}), r.x, Tensor(), stats).dx.reshape(shape)};
+  if (weight.defined()) {
+    grads.push_back(sum(mul(dy, mul(sub(r.x, r.mean), r.rstd).reshape(shape)), all_but_channels(rank)));
+    grads.push_back(sum(dy, all_but_channels(rank)));
+  }
+  return grads;
+}
+
 Differentiation GroupNorm::differentiation(std::string_view) {
   return Differentiation::rules;
 }
@@ -46,6 +66,7 @@ std::vector<bool> GroupNorm::vjp_reads_outputs(const Args&) {
 VjpRule GroupNorm::vjp(const Args& a) {
   const SavedTensor x(a.x, "group_norm"), weight(a.weight, "group_norm");
   const bool has_weight = a.weight.defined(), has_bias = a.bias.defined();
+  const int64_t groups = a.groups;
   return [=](const std::vector<Tensor>& d, const std::vector<Tensor>& outs) -> std::vector<Tensor> {
     const Tensor& xv = x.get();
     const Shape shape = xv.shape();
@@ -53,13 +74,11 @@ VjpRule GroupNorm::vjp(const Args& a) {
     const Rows r = rows_of(xv, outs[1], outs[2]);
     Tensor dx, dw, db;
     if (d[0].defined()) {
-      const Tensor g = has_weight ? mul(d[0], per_channel(weight.get(), rank)) : d[0];
-      // mean and rstd keep their place in the graph: a second derivative reaches x through them too.
-      const LayerNormResult stats{Tensor(), outs[1].reshape({rows}), outs[2].reshape({rows})};
-      dx = layer_norm_backward(g.contiguous().reshape({rows, N}), r.x, Tensor(), stats).dx.reshape(shape);
-      if (has_weight)
-        dw = sum(mul(d[0], mul(sub(r.x, r.mean), r.rstd).reshape(shape)), all_but_channels(rank));
-      if (has_bias) db = sum(d[0], all_but_channels(rank));
+      const std::vector<Tensor> g =
+          group_norm_backward(d[0], xv, has_weight ? weight.get() : Tensor(), outs[1], outs[2], groups);
+      dx = g[0];
+      if (has_weight) dw = g[1], db = g[2];
+      if (has_bias && !has_weight) db = sum(d[0], all_but_channels(rank));
     }
     const double inv_n = 1.0 / double(N);
     if (d[1].defined())  // d mean / d x = 1/N

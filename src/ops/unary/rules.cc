@@ -49,12 +49,11 @@ Tensor times_unary_derivative(UnaryFn f, const Tensor& g, const Tensor& x, const
       return mul(g, sub(c(1), square(y)));
     case UnaryFn::sigmoid:
       return mul(g, mul(y, sub(c(1), y)));
-    case UnaryFn::silu: {  // s (1 + x (1 - s))
-      const Tensor s = sigmoid(x);
-      return mul(g, mul(s, add(c(1), mul(x, sub(c(1), s)))));
-    }
-    // Phi(x) + x phi(x), and its tanh form: geglu_backward's d_gate with up = 1, one fused pass where the
-    // formula written with ops would take a dozen over the tensor.
+    // s (1 + x (1 - s)) with s = sigmoid(x); Phi(x) + x phi(x) and its tanh form: swiglu_backward's
+    // and geglu_backward's d_gate with up = 1, one fused pass where the formula written with ops would
+    // take several (a dozen for GELU) over the tensor.
+    case UnaryFn::silu:
+      return swiglu_backward(g, x, Tensor::full(x.shape(), 1.0, x.dtype(), x.device())).d_gate;
     case UnaryFn::gelu:
     case UnaryFn::gelu_tanh:
       return geglu_backward(g, x, Tensor::full(x.shape(), 1.0, x.dtype(), x.device()),
