@@ -1,6 +1,7 @@
 // The Trainer on an image model: a small DiT on synthetic IDX images trains with each diffusion
 // objective, keeps a weight average, writes sample grids as PNGs, checkpoints its objective, and a
-// run stopped and resumed repeats the uninterrupted one bit for bit (losses, weights, average).
+// run stopped and resumed repeats the uninterrupted one bit for bit (losses, weights, average); a
+// small UNet does the same through the same Trainer.
 #include <dew/data.h>
 #include <dew/safetensors.h>
 #include <dew/train.h>
@@ -137,6 +138,35 @@ TEST_F(ImageTrainerRuns, EachObjectiveTrainsAStep) {
   const auto losses = train("objective_meanflow");
   ASSERT_EQ(losses.size(), 1u);
   EXPECT_TRUE(fs::exists(dir_.path("objective_meanflow/samples/step-00000001.png")));
+}
+
+// The UNet trains through the same Trainer: resumed exactly, with grids, and MeanFlow's two times.
+TEST_F(ImageTrainerRuns, AUnetResumesExactlyAndTrainsMeanFlow) {
+  const std::string unet = R"({"model_type": "unet", "sample_size": 8, "in_channels": 1,
+      "block_out_channels": [8, 16], "down_block_types": ["DownBlock2D", "AttnDownBlock2D"],
+      "up_block_types": ["AttnUpBlock2D", "UpBlock2D"], "layers_per_block": 1, "norm_num_groups": 4,
+      "attention_head_dim": 8, "num_classes": 3, "time_scale": 1000)";
+  config_.model_json = unet + "}";
+  config_.steps = 4;
+  config_.sample_every = 2;
+  config_.eval_every = 0;
+  const auto straight = train("unet_straight");
+  ASSERT_EQ(straight.size(), 4u);
+  train("unet_interrupted", 2);
+  const auto second = train("unet_interrupted");
+  for (int64_t s = 3; s <= 4; ++s) EXPECT_EQ(second.at(s), straight.at(s)) << "step " << s;
+  EXPECT_EQ(final_state("unet_interrupted"), final_state("unet_straight"));
+  EXPECT_TRUE(fs::exists(dir_.path("unet_straight/samples/step-00000004.png")));
+
+  config_.model_json = unet + R"(, "time_inputs": 2})";
+  config_.steps = 1;
+  config_.diffusion.objective = diffusion::Objective::meanflow;
+  config_.sample_every = 1;
+  config_.image_samples = {.sampler = "meanflow", .steps = 1, .cfg = 1, .per_class = 1};
+  const auto meanflow = train("unet_meanflow");
+  ASSERT_EQ(meanflow.size(), 1u);
+  EXPECT_TRUE(std::isfinite(meanflow.at(1)) && meanflow.at(1) > 0);
+  EXPECT_TRUE(fs::exists(dir_.path("unet_meanflow/samples/step-00000001.png")));
 }
 
 TEST_F(ImageTrainerRuns, ClassesTheModelDoesNotHaveAreRefused) {

@@ -1,20 +1,8 @@
-#!/usr/bin/python3
-"""PyTorch's side of the DiT training comparison (docs/perf.md, "Training a DiT against PyTorch"): the
-DiT of a Dew config (facebookresearch/DiT's architecture, as Dew computes it) trained by flow matching
-on random images in [-1, 1] with random labels: the same batch, class dropout 0.1, AdamW (0.9/0.99, no
-weight decay), global-norm clipping at 1.0. Written as PyTorch is used at its best on a CPU: nn.Linear,
-q, k and v in one product, the patch embedding a strided Conv2d, fused F.layer_norm and F.gelu,
-foreach AdamW; run it with jemalloc preloaded and OMP_WAIT_POLICY=PASSIVE (bench/dit_compare.sh does).
-torch 1.13 has no scaled_dot_product_attention: attention is matmul, softmax, matmul.
-With PRECISION bf16 the forward and loss run under torch.autocast("cpu", dtype=torch.bfloat16).
-
-Usage: dit_pytorch.py CONFIG_TOML_MODEL_JSON B STEPS THREADS PRECISION. Prints one JSON line: the seconds
-of each step after two warm-up steps.
-"""
-import json
+"""The DiT of a Dew config in plain PyTorch, written as PyTorch is used at its best on a CPU: nn.Linear,
+q, k and v in one product, the patch embedding a strided Conv2d, fused F.layer_norm and F.gelu (torch
+1.13 has no scaled_dot_product_attention: attention is matmul, softmax, matmul). The model side of
+bench/image_pytorch.py."""
 import math
-import sys
-import time
 
 import torch
 import torch.nn.functional as F
@@ -82,36 +70,3 @@ class DiT(nn.Module):
         out = self.final(F.layer_norm(tokens, (h,), eps=1e-6) * (1 + scale[:, None]) + shift[:, None])
         g = S // p
         return torch.einsum("nhwcpq->nchpwq", out.reshape(B, g, g, C, p, p)).reshape(B, C, S, S)
-
-
-def main():
-    config, B, steps, threads = json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    precision = sys.argv[5]
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
-    model = DiT(config)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, foreach=True)
-    S, C, K = config["image_size"], config.get("in_channels", 1), config["num_classes"]
-    times = []
-    for step in range(steps + 2):
-        start = time.perf_counter()
-        x0 = torch.rand(B, C, S, S) * 2 - 1
-        y = torch.randint(0, K, (B,))
-        y = torch.where(torch.rand(B) < 0.1, torch.full_like(y, K), y)
-        t = torch.rand(B)
-        eps = torch.randn_like(x0)
-        xt = (1 - t)[:, None, None, None] * x0 + t[:, None, None, None] * eps
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16"):
-            out = model(xt, t, y)
-            loss = ((out.float() - (eps - x0)) ** 2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        if step >= 2:
-            times.append(time.perf_counter() - start)
-    print(json.dumps({"step_seconds": times}))
-
-
-if __name__ == "__main__":
-    main()
