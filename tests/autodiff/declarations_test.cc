@@ -26,8 +26,9 @@ TEST(Differentiation, EveryOpDeclaresHowItIsDifferentiated) {
       "eq",           "ne",         "lt",          "le",           "gt",
       "ge",           "argmax",     "one_hot",     "fill",         "arange",
       "adamw_update", "sgd_update", "lion_update", "squared_norm", "paged_attention"};
-  // Differentiated through the ops they are made of (NOTE [attention's higher derivatives]).
-  const std::set<std::string> composite{"attention_backward", "attention_jvp"};
+  // Differentiated through the ops they are made of (NOTE [attention's higher derivatives];
+  // group_norm.h).
+  const std::set<std::string> composite{"attention_backward", "attention_jvp", "group_norm_backward"};
   for (const Declared& d : declared) {
     if (non_differentiable.count(d.op))
       EXPECT_EQ(d.how, Differentiation::non_differentiable) << d.op;

@@ -124,7 +124,7 @@ TEST(StepProfile, JsonReadsBackAndTablesShowBothSystems) {
   EXPECT_EQ(q.gemms.size(), p.gemms.size());
   const std::string table = format_step_profiles(p, &q, "pytorch");
   EXPECT_NE(table.find("GEMM head"), std::string::npos);
-  EXPECT_NE(table.find("GEMMs of pytorch"), std::string::npos);
+  EXPECT_NE(table.find("GEMMs and convolutions of pytorch"), std::string::npos);
   EXPECT_THROW(step_profile_from_json("{\"steps\": 1}"), Error);
   EXPECT_THROW(step_profile_from_json("{\"kinds\": [{\"calls\": 1}]}"), Error);
 }
