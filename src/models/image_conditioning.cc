@@ -2,6 +2,8 @@
 #include "models/image_conditioning.h"
 
 #include <dew/error.h>
+#include <dew/image_ops.h>
+#include <dew/ops.h>
 
 namespace dew::models {
 
@@ -44,6 +46,13 @@ void check_labels(const char* kind, const Tensor& labels, int64_t batch, int64_t
                                   num_classes
                     ? fmt::format(", or {} (no class)", num_classes)
                     : "");
+}
+
+Tensor time_features(const Tensor& time, double time_scale, int64_t dim, double max_period, DType dtype) {
+  const DType embed_dtype = dtype == DType::f64 ? DType::f64 : DType::f32;
+  Tensor scaled = cast(time, embed_dtype);
+  if (time_scale != 1) scaled = mul(scaled, Tensor::full({}, time_scale, embed_dtype, time.device()));
+  return cast(timestep_embedding(scaled, dim, max_period), dtype);
 }
 
 }  // namespace dew::models

@@ -110,8 +110,9 @@ class ReduceScatterThenGather final : public Work {
     check_mpi(MPI_Allgather(shard_out_.raw_data(), bytes, MPI_BYTE, gathered_.raw_data(), bytes, MPI_BYTE,
                             MPI_COMM_WORLD),
               "MPI_Allgather");
-    const size_t size = dtype_size(target_.dtype());
-    std::memcpy(target_.raw_data(), gathered_.raw_data(), size_t(target_.numel()) * size);
+    if (gathered_.raw_data() != target_.raw_data())  // padded: the target's part of the gathered shards
+      std::memcpy(target_.raw_data(), gathered_.raw_data(),
+                  size_t(target_.numel()) * dtype_size(target_.dtype()));
   }
 
  private:
@@ -141,8 +142,10 @@ class MpiWorld final : public Communicator {
       send = Tensor::zeros({padded}, t.dtype());
       std::memcpy(send.raw_data(), t.raw_data(), size_t(n) * dtype_size(t.dtype()));
     }
-    return std::make_unique<ReduceScatterThenGather>(send, Tensor::empty({shard}, t.dtype()),
-                                                     Tensor::empty({padded}, t.dtype()), t, size_, shard);
+    // Unpadded, the summed shards are gathered straight into t.
+    const Tensor gathered = padded == n ? t.reshape({n}) : Tensor::empty({padded}, t.dtype());
+    return std::make_unique<ReduceScatterThenGather>(send, Tensor::empty({shard}, t.dtype()), gathered, t,
+                                                     size_, shard);
   }
   std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& in, Tensor& out) override {
     check_reduce_scatter(in, out, size_);

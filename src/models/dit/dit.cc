@@ -131,10 +131,7 @@ Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, cons
   const auto w = [&](const std::string& name) -> const Tensor& { return parameter(name); };
   // The time embedders run in f32 (or f64) from the times, as DiT's do, then join the parameters' dtype.
   const auto embed_time = [&](const char* embedder, const Tensor& time) {
-    const DType embed_dtype = dtype == DType::f64 ? DType::f64 : DType::f32;
-    Tensor scaled = cast(time, embed_dtype);
-    if (c.time_scale != 1) scaled = mul(scaled, Tensor::full({}, c.time_scale, embed_dtype, time.device()));
-    const Tensor f = cast(timestep_embedding(scaled, c.frequency_embedding_size), dtype);
+    const Tensor f = models::time_features(time, c.time_scale, c.frequency_embedding_size, 10000, dtype);
     const std::string e(embedder);
     return linear(linear(f, w(e + ".mlp.0.weight"), w(e + ".mlp.0.bias"), {}, Activation::silu),
                   w(e + ".mlp.2.weight"), w(e + ".mlp.2.bias"));

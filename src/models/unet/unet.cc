@@ -64,23 +64,19 @@ struct UnetPass {
         linear(attended.reshape({B, T, C}), w(name + ".to_out.0.weight"), w(name + ".to_out.0.bias"));
     return add(permute_copy(out, {0, 2, 1}).reshape(x.shape()), x);
   }
-  // diffusers' Timesteps then TimestepEmbedding, from f32 (or f64) times into the parameters' dtype.
+  // diffusers' Timesteps then TimestepEmbedding. Its frequencies 10000^(-i/(half - shift)) are
+  // timestep_embedding's max_period^(-i/half) with max_period = 10000^(half/(half - shift)).
   Tensor embed_time(const std::string& embedder, const Tensor& time, DType dtype) const {
     const int64_t C0 = c.block_out_channels.front(), half = C0 / 2;
-    const DType embed_dtype = dtype == DType::f64 ? DType::f64 : DType::f32;
-    Tensor scaled = cast(time, embed_dtype);
-    if (c.time_scale != 1) scaled = mul(scaled, Tensor::full({}, c.time_scale, embed_dtype, time.device()));
-    // frequencies 10000^(-i/(half - shift)) = max_period^(-i/half) with max_period = 10000^(half/(half -
-    // shift))
     const double max_period = std::pow(10000.0, double(half) / (double(half) - c.freq_shift));
-    Tensor f = timestep_embedding(scaled, C0, max_period);  // cos then sin
+    Tensor f = models::time_features(time, c.time_scale, C0, max_period, dtype);  // cos then sin
     if (!c.flip_sin_to_cos) {
       const std::vector<Tensor> halves = split(f, {half, half}, -1);
       f = concat({halves[1], halves[0]}, -1);
     }
-    return linear(linear(cast(f, dtype), w(embedder + ".linear_1.weight"), w(embedder + ".linear_1.bias"), {},
-                         Activation::silu),
-                  w(embedder + ".linear_2.weight"), w(embedder + ".linear_2.bias"));
+    return linear(
+        linear(f, w(embedder + ".linear_1.weight"), w(embedder + ".linear_1.bias"), {}, Activation::silu),
+        w(embedder + ".linear_2.weight"), w(embedder + ".linear_2.bias"));
   }
 };
 

@@ -111,13 +111,12 @@ UnetConfig parse_unet_config(const std::string& json_text, const std::string& so
   c.layers_per_block = f.size_or("layers_per_block", c.layers_per_block);
   c.norm_num_groups = f.size_or("norm_num_groups", c.norm_num_groups);
   c.norm_eps = f.number_or("norm_eps", c.norm_eps);
-  c.attention_head_dim =
-      f.has("attention_head_dim") ? f.size_or("attention_head_dim", 8) : 0;  // null: one head
-  if (!j.contains("attention_head_dim")) c.attention_head_dim = 8;
+  if (j.contains("attention_head_dim"))  // diffusers' null: one head of all the channels (0 here)
+    c.attention_head_dim = f.size_or("attention_head_dim", 0);
   c.add_attention = f.flag_or("add_attention", c.add_attention);
   c.flip_sin_to_cos = f.flag_or("flip_sin_to_cos", c.flip_sin_to_cos);
   c.freq_shift = f.number_or("freq_shift", c.freq_shift);
-  const int64_t rows = f.has("num_class_embeds") ? f.size_or("num_class_embeds", 1) : 0;
+  const int64_t rows = f.size_or("num_class_embeds", 0);  // diffusers: the class table's rows
   if (f.has("num_classes")) {
     c.num_classes = f.count_or("num_classes", c.num_classes);
     c.class_dropout_prob = f.number_or("class_dropout_prob", c.num_classes > 0 ? c.class_dropout_prob : 0);

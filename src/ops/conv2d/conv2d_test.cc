@@ -78,6 +78,20 @@ TEST(Conv2d, TheThreePassesAreAdjoints) {
   EXPECT_NEAR(dot(conv2d_weight_grad(dy, x, w.shape(), o), w), lhs, 1e-12 * std::abs(lhs) + 1e-12);
 }
 
+TEST(Conv2d, AStridedViewConvolvesAsItsContiguousCopy) {
+  const Tensor view =
+      counting({2, 5, 5, 4}).permute({0, 3, 1, 2});  // (2,4,5,5), channels innermost in memory
+  ASSERT_FALSE(view.is_contiguous());
+  const Tensor w = counting({3, 4, 3, 3});
+  Conv2dOptions same;
+  same.padding = {1, 1};
+  EXPECT_EQ(conv2d(view, w, Tensor(), same).to_f64_vector(),
+            conv2d(view.contiguous(), w, Tensor(), same).to_f64_vector());
+  const Tensor dy = counting({2, 3, 5, 5});
+  EXPECT_EQ(conv2d_weight_grad(dy, view, w.shape(), same).to_f64_vector(),
+            conv2d_weight_grad(dy, view.contiguous(), w.shape(), same).to_f64_vector());
+}
+
 TEST(Conv2d, F32RunsOnOneDnn) {
   reset_routes();
   conv2d(counting({2, 4, 8, 8}), counting({4, 4, 3, 3}));

@@ -16,24 +16,46 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// One call's engine, stream and the buffers that must outlive its execution.
-struct Session {
+// One call of a primitive: its engine and stream, its inputs and output in the layouts it wants
+// (reordered from Dew's plain ones where they differ) and the buffers that must outlive it.
+struct OneDnnCall {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  std::vector<Tensor> buffers;
+  std::unordered_map<int, memory> io;
 
   memory buffer(const memory::desc& md) {
-    buffers.push_back(Tensor::empty({std::max<int64_t>(1, int64_t(md.get_size()))}, DType::u8));
-    return memory(md, engine, buffers.back().raw_data());
+    buffers_.push_back(Tensor::empty({std::max<int64_t>(1, int64_t(md.get_size()))}, DType::u8));
+    return memory(md, engine, buffers_.back().raw_data());
   }
-  // `plain` data as the primitive wants it: itself, or a reordered copy.
-  memory input(const memory::desc& plain, const memory::desc& want, const Tensor& t) {
+  // `t`, in the layout `plain`, as argument `arg` in the layout `want`.
+  void input(int arg, const memory::desc& plain, const memory::desc& want, const Tensor& t) {
+    buffers_.push_back(t);  // a contiguous copy made for the call lives as long as the call
     memory user(plain, engine, t.raw_data());
-    if (want == plain) return user;
+    if (want == plain) {
+      io[arg] = user;
+      return;
+    }
     memory m = buffer(want);
     dnnl::reorder(user, m).execute(stream, user, m);
-    return m;
+    io[arg] = m;
   }
+  // The output argument `arg`, written in `want` and left in `out` in the layout `plain` by run().
+  void output(int arg, const memory::desc& plain, const memory::desc& want, Tensor& out) {
+    plain_out_ = memory(plain, engine, out.raw_data());
+    result_ = want == plain ? plain_out_ : buffer(want);
+    io[arg] = result_;
+  }
+  void run(const dnnl::primitive& prim, const memory::desc& scratchpad) {
+    io[DNNL_ARG_SCRATCHPAD] = buffer(scratchpad);
+    prim.execute(stream, io);
+    if (result_.get_data_handle() != plain_out_.get_data_handle())
+      dnnl::reorder(result_, plain_out_).execute(stream, result_, plain_out_);
+    stream.wait();
+  }
+
+ private:
+  std::vector<Tensor> buffers_;  // the call's inputs and oneDNN-layout buffers
+  memory plain_out_, result_;
 };
 
 struct PlainDescs {
@@ -75,61 +97,43 @@ dnnl::convolution_forward::primitive_desc forward_pd(const PlainDescs& d, bool b
   return F::primitive_desc(desc, user_scratchpad(), engine);
 }
 
+// Backward data and backward weights take the same descriptor arguments, and the forward's as a hint.
+template <class Primitive>
+typename Primitive::primitive_desc backward_pd(const PlainDescs& d, const dnnl::engine& engine,
+                                               const dnnl::convolution_forward::primitive_desc& forward) {
+  return {typename Primitive::desc(dnnl::algorithm::convolution_direct, any_like(d.src), any_like(d.weights),
+                                   any_like(d.dst), d.strides, d.dilates, d.padding, d.padding),
+          user_scratchpad(), engine, forward};
+}
+
 void conv2d_onednn(const Conv2dArgs& a, Tensor& out) {
   const Conv2dGeometry g = conv2d_geometry(a);
   const memory::data_type type = a.dtype() == DType::f32 ? memory::data_type::f32 : memory::data_type::bf16;
   const PlainDescs d = plain_descs(g, type);
-  Session s;
-  std::unordered_map<int, memory> io;
-  memory result, plain_out;
-  dnnl::primitive prim;
-  memory::desc scratch_md;
-  const dnnl::convolution_forward::primitive_desc fwd = forward_pd(d, a.bias.defined(), s.engine);
+  OneDnnCall call;
+  const dnnl::convolution_forward::primitive_desc fwd = forward_pd(d, a.bias.defined(), call.engine);
   switch (a.pass) {
-    case ConvPass::forward: {
-      io[DNNL_ARG_SRC] = s.input(d.src, fwd.src_desc(), a.x.contiguous());
-      io[DNNL_ARG_WEIGHTS] = s.input(d.weights, fwd.weights_desc(), a.weight.contiguous());
-      if (a.bias.defined()) io[DNNL_ARG_BIAS] = s.input(d.bias, d.bias, a.bias.contiguous());
-      plain_out = memory(d.dst, s.engine, out.raw_data());
-      result = fwd.dst_desc() == d.dst ? plain_out : s.buffer(fwd.dst_desc());
-      io[DNNL_ARG_DST] = result;
-      prim = dnnl::convolution_forward(fwd), scratch_md = fwd.scratchpad_desc();
-      break;
-    }
+    case ConvPass::forward:
+      call.input(DNNL_ARG_SRC, d.src, fwd.src_desc(), a.x.contiguous());
+      call.input(DNNL_ARG_WEIGHTS, d.weights, fwd.weights_desc(), a.weight.contiguous());
+      if (a.bias.defined()) call.input(DNNL_ARG_BIAS, d.bias, d.bias, a.bias.contiguous());
+      call.output(DNNL_ARG_DST, d.dst, fwd.dst_desc(), out);
+      return call.run(dnnl::convolution_forward(fwd), fwd.scratchpad_desc());
     case ConvPass::input_grad: {
-      using B = dnnl::convolution_backward_data;
-      const B::primitive_desc pd(
-          B::desc(dnnl::algorithm::convolution_direct, any_like(d.src), any_like(d.weights), any_like(d.dst),
-                  d.strides, d.dilates, d.padding, d.padding),
-          user_scratchpad(), s.engine, fwd);
-      io[DNNL_ARG_DIFF_DST] = s.input(d.dst, pd.diff_dst_desc(), a.dy.contiguous());
-      io[DNNL_ARG_WEIGHTS] = s.input(d.weights, pd.weights_desc(), a.weight.contiguous());
-      plain_out = memory(d.src, s.engine, out.raw_data());
-      result = pd.diff_src_desc() == d.src ? plain_out : s.buffer(pd.diff_src_desc());
-      io[DNNL_ARG_DIFF_SRC] = result;
-      prim = B(pd), scratch_md = pd.scratchpad_desc();
-      break;
+      const auto pd = backward_pd<dnnl::convolution_backward_data>(d, call.engine, fwd);
+      call.input(DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), a.dy.contiguous());
+      call.input(DNNL_ARG_WEIGHTS, d.weights, pd.weights_desc(), a.weight.contiguous());
+      call.output(DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), out);
+      return call.run(dnnl::convolution_backward_data(pd), pd.scratchpad_desc());
     }
     case ConvPass::weight_grad: {
-      using W = dnnl::convolution_backward_weights;
-      const W::primitive_desc pd(
-          W::desc(dnnl::algorithm::convolution_direct, any_like(d.src), any_like(d.weights), any_like(d.dst),
-                  d.strides, d.dilates, d.padding, d.padding),
-          user_scratchpad(), s.engine, fwd);
-      io[DNNL_ARG_SRC] = s.input(d.src, pd.src_desc(), a.x.contiguous());
-      io[DNNL_ARG_DIFF_DST] = s.input(d.dst, pd.diff_dst_desc(), a.dy.contiguous());
-      plain_out = memory(d.weights, s.engine, out.raw_data());
-      result = pd.diff_weights_desc() == d.weights ? plain_out : s.buffer(pd.diff_weights_desc());
-      io[DNNL_ARG_DIFF_WEIGHTS] = result;
-      prim = W(pd), scratch_md = pd.scratchpad_desc();
-      break;
+      const auto pd = backward_pd<dnnl::convolution_backward_weights>(d, call.engine, fwd);
+      call.input(DNNL_ARG_SRC, d.src, pd.src_desc(), a.x.contiguous());
+      call.input(DNNL_ARG_DIFF_DST, d.dst, pd.diff_dst_desc(), a.dy.contiguous());
+      call.output(DNNL_ARG_DIFF_WEIGHTS, d.weights, pd.diff_weights_desc(), out);
+      return call.run(dnnl::convolution_backward_weights(pd), pd.scratchpad_desc());
     }
   }
-  io[DNNL_ARG_SCRATCHPAD] = s.buffer(scratch_md);
-  prim.execute(s.stream, io);
-  if (result.get_data_handle() != plain_out.get_data_handle())
-    dnnl::reorder(result, plain_out).execute(s.stream, result, plain_out);
-  s.stream.wait();
 }
 
 }  // namespace

@@ -71,7 +71,6 @@ VjpRule GroupNorm::vjp(const Args& a) {
     const Tensor& xv = x.get();
     const Shape shape = xv.shape();
     const int64_t rank = xv.dim(), rows = outs[1].numel(), N = xv.numel() / rows;
-    const Rows r = rows_of(xv, outs[1], outs[2]);
     Tensor dx, dw, db;
     if (d[0].defined()) {
       const std::vector<Tensor> g =
@@ -86,10 +85,12 @@ VjpRule GroupNorm::vjp(const Args& a) {
                                .expand({rows, N})
                                .contiguous()
                                .reshape(shape));
-    if (d[2].defined())  // d rstd / d x = -r^3 (x - m) / N
+    if (d[2].defined()) {  // d rstd / d x = -r^3 (x - m) / N
+      const Rows r = rows_of(xv, outs[1], outs[2]);
       dx = add_defined(dx, mul(mul(cast(d[2].reshape({rows}), xv.dtype()).unsqueeze(-1), cube(r.rstd)),
                                mul(sub(r.x, r.mean), scalar_like(-inv_n, xv)))
                                .reshape(shape));
+    }
     std::vector<Tensor> grads{dx};
     if (has_weight) grads.push_back(dw);
     if (has_bias) grads.push_back(db);
