@@ -51,6 +51,12 @@ std::unique_ptr<Communicator> single_process();
 // naming DEW_MPI, in a build without MPI.
 std::unique_ptr<Communicator> mpi_world();
 bool built_with_mpi();
+// The ranks this process was started among: mpi_world() when a launcher started it as one of several
+// (mpirun's environment says so: OMPI_COMM_WORLD_SIZE, or PMI_SIZE for other MPIs), else
+// single_process(). Refuses, naming DEW_MPI, when launched as several ranks by a build without MPI.
+std::unique_ptr<Communicator> launched_world();
+// The world size the launcher's environment announces (1 when none).
+int launched_world_size();
 
 // The one order every sum takes: parts[0..P-1] (rank order) added as a balanced pairwise tree —
 // (p0 + p1) + (p2 + p3), ... — element by element into out (n values; out may be parts[0]).

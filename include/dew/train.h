@@ -22,6 +22,10 @@
 #include <variant>
 #include <vector>
 
+namespace dew::parallel {
+class Communicator;
+}
+
 namespace dew::train {
 
 // What a run trains, as its [model] model_type says: a causal language model (the next-token
@@ -185,10 +189,17 @@ void update_expert_biases(CausalLM& model, const std::vector<std::vector<int64_t
 // step (a recorded cast, so gradients arrive in the f32 master weights and sum there in f32),
 // activations and matmul operands in bf16 with f32 accumulation; the loss, the gradients, their norm
 // and the optimizer state stay f32.
+// Data parallel (docs/parallel.md): each batch's rows form `row_groups` equal groups, each group's
+// gradient from its own forward and backward (over the step's microbatches), and the step's gradient
+// is their sum in fixed_tree_sum's order over the groups. Rank r of `data_parallel` (P ranks) runs
+// groups [r G/P, (r+1) G/P) and the ranks' sums meet in the communicator's fixed tree, so a step's
+// losses and gradients are the same bits on 1 process or on P (G/P a power of two).
 struct StepOptions {
   int64_t accumulation = 1;
   double lr = 0, grad_clip = 1.0, z_loss = 0;
   DType compute = DType::f32;  // f32, or bf16 (mixed precision)
+  int64_t row_groups = 1;
+  parallel::Communicator* data_parallel = nullptr;  // null: this process alone
 };
 struct StepResult {
   bool complete = false, applied = false;
@@ -199,6 +210,9 @@ struct StepResult {
   double data_wait_s = 0;              // time spent in next_batch
   double router_loss = 0;              // the microbatches' mean weighted router losses, within `loss`
   std::vector<std::vector<int64_t>> expert_tokens;  // per MoE layer, summed over the microbatches
+  // Data parallel: gradient bytes this rank sent, and the seconds it waited for the reduction.
+  int64_t communicated_bytes = 0;
+  double communication_wait_s = 0;
 };
 StepResult train_step(const CausalLM& model, const std::vector<Param>& params, Optimizer& optimizer,
                       const StepOptions& options,
@@ -329,6 +343,7 @@ struct TrainerConfig {
   uint64_t seed = 0;                // the initialization's
   int64_t steps = 100;              // optimizer steps
   int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
+  int64_t row_groups = 0;           // [parallel] row_groups (StepOptions); 0: the process count
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;
@@ -418,6 +433,7 @@ class Trainer {
     // targets, the loss of a model that knew only token frequencies — both in nats.
     double eval_loss = NAN, unigram_entropy = NAN;
     bool finished_already = false;       // the run directory's run had reached config.steps: nothing ran
+    int rank = 0, ranks = 1;             // data parallel: this process's rank of how many; rank 0 reports
     std::optional<StepProfile> profile;  // with `profile` on: every step but this process's first
   };
   // Where the step time goes (`dew train --profile`): the steps after this process's first are
@@ -447,7 +463,10 @@ class Trainer {
   void sample_images(Run& run);
   void measure_samples(Run& run, const ImageModel& model);
   std::string checkpoint(Run& run);
-  std::string run_description() const;  // run.json
+  void require_same_run_on_every_rank(Run& run) const;
+  bool stop_requested(Run& run, const std::atomic<bool>* stop) const;
+  int64_t row_groups(const Run& run) const;  // [parallel] row_groups, resolved
+  std::string run_description() const;       // run.json
   void say(const std::string& line) const;
 
   TrainerConfig config_;
@@ -455,6 +474,7 @@ class Trainer {
   std::string run_dir_;
   std::function<data::Chain()> eval_chain_;
   std::vector<std::string> notes_;  // said when the run starts (a warm-up clipped to the run)
+  bool reports_ = true;             // false on a data-parallel run's ranks but rank 0
 };
 
 }  // namespace dew::train

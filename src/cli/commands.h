@@ -27,6 +27,7 @@ void add_ops(CLI::App& app, int& status);
 void add_bench(CLI::App& app, int& status);
 void add_serve(CLI::App& app, int& status);
 void add_sample(CLI::App& app, int& status);
+void add_launch(CLI::App& app, int& status);
 // The options a command's flags fill, and its callback, which runs `run` with them once the line is
 // parsed and leaves the exit status in `status`.
 template <class Options>

@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   for (auto add : {dew::cli::add_train, dew::cli::add_generate, dew::cli::add_score, dew::cli::add_tokenize,
                    dew::cli::add_tokenizer, dew::cli::add_data, dew::cli::add_report, dew::cli::add_inspect,
                    dew::cli::add_export, dew::cli::add_check, dew::cli::add_ops, dew::cli::add_bench,
-                   dew::cli::add_serve, dew::cli::add_sample})
+                   dew::cli::add_serve, dew::cli::add_sample, dew::cli::add_launch})
     add(app, status);
   try {
     app.parse(argc, argv);  // runs the chosen command's callback

@@ -86,6 +86,7 @@ int train_with(const TrainOptions& options, const std::atomic<bool>& stop) {
     fmt::print(stderr, "{}{}\n", terminal ? "\r\033[K" : "", line);
   };
   const train::Trainer::Outcome outcome = trainer.run(&stop);
+  if (outcome.rank != 0) return 0;  // data parallel: rank 0 reports
   if (terminal) fmt::print(stderr, "\n");
   std::fflush(stderr);
   if (outcome.finished_already) {

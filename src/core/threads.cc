@@ -45,7 +45,10 @@ int default_threads() {
                 "DEW_THREADS='{}' is not a thread count; expected an integer from 1 to 1024", env);
     return int(n);
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  // The ranks an MPI launcher started on this machine share its cores (docs/parallel.md).
+  const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  const char* local_ranks = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return std::max(1, cores / std::max(1, local_ranks ? std::atoi(local_ranks) : 1));
 }
 
 class Pool {

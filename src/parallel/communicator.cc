@@ -6,6 +6,9 @@
 
 #include "parallel/checks.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 namespace dew::parallel {
 namespace {
 
@@ -78,6 +81,22 @@ void fixed_tree_sum(const std::vector<const double*>& parts, double* out, int64_
 
 std::unique_ptr<Communicator> single_process() {
   return std::make_unique<SingleProcess>();
+}
+
+int launched_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+    if (const char* value = std::getenv(name)) return std::max(1, std::atoi(value));
+  return 1;
+}
+
+std::unique_ptr<Communicator> launched_world() {
+  if (launched_world_size() == 1) return single_process();
+  DEW_REQUIRE(
+      built_with_mpi(),
+      "[parallel] started as one of {} ranks, but this build of Dew has no MPI; install libopenmpi-dev "
+      "(tools/setup-debian.sh) and configure with DEW_MPI=AUTO or ON",
+      launched_world_size());
+  return mpi_world();
 }
 
 void check_summed(const char* collective, const Tensor& t) {

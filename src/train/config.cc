@@ -17,7 +17,8 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   const toml::table root = load_toml(path, overrides);
   // [tokenizer] is `dew train`'s (a tokenizer to train before the run when it does not exist yet).
   TomlFields(root, path)
-      .only({"model", "train", "optimizer", "schedule", "data", "eval", "sample", "tokenizer", "diffusion"});
+      .only({"model", "train", "optimizer", "schedule", "data", "eval", "sample", "tokenizer", "diffusion",
+             "parallel"});
   const std::filesystem::path base = std::filesystem::path(path).parent_path();
   const auto table = [&](const char* name) -> const toml::table& {
     static const toml::table empty;
@@ -40,6 +41,11 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.steps = train.integer_or("steps", c.steps);
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
+  const TomlFields parallel(table("parallel"), path + ": parallel");
+  parallel.only({"row_groups"});
+  c.row_groups = parallel.integer_or("row_groups", 0);
+  DEW_REQUIRE(c.row_groups >= 0, "{}: parallel.row_groups {}; expected 0 (the process count) or more", path,
+              c.row_groups);
   c.grad_clip = train.number_or("grad_clip", c.grad_clip);
   c.z_loss = train.number_or("z_loss", 0);
   c.expert_bias_update = train.number_or("expert_bias_update", c.expert_bias_update);
@@ -169,6 +175,7 @@ std::string describe_config(const TrainerConfig& c) {
       {"seed", c.seed},
       {"steps", c.steps},
       {"accumulation", c.accumulation},
+      {"parallel", {{"row_groups", c.row_groups}}},
       {"optimizer", c.optimizer},
       {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},
       {"sgd", {{"momentum", c.sgd.momentum}, {"dampening", c.sgd.dampening}, {"nesterov", c.sgd.nesterov}}},

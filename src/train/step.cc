@@ -11,6 +11,8 @@
 #include <limits>
 #include <optional>
 
+#include "train/data_parallel.h"
+
 namespace dew::train {
 
 namespace {
@@ -27,9 +29,18 @@ void require_ids_in_vocabulary(const data::Batch& batch, int64_t vocab_size) {
                 batch.index, id[i], vocab_size);
 }
 
-// The step every objective shares: for each microbatch, `loss_of(model or its low-precision copy,
-// batch, micro, out)` (which counts what it trained on into `out`) / accumulation and backward; the
-// global norm, clipped; the optimizer unless the loss or the norm is not finite; gradients zeroed.
+// What one leaf (a row group of one microbatch) gives the step: its loss to differentiate, and the
+// router losses within it, for the metrics.
+struct LeafLoss {
+  Tensor loss;
+  double router_loss = 0;
+};
+
+// The step every objective shares: for each of this rank's row groups (data_parallel.h; one group and
+// this process alone unless data-parallel), for each microbatch, `loss_of(model or its low-precision
+// copy, rows, draw index, out)` (which counts what it trained on into `out`) / (accumulation x groups)
+// and backward; the groups' gradients summed in the fixed tree, then over the ranks; the global norm,
+// clipped; the optimizer unless the loss or the norm is not finite; gradients zeroed.
 template <class Model, class LossOf>
 StepResult run_step(const Model& model, const std::vector<Param>& params, Optimizer& optimizer,
                     const StepOptions& options, const std::function<std::optional<data::Batch>()>& next_batch,
@@ -38,8 +49,12 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   DEW_REQUIRE(options.compute == DType::f32 || options.compute == DType::bf16,
               "[train] compute dtype {}; expected f32, or bf16 for mixed precision",
               dtype_name(options.compute));
+  parallel::Communicator* world = options.data_parallel;
+  const int ranks = world ? world->size() : 1;
+  const int64_t A = options.accumulation, G = options.row_groups;
+  check_row_groups(G, ranks);
+  const int64_t local_groups = G / ranks, first_group = (world ? world->rank() : 0) * local_groups;
   StepResult out;
-  double loss_sum = 0;
   // Mixed precision: the weights' bf16 copy is cast once per step and read by every microbatch; each
   // backward but the last keeps the casts' graph, so each microbatch's gradient still reaches the f32
   // masters through the cast (summed there in f32). The microbatches' own graphs go with their losses.
@@ -48,25 +63,46 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
     const ProfilePhase phase("forward");
     low = model.to(options.compute);
   }
-  for (int64_t micro = 0; micro < options.accumulation; ++micro) {
+  // The step's microbatches, read as the first row group reaches them and kept for the others.
+  std::vector<data::Batch> batches;
+  batches.reserve(size_t(A));
+  const auto batch_at = [&](int64_t micro) -> const data::Batch* {
+    if (size_t(micro) < batches.size()) return &batches[size_t(micro)];
     const auto wait = std::chrono::steady_clock::now();
     std::optional<data::Batch> batch = next_batch();
     out.data_wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - wait).count();
-    if (!batch) {  // the data ended: no update, and no half-accumulated gradient left behind
-      optimizer.zero_grad();
-      return out;
+    if (!batch) return nullptr;
+    batches.push_back(std::move(*batch));
+    return &batches.back();
+  };
+  std::vector<double> leaf_losses;  // (local groups, A, 2): loss and router loss
+  std::optional<GradientTree> tree;
+  if (local_groups > 1) tree.emplace(params);
+  for (int64_t group = first_group; group < first_group + local_groups; ++group) {
+    for (int64_t micro = 0; micro < A; ++micro) {
+      const data::Batch* batch = batch_at(micro);
+      if (!batch) {  // the data ended: no update, and no half-accumulated gradient left behind
+        optimizer.zero_grad();
+        return out;
+      }
+      const data::Batch rows = G == 1 ? *batch : batch_rows(*batch, group, G);
+      std::optional<ProfilePhase> phase(std::in_place, "forward");
+      const LeafLoss leaf = loss_of(low ? *low : model, rows, micro * G + group, out);
+      leaf_losses.push_back(leaf.loss.to_f64_vector()[0]);
+      leaf_losses.push_back(leaf.router_loss);
+      phase.emplace("backward");
+      const bool last = group + 1 == first_group + local_groups && micro + 1 == A;
+      backward(A * G == 1 ? leaf.loss
+                          : mul(leaf.loss,
+                                Tensor::full({}, 1.0 / double(A * G), leaf.loss.dtype(), leaf.loss.device())),
+               {.retain_graph = low && !last});
     }
-    std::optional<ProfilePhase> phase(std::in_place, "forward");
-    const Tensor loss = loss_of(low ? *low : model, *batch, micro, out);
-    loss_sum += loss.to_f64_vector()[0];
-    phase.emplace("backward");
-    backward(options.accumulation == 1 ? loss
-                                       : mul(loss, Tensor::full({}, 1.0 / double(options.accumulation),
-                                                                loss.dtype(), loss.device())),
-             {.retain_graph = low && micro + 1 < options.accumulation});
+    if (tree) tree->add_leaf();
   }
+  if (tree) tree->finish();
+  if (ranks > 1) all_reduce_gradients(params, *world, out);
+  reduce_step_results(world, leaf_losses, A * G, out);
   out.complete = true;
-  out.loss = loss_sum / double(options.accumulation);
   {
     const ProfilePhase phase("clipping");
     out.grad_norm = clip_grad_norm(
@@ -85,21 +121,20 @@ StepResult train_step(const CausalLM& model, const std::vector<Param>& params, O
                       const StepOptions& options,
                       const std::function<std::optional<data::Batch>()>& next_batch) {
   return run_step(model, params, optimizer, options, next_batch,
-                  [&](const CausalLM& m, const data::Batch& batch, int64_t, StepResult& out) {
+                  [&](const CausalLM& m, const data::Batch& batch, int64_t, StepResult& out) -> LeafLoss {
                     require_ids_in_vocabulary(batch, model.config().vocab_size);
                     out.tokens += batch.tokens.shape()[0] * (batch.tokens.shape()[1] - 1);
                     out.T = batch.tokens.shape()[1] - 1;
                     const LmLoss lm = lm_loss(m, batch, {.z_loss = options.z_loss, .router_losses = true});
                     out.targets += lm.targets;
                     out.correct += lm.correct;
-                    out.router_loss += lm.router_loss / double(options.accumulation);
                     if (out.expert_tokens.empty()) out.expert_tokens.assign(lm.expert_tokens.size(), {});
                     for (size_t l = 0; l < lm.expert_tokens.size(); ++l) {
                       std::vector<int64_t>& sum = out.expert_tokens[l];
                       sum.resize(lm.expert_tokens[l].size(), 0);
                       for (size_t e = 0; e < sum.size(); ++e) sum[e] += lm.expert_tokens[l][e];
                     }
-                    return lm.loss;
+                    return {lm.loss, lm.router_loss};
                   });
 }
 
@@ -108,7 +143,7 @@ StepResult image_train_step(const ImageModel& model, const std::vector<Param>& p
                             const std::function<std::optional<data::Batch>()>& next_batch) {
   return run_step(
       model, params, optimizer, options.step, next_batch,
-      [&](const ImageModel& m, const data::Batch& batch, int64_t micro, StepResult& out) {
+      [&](const ImageModel& m, const data::Batch& batch, int64_t draw, StepResult& out) -> LeafLoss {
         DEW_REQUIRE(batch.images.defined(),
                     "[train] batch {} of the data chain holds tokens; an image model trains on images (an "
                     "idx_images source)",
@@ -119,16 +154,16 @@ StepResult image_train_step(const ImageModel& model, const std::vector<Param>& p
                               .to(model.parameters().begin()->second.device());
         out.images += batch.real_rows;
         const Tensor labels = dropped_labels(model, batch.labels.slice(0, 0, batch.real_rows).contiguous(),
-                                             options.seed, options.step_index, micro);
+                                             options.seed, options.step_index, draw);
         const DType dtype = m.parameters().begin()->second.dtype();
         const diffusion::TrainingNetwork network = [&](const Tensor& x, const Tensor& t, const Tensor& r) {
           return m.forward(cast(x, dtype), t, labels.defined() ? labels.to(x.device()) : labels, r);
         };
-        // Each microbatch of a step draws its own times and noise.
-        return diffusion_loss(
-                   network, x0, options.objective, options.seed,
-                   uint64_t(options.step_index) * uint64_t(options.step.accumulation) + uint64_t(micro))
-            .loss;
+        // Each microbatch (each row group of one) of a step draws its own times and noise.
+        const uint64_t draws_per_step = uint64_t(options.step.accumulation * options.step.row_groups);
+        return {diffusion_loss(network, x0, options.objective, options.seed,
+                               uint64_t(options.step_index) * draws_per_step + uint64_t(draw))
+                    .loss};
       });
 }
 

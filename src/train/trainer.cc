@@ -159,18 +159,31 @@ Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,
 }
 
 Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
-  fs::create_directories(run_dir_);
   Run run;
-  // One trainer per run directory: a second would interleave metrics and checkpoints with the first.
-  const std::string lock_path = (fs::path(run_dir_) / "train.lock").string();
-  std::string holder;
-  run.lock = FileLock::try_acquire(lock_path, holder);
-  DEW_REQUIRE(run.lock,
-              "[train] {} is in use by process {} (it holds {}); wait for that run to end or stop it, "
-              "or give another run directory",
-              run_dir_, holder, lock_path);
-  for (const std::string& line : clear_unfinished_checkpoints(run_dir_)) say(line);
+  // Data parallel (docs/parallel.md): every rank trains the same replica on its row groups of each
+  // batch; rank 0 alone holds the run directory's lock, writes it and reports.
+  run.world = parallel::launched_world();
+  run.outcome.rank = run.world->rank(), run.outcome.ranks = run.world->size();
+  reports_ = run.leader();
+  DEW_REQUIRE(run.world->size() == 1 || config_.device.kind == Device::Kind::cpu,
+              "[train] {} ranks on {}: data parallel runs on CPUs for now (the NCCL communicator is not "
+              "built yet); train on the cpu, or in one process",
+              run.world->size(), config_.device.str());
+  if (run.leader()) {
+    fs::create_directories(run_dir_);
+    // One trainer per run directory: a second would interleave metrics and checkpoints with the first.
+    const std::string lock_path = (fs::path(run_dir_) / "train.lock").string();
+    std::string holder;
+    run.lock = FileLock::try_acquire(lock_path, holder);
+    DEW_REQUIRE(run.lock,
+                "[train] {} is in use by process {} (it holds {}); wait for that run to end or stop it, "
+                "or give another run directory",
+                run_dir_, holder, lock_path);
+    for (const std::string& line : clear_unfinished_checkpoints(run_dir_)) say(line);
+  }
+  run.world->barrier();  // the other ranks read the run directory once rank 0 has cleared it
   resume_or_initialize(run);
+  require_same_run_on_every_rank(run);
   for (const std::string& note : notes_) say(note);
   if (run.step >= config_.steps) {  // nothing left to do: say so, change nothing
     run.outcome.finished_already = true;
@@ -179,10 +192,12 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     return run.outcome;
   }
   reset_routes();
-  write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
-  const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
-  truncate_metrics(metrics_path, run.step);
-  run.metrics.open(metrics_path, std::ios::app);
+  if (run.leader()) {
+    write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
+    const fs::path metrics_path = fs::path(run_dir_) / "metrics.jsonl";
+    truncate_metrics(metrics_path, run.step);
+    run.metrics.open(metrics_path, std::ios::app);
+  }
   reset_peak_memory();
   run.started = Clock::now();
   // Running out of memory ends the run; a checkpoint is renamed into place only whole, so the last
@@ -199,9 +214,9 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   try {
     while (run.step < config_.steps) {
       step(run);
-      if (config_.eval_every && run.step % config_.eval_every == 0) evaluate(run);
-      if (config_.sample_every && run.step % config_.sample_every == 0) sample(run);
-      const bool stopping = stop && stop->load();
+      if (run.leader() && config_.eval_every && run.step % config_.eval_every == 0) evaluate(run);
+      if (run.leader() && config_.sample_every && run.step % config_.sample_every == 0) sample(run);
+      const bool stopping = stop_requested(run, stop);
       if (stopping || run.step == config_.steps ||
           (config_.checkpoint_every && run.step % config_.checkpoint_every == 0)) {
         run.outcome.checkpoint = run.last_checkpoint = checkpoint(run);
@@ -218,7 +233,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     out_of_memory("the system refused an allocation");
   }
   run.outcome.step = run.step;
-  if (profile) {
+  if (profile && run.leader()) {
     run.outcome.profile =
         run.profiler.result(run.model.is_image() ? 0 : run.model.language().config().vocab_size);
     write_text_file((fs::path(run_dir_) / "profile.json").string(), step_profile_json(*run.outcome.profile));
@@ -227,7 +242,34 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
 }
 
 void Trainer::say(const std::string& line) const {
-  if (on_log) on_log(line);
+  if (on_log && reports_) on_log(line);
+}
+
+// Every rank must resume the same run at the same step with the same config, or their collectives
+// would pair different steps: compared by a hash of both, naming the first rank that differs.
+void Trainer::require_same_run_on_every_rank(Run& run) const {
+  if (run.world->size() == 1) return;
+  const std::string identity = describe_config(config_) + "@" + std::to_string(run.step);
+  const Tensor mine =
+      Tensor::from_values({double(std::hash<std::string>{}(identity) >> 11)}, {1}, DType::f64);
+  Tensor all = Tensor::empty({run.world->size()}, DType::f64);
+  run.world->all_gather(mine, all);
+  const std::vector<double> hashes = all.to_f64_vector();
+  for (size_t r = 1; r < hashes.size(); ++r)
+    DEW_REQUIRE(hashes[r] == hashes[0],
+                "[train] rank {} resumed {} at another step or with another config than rank 0 (it is at "
+                "step {}); every rank must see the same run directory and config (a shared file system)",
+                r, run_dir_, run.step);
+}
+
+// The stop flag as the ranks agree on it: a signal one rank has seen stops every rank after the same
+// step (mpirun forwards SIGINT and SIGTERM to each, but not at the same instant).
+bool Trainer::stop_requested(Run& run, const std::atomic<bool>* stop) const {
+  const bool here = stop && stop->load();
+  if (run.world->size() == 1) return here;
+  Tensor flag = Tensor::from_values({here ? 1.0 : 0.0}, {1}, DType::f64);
+  run.world->all_reduce_sum(flag);
+  return flag.to_f64_vector()[0] > 0;
 }
 
 void Trainer::resume_or_initialize(Run& run) {
@@ -300,7 +342,9 @@ void Trainer::step(Run& run) {
                             .lr = lr,
                             .grad_clip = config_.grad_clip,
                             .z_loss = config_.z_loss,
-                            .compute = config_.compute};
+                            .compute = config_.compute,
+                            .row_groups = row_groups(run),
+                            .data_parallel = run.world->size() > 1 ? run.world.get() : nullptr};
   const auto next_batch = [&] { return chain_.next_batch(); };
   const bool image = run.model.is_image();
   const StepResult result =
@@ -337,12 +381,19 @@ void Trainer::step(Run& run) {
   run.outcome.last_loss = result.loss;
   const double step_s = seconds_since(start);
   if (run.step == run.first_step + 1) {
-    say(fmt::format("training {}: {:.1f} M parameters, {} {} a step, {}, {} threads on {}; steps {} to {}",
+    const int64_t groups = row_groups(run);
+    say(fmt::format("training {}: {:.1f} M parameters, {} {} a step, {}, {} threads on {}{}; steps {} to {}",
                     run.model.model_type(), double(run.model.parameter_count()) / 1e6, examples,
                     image ? "images" : "tokens",
                     config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute),
-                    num_threads(), config_.device.str(), run.step, config_.steps));
-    write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());  // routes now known
+                    num_threads(), config_.device.str(),
+                    run.world->size() == 1 && groups == 1
+                        ? std::string()
+                        : fmt::format(" x {} ranks, {} row groups ({} per rank)", run.world->size(), groups,
+                                      groups / run.world->size()),
+                    run.step, config_.steps));
+    if (run.leader())  // routes now known
+      write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
   }
   Progress progress;
   progress.step = run.step;
@@ -352,8 +403,13 @@ void Trainer::step(Run& run) {
   progress.tokens_per_s = double(examples) / step_s;  // images/s for an image model
   progress.elapsed_s = seconds_since(run.started);
   progress.eta_s = progress.elapsed_s / double(run.step - run.first_step) * double(config_.steps - run.step);
+  if (!run.leader()) return;
   if (on_step) on_step(progress);
   if (run.step % config_.log_every == 0 || run.step == config_.steps) log(run, result, progress, step_s);
+}
+
+int64_t Trainer::row_groups(const Run& run) const {
+  return config_.row_groups > 0 ? config_.row_groups : run.world->size();
 }
 
 void Trainer::log(Run& run, const StepResult& result, const Progress& progress, double step_s) {
@@ -460,17 +516,25 @@ void Trainer::sample(Run& run) {
 }
 
 std::string Trainer::checkpoint(Run& run) {
+  // Rank 0 writes the replicas' one state; every rank waits until it is committed, so none runs past
+  // a checkpoint that a failure could still lose.
+  if (!run.leader()) {
+    run.world->barrier();
+    return std::string();  // rank 0 names it
+  }
   const nlohmann::json state = {
       {"step", run.step},     {"tokens", run.tokens},           {"skipped", run.skipped},
       {"seed", config_.seed}, {"init_from", config_.init_from}, {"data", chain_.position()}};
   const std::string description = run_description();
   write_text_file((fs::path(run_dir_) / "run.json").string(), description);
-  return save_checkpoint(
-      run_dir_, run.step,
-      {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
-       run.ema ? &*run.ema : nullptr,
-       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string()},
-      config_.keep);
+  const std::string committed =
+      save_checkpoint(run_dir_, run.step,
+                      {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
+                       run.ema ? &*run.ema : nullptr,
+                       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string()},
+                      config_.keep);
+  run.world->barrier();
+  return committed;
 }
 
 std::string Trainer::run_description() const {

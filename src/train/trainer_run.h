@@ -2,6 +2,7 @@
 // weights' average, the counters a checkpoint holds, and the metrics file.
 #pragma once
 
+#include <dew/parallel.h>
 #include <dew/train.h>
 
 #include <chrono>
@@ -22,6 +23,8 @@ inline double unix_time() {
 
 // One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
 struct Trainer::Run {
+  std::unique_ptr<parallel::Communicator> world;      // the ranks of a data-parallel run, or this process
+  bool leader() const { return world->rank() == 0; }  // writes the run directory and reports
   TrainedModel model;
   std::optional<Ema> ema;  // the weights' average, with ema_decay
   std::vector<Param> params;

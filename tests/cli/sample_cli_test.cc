@@ -10,36 +10,17 @@
 #include "data_files.h"
 #include "io/png.h"
 #include "run_dew.h"
+#include "train_config.h"
 
 namespace {
 
 using dew::testing::run_dew;
 
-std::string be32(uint32_t v) {
-  return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
-}
-
 TEST(SampleCli, TrainSampleAndReportAnImageModel) {
   dew::testing::DataDir dir("sample_cli");
-  std::string images = std::string("\0\0\x08\x03", 4) + be32(32) + be32(8) + be32(8);
-  std::string labels = std::string("\0\0\x08\x01", 4) + be32(32);
-  for (int n = 0; n < 32; ++n) {
-    labels.push_back(char(n % 3));
-    for (int p = 0; p < 64; ++p) images.push_back(char(p % 8 / 3 == n % 3 ? 200 : 20));
-  }
-  dir.write("images.idx", images);
-  dir.write("labels.idx", labels);
-  dir.write("dit.toml", R"([model]
-model_type = "dit"
-image_size = 8
-patch_size = 2
-hidden_size = 16
-depth = 1
-num_heads = 2
-num_classes = 3
-frequency_embedding_size = 16
-time_scale = 1000.0
-[diffusion]
+  dir.write_idx_images("images.idx", "labels.idx", 32, 8, 3,
+                       [](int n, int p) { return p % 8 / 3 == n % 3 ? 200 : 20; });
+  dir.write("dit.toml", std::string("[model]\n") + dew::testing::kTinyDit + R"([diffusion]
 objective = "flow"
 [train]
 steps = 4
@@ -63,15 +44,7 @@ labels = "labels.idx"
 [[eval.data.stage]]
 kind = "batch"
 size = 8
-[data.source]
-kind = "idx_images"
-images = "images.idx"
-labels = "labels.idx"
-epochs = 0
-[[data.stage]]
-kind = "batch"
-size = 8
-)");
+)" + dew::testing::kTinyImagesData);
   const std::string run = dir.path("run");
   auto trained = run_dew("train " + dir.path("dit.toml") + " --run-dir " + run);
   ASSERT_EQ(trained.exit_code, 0) << trained.out;

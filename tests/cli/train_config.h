@@ -20,6 +20,29 @@ num_attention_heads = 4
 num_key_value_heads = 2
 max_position_embeddings = 64)";
 
+// The [model] fields of a DiT small enough for a test: 8 x 8 gray images, 3 classes.
+inline constexpr const char* kTinyDit = R"(model_type = "dit"
+image_size = 8
+patch_size = 2
+hidden_size = 16
+depth = 1
+num_heads = 2
+num_classes = 3
+frequency_embedding_size = 16
+time_scale = 1000.0
+)";
+
+// A [data] chain of 8-image batches from images.idx and labels.idx (DataDir::write_idx_images).
+inline constexpr const char* kTinyImagesData = R"([data.source]
+kind = "idx_images"
+images = "images.idx"
+labels = "labels.idx"
+epochs = 0
+[[data.stage]]
+kind = "batch"
+size = 8
+)";
+
 inline std::string train_config(const std::string& name, const std::string& model = kTinyLlama) {
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::remove_all(dir);

@@ -39,6 +39,24 @@ class DataDir {
           train_byte_level_bpe({text}, {.vocab_size = 400, .special_tokens = {eos}}));
     write(name + "/tokenizer_config.json", "{\"eos_token\": \"" + eos + "\"}");
   }
+  // IDX files of `count` side x side gray images (pixel(n, p) for image n's pixel p) and their labels
+  // n % classes, as the idx_images source reads them.
+  template <class Pixel>
+  void write_idx_images(const std::string& images_name, const std::string& labels_name, int count, int side,
+                        int classes, Pixel pixel) const {
+    const auto be32 = [](uint32_t v) {
+      return std::string{char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+    };
+    std::string images =
+        std::string("\0\0\x08\x03", 4) + be32(uint32_t(count)) + be32(uint32_t(side)) + be32(uint32_t(side));
+    std::string labels = std::string("\0\0\x08\x01", 4) + be32(uint32_t(count));
+    for (int n = 0; n < count; ++n) {
+      labels.push_back(char(n % classes));
+      for (int p = 0; p < side * side; ++p) images.push_back(char(pixel(n, p)));
+    }
+    write(images_name, images);
+    write(labels_name, labels);
+  }
   // llm.c's format: 256 x i32 header (magic, version, count), then u16 (version 1) or u32 ids.
   void write_llmc(const std::string& name, int32_t version, const std::vector<uint32_t>& ids) const {
     std::vector<int32_t> header(256, 0);

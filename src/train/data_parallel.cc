@@ -1,0 +1,179 @@
+// Row groups, the gradient tree and the reductions of a data-parallel step (data_parallel.h).
+#include "train/data_parallel.h"
+
+#include <dew/autodiff.h>
+#include <dew/error.h>
+#include <dew/ops.h>
+
+#include <bit>
+#include <chrono>
+
+#include "core/autograd.h"
+
+namespace dew::train {
+
+// NOTE [row groups]
+// A step's gradient is defined as a tree over row groups, not over ranks: the batch's rows split into
+// G groups g0..g(G-1), each group's gradient computed by its own forward and backward, and the G
+// gradients added in fixed_tree_sum's order (level by level, adjacent pairs, an odd last one carried
+// up). With P ranks each holding G/P consecutive groups, a power of two, the first log2(G/P) levels of
+// that tree pair groups within one rank — the rank's own binary counter (GradientTree) adds them in
+// that order — and the levels above are the communicator's tree over the P ranks' sums. So 1 process
+// with G groups, 2 with G/2 each and 4 with G/4 add every gradient element in the same order: the same
+// bits. What a rank computes per group never depends on P either: the same rows, the same shapes.
+
+void check_row_groups(int64_t row_groups, int ranks) {
+  DEW_REQUIRE(row_groups >= 1 && row_groups % ranks == 0,
+              "[train] parallel.row_groups {} on {} ranks; expected a multiple of the rank count (each "
+              "rank takes the same number of row groups of every batch)",
+              row_groups, ranks);
+  DEW_REQUIRE(ranks == 1 || std::has_single_bit(uint64_t(row_groups / ranks)),
+              "[train] parallel.row_groups {} on {} ranks gives each rank {} groups; expected a power of "
+              "two per rank (1, 2, 4, ...), so that the ranks' sums meet in the one-process order",
+              row_groups, ranks, row_groups / ranks);
+}
+
+data::Batch batch_rows(const data::Batch& batch, int64_t group, int64_t row_groups) {
+  const Tensor& any = batch.images.defined() ? batch.images : batch.tokens;
+  const int64_t rows = any.shape()[0];
+  DEW_REQUIRE(rows % row_groups == 0,
+              "[train] batch {} holds {} rows, which parallel.row_groups {} cannot split evenly; expected a "
+              "batch size that is a multiple of the row groups",
+              batch.index, rows, row_groups);
+  const int64_t n = rows / row_groups, begin = group * n;
+  const auto rows_of = [&](const Tensor& t) { return t.defined() ? t.slice(0, begin, begin + n) : t; };
+  data::Batch out;
+  out.index = batch.index;
+  out.tokens = rows_of(batch.tokens);
+  out.segment_ids = rows_of(batch.segment_ids);
+  out.positions = rows_of(batch.positions);
+  out.loss_mask = rows_of(batch.loss_mask);
+  out.images = rows_of(batch.images);
+  out.labels = rows_of(batch.labels);
+  out.real_rows = std::clamp(batch.real_rows - begin, int64_t(0), n);
+  if (out.segment_ids.defined()) {  // padding has segment id 0
+    const Tensor ids = out.segment_ids.contiguous();
+    for (int64_t i = 0; i < ids.numel(); ++i) out.real_tokens += ids.data<int64_t>()[i] != 0;
+  } else if (out.tokens.defined()) {
+    out.real_tokens = out.tokens.numel();
+  }
+  return out;
+}
+
+void GradientTree::add_leaf() {
+  NoGrad no_grad;
+  std::vector<Tensor> carry;
+  for (const Param& p : params_) {
+    Tensor g = p.tensor.grad();
+    carry.push_back(g.defined() ? g : Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device()));
+    Tensor(p.tensor).zero_grad();
+  }
+  // A binary counter: two sums of 2^i leaves make one of 2^(i+1), the earlier one on the left.
+  size_t level = 0;
+  for (; level < levels_.size() && levels_[level]; ++level) {
+    for (size_t i = 0; i < carry.size(); ++i) carry[i] = add((*levels_[level])[i], carry[i]);
+    levels_[level].reset();
+  }
+  if (level == levels_.size()) levels_.emplace_back();
+  levels_[level] = std::move(carry);
+}
+
+void GradientTree::finish() {
+  NoGrad no_grad;
+  // Partial sums from the latest (lowest level) up, each earlier one added on the left: the carried
+  // odd parts of fixed_tree_sum's levels.
+  std::optional<std::vector<Tensor>> sum;
+  for (std::optional<std::vector<Tensor>>& partial : levels_) {
+    if (!partial) continue;
+    if (sum)
+      for (size_t i = 0; i < sum->size(); ++i) (*sum)[i] = add((*partial)[i], (*sum)[i]);
+    else
+      sum = std::move(partial);
+    partial.reset();
+  }
+  DEW_REQUIRE(sum, "[train] a gradient tree without leaves; expected at least one row group");
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor p = params_[i].tensor;
+    detail::autograd_meta(p).grad = (*sum)[i];
+  }
+  levels_.clear();
+}
+
+void all_reduce_gradients(const std::vector<Param>& params, parallel::Communicator& world, StepResult& out) {
+  NoGrad no_grad;
+  // Buckets of about 16 MiB, each a flat f32 copy of consecutive parameters' gradients.
+  constexpr int64_t kBucketElements = int64_t(1) << 22;
+  struct Bucket {
+    size_t first = 0, last = 0;  // params [first, last)
+    Tensor flat;
+    std::unique_ptr<parallel::Work> work;
+  };
+  std::vector<Bucket> buckets;
+  for (size_t i = 0; i < params.size();) {
+    Bucket b{.first = i};
+    int64_t n = 0;
+    while (i < params.size() && (n == 0 || n + params[i].tensor.numel() <= kBucketElements))
+      n += params[i++].tensor.numel();
+    b.last = i;
+    b.flat = Tensor::empty({n}, DType::f32);
+    int64_t at = 0;
+    for (size_t p = b.first; p < b.last; ++p) {
+      const Tensor& w = params[p].tensor;
+      const Tensor g = w.grad();
+      Tensor part = b.flat.slice(0, at, at + w.numel());
+      if (g.defined())
+        part.copy_from(g.reshape({w.numel()}));
+      else
+        part.copy_from(Tensor::zeros({w.numel()}, DType::f32));
+      at += w.numel();
+    }
+    const int64_t shard = (n + world.size() - 1) / world.size();
+    out.communicated_bytes += 2 * int64_t(world.size() - 1) * shard * int64_t(sizeof(float));
+    b.work = world.start_all_reduce_sum(b.flat);
+    buckets.push_back(std::move(b));
+  }
+  const auto waiting = std::chrono::steady_clock::now();
+  for (Bucket& b : buckets) {
+    b.work->wait();
+    int64_t at = 0;
+    for (size_t p = b.first; p < b.last; ++p) {
+      Tensor w = params[p].tensor;
+      detail::autograd_meta(w).grad = b.flat.slice(0, at, at + w.numel()).reshape(w.shape());
+      at += w.numel();
+    }
+  }
+  out.communication_wait_s +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+}
+
+void reduce_step_results(parallel::Communicator* world, const std::vector<double>& leaf_losses,
+                         int64_t leaves, StepResult& out) {
+  std::vector<double> all = leaf_losses;
+  if (world && world->size() > 1) {
+    // Counts are integers: their sum is exact in any order.
+    std::vector<double> counts = {double(out.tokens), double(out.images), double(out.targets),
+                                  double(out.correct)};
+    for (const std::vector<int64_t>& layer : out.expert_tokens)
+      for (const int64_t n : layer) counts.push_back(double(n));
+    Tensor summed = Tensor::from_values(counts, {int64_t(counts.size())}, DType::f64);
+    world->all_reduce_sum(summed);
+    const std::vector<double> total = summed.to_f64_vector();
+    out.tokens = int64_t(total[0]), out.images = int64_t(total[1]);
+    out.targets = int64_t(total[2]), out.correct = int64_t(total[3]);
+    size_t at = 4;
+    for (std::vector<int64_t>& layer : out.expert_tokens)
+      for (int64_t& n : layer) n = int64_t(total[at++]);
+    const Tensor local = Tensor::from_values(leaf_losses, {int64_t(leaf_losses.size())}, DType::f64);
+    Tensor gathered = Tensor::empty({int64_t(leaf_losses.size()) * world->size()}, DType::f64);
+    world->all_gather(local, gathered);
+    all = gathered.to_f64_vector();
+  }
+  DEW_REQUIRE(int64_t(all.size()) == 2 * leaves, "[train] {} leaf losses for {} leaves; expected 2 each",
+              all.size(), leaves);
+  double loss = 0, router = 0;
+  for (int64_t i = 0; i < leaves; ++i) loss += all[size_t(2 * i)], router += all[size_t(2 * i + 1)];
+  out.loss = loss / double(leaves);
+  out.router_loss = router / double(leaves);
+}
+
+}  // namespace dew::train

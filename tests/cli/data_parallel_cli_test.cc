@@ -1,0 +1,163 @@
+// Data-parallel `dew train` under mpirun (docs/parallel.md): 1, 2 and 4 ranks (oversubscribed on this
+// machine) give the same bits — every logged loss and gradient norm, the weights and the optimizer
+// state — with AdamW and Muon and for an image model; a run resumes on another rank count exactly; and
+// row groups that do not divide among the ranks are refused. Skipped without MPI.
+#include <dew/parallel.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data_files.h"
+#include "io/command.h"
+#include "io/files.h"
+#include "run_dew.h"
+#include "train_config.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using dew::testing::run_dew;
+
+bool have_mpirun() {
+  return dew::parallel::built_with_mpi() &&
+         dew::run_command("command -v mpirun >/dev/null 2>&1").exit_code == 0;
+}
+
+// `dew ARGS` as `ranks` processes under mpirun, as root too (../shared/FACTS.md).
+dew::CommandResult on_ranks(int ranks, const std::string& args) {
+  return run_dew(args,
+                 "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+                 "mpirun --oversubscribe --bind-to none -n " +
+                     std::to_string(ranks));
+}
+
+// Each metrics line's step, loss and grad_norm, as written (JSON keeps a double's every bit).
+std::vector<std::string> losses(const std::string& run_dir) {
+  std::vector<std::string> out;
+  std::ifstream in(run_dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("loss")) out.push_back(nlohmann::json{j["step"], j["loss"], j["grad_norm"]}.dump());
+  }
+  return out;
+}
+
+std::string file(const std::string& path) {
+  return fs::exists(path) ? dew::read_text_file(path) : "(missing " + path + ")";
+}
+
+// Trains `config` on 1, 2 and 4 ranks and expects the same losses, weights and optimizer state.
+void expect_same_bits_on_1_2_and_4_ranks(const std::string& config, const std::string& sets,
+                                         const std::string& checkpoint) {
+  std::vector<std::string> baseline;
+  std::string weights, state;
+  for (const int ranks : {1, 2, 4}) {
+    const std::string run = config + ".ranks" + std::to_string(ranks);
+    fs::remove_all(run);
+    const auto r = on_ranks(ranks, "train " + config + " --run-dir " + run + " " + sets);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::string dir = run + "/checkpoints/" + checkpoint;
+    if (ranks == 1) {
+      baseline = losses(run);
+      weights = file(dir + "/model.safetensors");
+      state = file(dir + "/optimizer.safetensors");
+      EXPECT_FALSE(baseline.empty());
+      continue;
+    }
+    EXPECT_EQ(losses(run), baseline) << ranks << " ranks";
+    EXPECT_TRUE(file(dir + "/model.safetensors") == weights) << ranks << " ranks: the weights differ";
+    EXPECT_TRUE(file(dir + "/optimizer.safetensors") == state) << ranks << " ranks: the optimizer differs";
+  }
+}
+
+TEST(DataParallelCli, LanguageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("data_parallel_lm");
+  const std::string common = "--set train.steps=4 --set train.log_every=1 --set parallel.row_groups=4 ";
+  expect_same_bits_on_1_2_and_4_ranks(dir + "/run.toml", common + "--set optimizer.kind=adamw",
+                                      "step-00000004");
+  expect_same_bits_on_1_2_and_4_ranks(
+      dir + "/run.toml", common + "--set optimizer.kind=muon --set train.precision=f32", "step-00000004");
+}
+
+TEST(DataParallelCli, ResumesOnAnotherRankCountExactly) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("data_parallel_resume");
+  const std::string config = dir + "/run.toml";
+  const std::string sets =
+      " --set parallel.row_groups=4 --set train.log_every=1 --set schedule.shape=constant --set "
+      "schedule.warmup_steps=0 ";
+  const auto straight =
+      on_ranks(1, "train " + config + " --run-dir " + dir + "/straight" + sets + "--set train.steps=6");
+  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+  // 2 ranks to step 2, then 1 rank to step 4, then 4 ranks to step 6, in one run directory.
+  const std::string run = dir + "/moved";
+  for (const auto& [ranks, steps] : std::vector<std::pair<int, int>>{{2, 2}, {1, 4}, {4, 6}}) {
+    const auto r = on_ranks(
+        ranks, "train " + config + " --run-dir " + run + sets + "--set train.steps=" + std::to_string(steps));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+  }
+  EXPECT_EQ(losses(run), losses(dir + "/straight"));
+  EXPECT_TRUE(file(run + "/checkpoints/step-00000006/model.safetensors") ==
+              file(dir + "/straight/checkpoints/step-00000006/model.safetensors"));
+}
+
+TEST(DataParallelCli, ImageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  dew::testing::DataDir dir("data_parallel_dit");
+  dir.write_idx_images("images.idx", "labels.idx", 32, 8, 3,
+                       [](int n, int p) { return (p * 7 + n * 13) % 251; });
+  dir.write("dit.toml", std::string("[model]\n") + dew::testing::kTinyDit + R"(class_dropout_prob = 0.25
+[diffusion]
+objective = "flow"
+[train]
+steps = 3
+log_every = 1
+precision = "f32"
+[parallel]
+row_groups = 4
+)" + dew::testing::kTinyImagesData);
+  expect_same_bits_on_1_2_and_4_ranks(dir.path("dit.toml"), "", "step-00000003");
+}
+
+TEST(DataParallelCli, LaunchRunsTheCommandAsRanksThroughMpirun) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("data_parallel_launch");
+  const std::string sets = " --set train.steps=2 --set train.log_every=1 --set parallel.row_groups=2";
+  const auto launched =
+      run_dew("launch -n 2 -- train " + dir + "/run.toml --run-dir " + dir + "/launched" + sets);
+  ASSERT_EQ(launched.exit_code, 0) << launched.out;
+  EXPECT_NE(launched.out.find("x 2 ranks, 2 row groups (1 per rank)"), std::string::npos) << launched.out;
+  const auto alone = run_dew("train " + dir + "/run.toml --run-dir " + dir + "/alone" + sets);
+  ASSERT_EQ(alone.exit_code, 0) << alone.out;
+  EXPECT_EQ(losses(dir + "/launched"), losses(dir + "/alone"));
+  // More ranks than cores: oversubscribed.
+  const std::string more = std::to_string(std::thread::hardware_concurrency() + 1);
+  const auto dry = run_dew("launch -n " + more + " --dry-run -- train run.toml");
+  EXPECT_EQ(dry.exit_code, 0) << dry.out;
+  EXPECT_NE(dry.out.find("mpirun -n " + more + " "), std::string::npos) << dry.out;
+  EXPECT_NE(dry.out.find("--oversubscribe"), std::string::npos) << dry.out;
+  const auto hosts = run_dew("launch -n 2 --hostfile /nonexistent/hosts -- train run.toml");
+  EXPECT_EQ(hosts.exit_code, 1);
+  EXPECT_NE(hosts.out.find("--hostfile /nonexistent/hosts does not exist"), std::string::npos) << hosts.out;
+}
+
+TEST(DataParallelCli, RefusesRowGroupsThatDoNotDivideAmongTheRanks) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("data_parallel_refusals");
+  const auto r =
+      on_ranks(2, "train " + dir + "/run.toml --run-dir " + dir + "/run --set parallel.row_groups=3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("parallel.row_groups 3 on 2 ranks"), std::string::npos) << r.out;
+  const auto six =
+      on_ranks(2, "train " + dir + "/run.toml --run-dir " + dir + "/run --set parallel.row_groups=6");
+  EXPECT_NE(six.exit_code, 0);
+  EXPECT_NE(six.out.find("expected a power of two per rank"), std::string::npos) << six.out;
+}
+
+}  // namespace
