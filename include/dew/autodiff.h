@@ -43,6 +43,12 @@ void backward(const Tensor& loss, const BackwardOptions& options = {});
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
               const BackwardOptions& options = {});
 
+// Runs `hook` during each backward() when the leaf's gradient for that backward is whole: every node
+// of the graph with an edge to the leaf has run and its gradient is accumulated in grad() (torch's
+// register_post_accumulate_grad_hook). A leaf the graph does not reach gets no call. An empty hook
+// removes it. Data parallelism starts each bucket's all-reduce from it while backward goes on.
+void set_gradient_ready_hook(Tensor& leaf, std::function<void()> hook);
+
 // The gradients of the outputs (with their cotangents) with respect to `inputs`, returned instead of
 // accumulated into leaves' grad() (torch.autograd.grad): inputs may be leaves or computed tensors that
 // require a gradient; one no output depends on gets an undefined tensor. Only the part of the graph

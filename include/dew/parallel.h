@@ -14,11 +14,13 @@
 namespace dew::parallel {
 
 // A started collective; wait() completes it (once; later calls return at once). Its tensors must stay
-// alive and untouched until then.
+// alive and untouched until then, and its communicator must outlive it.
 class Work {
  public:
   virtual ~Work() = default;
   virtual void wait() = 0;
+  // Moves the collective on without blocking (MPI progresses only inside its calls); true once done.
+  virtual bool test() = 0;
 };
 
 class Communicator {

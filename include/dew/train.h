@@ -189,6 +189,15 @@ void update_expert_biases(CausalLM& model, const std::vector<std::vector<int64_t
 // step (a recorded cast, so gradients arrive in the f32 master weights and sum there in f32),
 // activations and matmul operands in bf16 with f32 accumulation; the loss, the gradients, their norm
 // and the optimizer state stay f32.
+// The ranks of a data-parallel run and what its steps learn about them: the order in which backward
+// completes the parameters' gradients (the first step's, rank 0's for every rank), by which gradients
+// are bucketed for the all-reduces that run while backward goes on (docs/parallel.md).
+struct DataParallel {
+  parallel::Communicator* world = nullptr;
+  int64_t bucket_elements = int64_t(1) << 21;  // f32 gradients per bucket (8 MiB)
+  std::vector<int64_t> ready_order;            // indices into the step's params; empty until the first step
+};
+
 // Data parallel (docs/parallel.md): each batch's rows form `row_groups` equal groups, each group's
 // gradient from its own forward and backward (over the step's microbatches), and the step's gradient
 // is their sum in fixed_tree_sum's order over the groups. Rank r of `data_parallel` (P ranks) runs
@@ -199,7 +208,7 @@ struct StepOptions {
   double lr = 0, grad_clip = 1.0, z_loss = 0;
   DType compute = DType::f32;  // f32, or bf16 (mixed precision)
   int64_t row_groups = 1;
-  parallel::Communicator* data_parallel = nullptr;  // null: this process alone
+  DataParallel* data_parallel = nullptr;  // null: this process alone
 };
 struct StepResult {
   bool complete = false, applied = false;
@@ -210,7 +219,8 @@ struct StepResult {
   double data_wait_s = 0;              // time spent in next_batch
   double router_loss = 0;              // the microbatches' mean weighted router losses, within `loss`
   std::vector<std::vector<int64_t>> expert_tokens;  // per MoE layer, summed over the microbatches
-  // Data parallel: gradient bytes this rank sent, and the seconds it waited for the reduction.
+  // Data parallel: gradient bytes this rank sent; seconds it waited for the reductions after backward
+  // (what backward did not hide).
   int64_t communicated_bytes = 0;
   double communication_wait_s = 0;
 };
@@ -344,6 +354,7 @@ struct TrainerConfig {
   int64_t steps = 100;              // optimizer steps
   int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
   int64_t row_groups = 0;           // [parallel] row_groups (StepOptions); 0: the process count
+  double bucket_mib = 8;            // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;

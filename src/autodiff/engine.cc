@@ -161,9 +161,28 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   const bool retain = options.retain_graph || options.create_graph;
   std::vector<std::shared_ptr<GradNode>> order = nodes_in_order(roots);
   if (targets) order = targets->plan(order);
+  // Leaves with a gradient-ready hook: how many edges of the walk's nodes still lead to each. Each node
+  // settles its edges once it has run (or been passed over), and a leaf whose count reaches 0 is whole.
+  std::unordered_map<detail::AutogradMeta*, int> pending;
+  if (!targets)
+    for (const std::shared_ptr<GradNode>& node : order)
+      for (const GradEdge& edge : node->inputs)
+        if (const auto leaf = edge.node ? nullptr : edge.leaf.lock(); leaf && leaf->on_gradient_ready)
+          ++pending[leaf.get()];
+  const auto settle = [&](const GradNode& node) {
+    if (pending.empty()) return;
+    for (const GradEdge& edge : node.inputs)
+      if (const auto leaf = edge.node ? nullptr : edge.leaf.lock(); leaf && leaf->on_gradient_ready) {
+        const auto it = pending.find(leaf.get());
+        if (it != pending.end() && --it->second == 0) leaf->on_gradient_ready();
+      }
+  };
   for (const std::shared_ptr<GradNode>& node : order) {
     auto found = grads.find(node.get());
-    if (found == grads.end()) continue;  // no gradient reached it
+    if (found == grads.end()) {  // no gradient reached it
+      settle(*node);
+      continue;
+    }
     std::vector<Tensor> d_outputs = std::move(found->second);
     grads.erase(found);
     if (targets) {  // every consumer has run: the gradients of this node's target outputs are whole
@@ -184,6 +203,7 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
                 node->op, d_inputs.size(), node->inputs.size());
     for (size_t i = 0; i < d_inputs.size(); ++i)
       if (node->inputs[i].live() && d_inputs[i].defined()) deliver(node->inputs[i], d_inputs[i]);
+    settle(*node);
     if (!retain) {  // each saved tensor freed as soon as its rule has run
       node->vjp = nullptr;
       node->saved_outputs.clear();
@@ -194,6 +214,12 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
 }
 
 }  // namespace
+
+void set_gradient_ready_hook(Tensor& leaf, std::function<void()> hook) {
+  DEW_REQUIRE(leaf.requires_grad() && !detail::TensorAutograd::of(leaf)->node,
+              "[set_gradient_ready_hook] {}; expected a leaf that requires a gradient", leaf.describe());
+  detail::TensorAutograd::of(leaf)->on_gradient_ready = std::move(hook);
+}
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,
               const BackwardOptions& options) {

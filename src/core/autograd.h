@@ -85,6 +85,7 @@ struct AutogradMeta {
   int output = 0;                  // which of node's outputs
   // Forward mode: the tangent at each open jvp level that gave one (NOTE [nested jvp levels]).
   std::vector<std::pair<int, Tensor>> tangents;
+  std::function<void()> on_gradient_ready;  // leaves: set_gradient_ready_hook (autodiff.h)
 };
 
 // Tensor's autograd field, for the functions below.

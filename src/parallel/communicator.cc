@@ -42,6 +42,7 @@ void tree_sum(const std::vector<const T*>& parts, T* out, int64_t n) {
 class Done final : public Work {
  public:
   void wait() override {}
+  bool test() override { return true; }
 };
 
 class SingleProcess final : public Communicator {

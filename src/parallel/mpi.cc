@@ -8,6 +8,7 @@
 
 #include <climits>
 #include <cstring>
+#include <deque>
 
 #include "parallel/checks.h"
 
@@ -78,17 +79,40 @@ class Request final : public Work {
   explicit Request(std::vector<Tensor> keep) : keep_(std::move(keep)) {}
   MPI_Request request = MPI_REQUEST_NULL;
   void wait() override { check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait"); }
+  bool test() override {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done;
+  }
 
  private:
   std::vector<Tensor> keep_;  // alive until the request completes
 };
 
-// Reduce-scatter by all-to-all, the fixed-order sum, then (for an all-reduce) the all-gather.
+class ReduceScatterThenGather;
+
+// NOTE [ordered second phases]: MPI requires every rank to start its collectives on a communicator in
+// one order. A reduction's second phase (the all-gather of the summed shards) starts when its
+// all-to-all completes, which differs in time between ranks; so the all-gathers run on a communicator
+// of their own, and each starts only after every reduction started before it has started its own —
+// the all-to-alls' order, the same on every rank. The queue below holds the reductions whose
+// all-to-all is in flight, in start order.
+struct ExchangeQueue {
+  MPI_Comm comm = MPI_COMM_NULL;         // the world's: every collective but the second phases
+  MPI_Comm gather_comm = MPI_COMM_NULL;  // the second phases
+  std::deque<ReduceScatterThenGather*> exchanging;
+  void poll();                                      // moves on the head reductions that are done
+  void complete_through(ReduceScatterThenGather*);  // blocks until this one has moved on
+};
+
+// Reduce-scatter by all-to-all, the fixed-order sum, then (for an all-reduce) the all-gather. Three
+// phases: the all-to-all in flight; the all-gather in flight; done.
 class ReduceScatterThenGather final : public Work {
  public:
-  ReduceScatterThenGather(const Tensor& send, Tensor shard_out, Tensor gathered, Tensor target, int ranks,
-                          int64_t shard)
-      : send_(send),
+  ReduceScatterThenGather(ExchangeQueue& queue, const Tensor& send, Tensor shard_out, Tensor gathered,
+                          Tensor target, int ranks, int64_t shard)
+      : queue_(queue),
+        send_(send),
         shard_out_(std::move(shard_out)),
         gathered_(std::move(gathered)),
         target_(std::move(target)),
@@ -97,31 +121,90 @@ class ReduceScatterThenGather final : public Work {
     received_ = Tensor::empty({int64_t(ranks) * shard}, send.dtype());
     const int bytes = count_of(shard * int64_t(dtype_size(send.dtype())), "reduce_scatter_sum");
     check_mpi(MPI_Ialltoall(send_.raw_data(), bytes, MPI_BYTE, received_.raw_data(), bytes, MPI_BYTE,
-                            MPI_COMM_WORLD, &request_),
+                            queue_.comm, &request_),
               "MPI_Ialltoall");
+    queue_.exchanging.push_back(this);
+  }
+  ~ReduceScatterThenGather() override {
+    try {  // a reduction dropped unfinished still takes its turn, or every later one would wait forever
+      wait();
+    } catch (...) {
+    }
   }
   void wait() override {
-    if (done_) return;
-    done_ = true;
-    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    queue_.complete_through(this);
+    if (phase_ == Phase::gathering) {
+      check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+      finish();
+    }
+  }
+  bool test() override {
+    queue_.poll();
+    if (phase_ == Phase::gathering) {
+      int done = 0;
+      check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) finish();
+    }
+    return phase_ == Phase::done;
+  }
+
+  // The all-to-all: done yet (block: wait for it)?
+  bool exchanged(bool block) {
+    int done = 1;
+    if (block)
+      check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    else
+      check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done;
+  }
+  // After the all-to-all, in the queue's order: the fixed-order sum, and the all-gather started.
+  void sum_and_gather() {
     sum_shards_of(received_, ranks_, shard_, shard_out_.raw_data());
-    if (!gathered_.defined()) return;
+    received_ = Tensor();
+    if (!gathered_.defined()) {  // a reduce-scatter: the shard is the result
+      phase_ = Phase::done;
+      return;
+    }
     const int bytes = count_of(shard_ * int64_t(dtype_size(send_.dtype())), "all_reduce_sum");
-    check_mpi(MPI_Allgather(shard_out_.raw_data(), bytes, MPI_BYTE, gathered_.raw_data(), bytes, MPI_BYTE,
-                            MPI_COMM_WORLD),
-              "MPI_Allgather");
+    check_mpi(MPI_Iallgather(shard_out_.raw_data(), bytes, MPI_BYTE, gathered_.raw_data(), bytes, MPI_BYTE,
+                             queue_.gather_comm, &request_),
+              "MPI_Iallgather");
+    phase_ = Phase::gathering;
+  }
+  bool exchanging() const { return phase_ == Phase::exchanging; }
+
+ private:
+  void finish() {
     if (gathered_.raw_data() != target_.raw_data())  // padded: the target's part of the gathered shards
       std::memcpy(target_.raw_data(), gathered_.raw_data(),
                   size_t(target_.numel()) * dtype_size(target_.dtype()));
+    phase_ = Phase::done;
   }
 
- private:
+  ExchangeQueue& queue_;
   Tensor send_, shard_out_, gathered_, target_, received_;
   int ranks_;
   int64_t shard_;
   MPI_Request request_ = MPI_REQUEST_NULL;
-  bool done_ = false;
+  enum class Phase { exchanging, gathering, done } phase_ = Phase::exchanging;
 };
+
+void ExchangeQueue::poll() {
+  while (!exchanging.empty() && exchanging.front()->exchanged(false)) {
+    ReduceScatterThenGather* head = exchanging.front();
+    exchanging.pop_front();
+    head->sum_and_gather();
+  }
+}
+
+void ExchangeQueue::complete_through(ReduceScatterThenGather* work) {
+  while (work->exchanging()) {
+    ReduceScatterThenGather* head = exchanging.front();
+    head->exchanged(true);
+    exchanging.pop_front();
+    head->sum_and_gather();
+  }
+}
 
 class MpiWorld final : public Communicator {
  public:
@@ -129,6 +212,18 @@ class MpiWorld final : public Communicator {
     ensure_mpi();
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    // Communicators of its own: two worlds' collectives never pair with each other's.
+    for (MPI_Comm* comm : {&queue_.comm, &queue_.gather_comm}) {
+      check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, comm), "MPI_Comm_dup");
+      MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
+    }
+  }
+  // Its reductions must be finished (waited for, or dropped) before it goes.
+  ~MpiWorld() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      for (MPI_Comm* comm : {&queue_.comm, &queue_.gather_comm}) MPI_Comm_free(comm);
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -144,18 +239,18 @@ class MpiWorld final : public Communicator {
     }
     // Unpadded, the summed shards are gathered straight into t.
     const Tensor gathered = padded == n ? t.reshape({n}) : Tensor::empty({padded}, t.dtype());
-    return std::make_unique<ReduceScatterThenGather>(send, Tensor::empty({shard}, t.dtype()), gathered, t,
-                                                     size_, shard);
+    return std::make_unique<ReduceScatterThenGather>(queue_, send, Tensor::empty({shard}, t.dtype()),
+                                                     gathered, t, size_, shard);
   }
   std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& in, Tensor& out) override {
     check_reduce_scatter(in, out, size_);
-    return std::make_unique<ReduceScatterThenGather>(in, out, Tensor(), Tensor(), size_, out.numel());
+    return std::make_unique<ReduceScatterThenGather>(queue_, in, out, Tensor(), Tensor(), size_, out.numel());
   }
   std::unique_ptr<Work> start_all_gather(const Tensor& in, Tensor& out) override {
     check_all_gather(in, out, size_);
     auto work = std::make_unique<Request>(std::vector<Tensor>{in, out});
     const int bytes = count_of(in.numel() * int64_t(dtype_size(in.dtype())), "all_gather");
-    check_mpi(MPI_Iallgather(in.raw_data(), bytes, MPI_BYTE, out.raw_data(), bytes, MPI_BYTE, MPI_COMM_WORLD,
+    check_mpi(MPI_Iallgather(in.raw_data(), bytes, MPI_BYTE, out.raw_data(), bytes, MPI_BYTE, queue_.comm,
                              &work->request),
               "MPI_Iallgather");
     return work;
@@ -164,13 +259,14 @@ class MpiWorld final : public Communicator {
     check_broadcast(t, root, size_);
     auto work = std::make_unique<Request>(std::vector<Tensor>{t});
     const int bytes = count_of(t.numel() * int64_t(dtype_size(t.dtype())), "broadcast");
-    check_mpi(MPI_Ibcast(t.raw_data(), bytes, MPI_BYTE, root, MPI_COMM_WORLD, &work->request), "MPI_Ibcast");
+    check_mpi(MPI_Ibcast(t.raw_data(), bytes, MPI_BYTE, root, queue_.comm, &work->request), "MPI_Ibcast");
     return work;
   }
-  void barrier() override { check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void barrier() override { check_mpi(MPI_Barrier(queue_.comm), "MPI_Barrier"); }
 
  private:
   int rank_ = 0, size_ = 1;
+  ExchangeQueue queue_;
 };
 
 }  // namespace

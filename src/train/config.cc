@@ -42,10 +42,15 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
   const TomlFields parallel(table("parallel"), path + ": parallel");
-  parallel.only({"row_groups"});
+  parallel.only({"row_groups", "bucket_mib"});
   c.row_groups = parallel.integer_or("row_groups", 0);
   DEW_REQUIRE(c.row_groups >= 0, "{}: parallel.row_groups {}; expected 0 (the process count) or more", path,
               c.row_groups);
+  c.bucket_mib = parallel.number_or("bucket_mib", c.bucket_mib);
+  DEW_REQUIRE(
+      c.bucket_mib > 0 && c.bucket_mib <= 2048,
+      "{}: parallel.bucket_mib {}; expected MiB of gradients per all-reduce, above 0 and at most 2048", path,
+      c.bucket_mib);
   c.grad_clip = train.number_or("grad_clip", c.grad_clip);
   c.z_loss = train.number_or("z_loss", 0);
   c.expert_bias_update = train.number_or("expert_bias_update", c.expert_bias_update);
@@ -175,7 +180,7 @@ std::string describe_config(const TrainerConfig& c) {
       {"seed", c.seed},
       {"steps", c.steps},
       {"accumulation", c.accumulation},
-      {"parallel", {{"row_groups", c.row_groups}}},
+      {"parallel", {{"row_groups", c.row_groups}, {"bucket_mib", c.bucket_mib}}},
       {"optimizer", c.optimizer},
       {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},
       {"sgd", {{"momentum", c.sgd.momentum}, {"dampening", c.sgd.dampening}, {"nesterov", c.sgd.nesterov}}},

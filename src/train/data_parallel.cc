@@ -78,72 +78,124 @@ void GradientTree::add_leaf() {
   levels_[level] = std::move(carry);
 }
 
-void GradientTree::finish() {
+void GradientTree::finish(size_t param) {
   NoGrad no_grad;
-  // Partial sums from the latest (lowest level) up, each earlier one added on the left: the carried
-  // odd parts of fixed_tree_sum's levels.
-  std::optional<std::vector<Tensor>> sum;
-  for (std::optional<std::vector<Tensor>>& partial : levels_) {
-    if (!partial) continue;
-    if (sum)
-      for (size_t i = 0; i < sum->size(); ++i) (*sum)[i] = add((*partial)[i], (*sum)[i]);
-    else
-      sum = std::move(partial);
-    partial.reset();
-  }
-  DEW_REQUIRE(sum, "[train] a gradient tree without leaves; expected at least one row group");
-  for (size_t i = 0; i < params_.size(); ++i) {
-    Tensor p = params_[i].tensor;
-    detail::autograd_meta(p).grad = (*sum)[i];
-  }
-  levels_.clear();
+  if (finished_.empty()) finished_.assign(params_.size(), false);
+  if (finished_[param]) return;
+  finished_[param] = true;
+  // The last leaf pushed through the counter and the partial sums left folded from the lowest level
+  // up, each earlier one on the left: the same additions as fixed_tree_sum's levels with odd parts
+  // carried up (a test checks every count to 9).
+  Tensor p = params_[param].tensor;
+  Tensor sum = p.grad().defined() ? p.grad() : Tensor::zeros(p.shape(), p.dtype(), p.device());
+  for (const std::optional<std::vector<Tensor>>& partial : levels_)
+    if (partial) sum = add((*partial)[param], sum);
+  detail::autograd_meta(p).grad = sum;
 }
 
-void all_reduce_gradients(const std::vector<Param>& params, parallel::Communicator& world, StepResult& out) {
+void GradientTree::finish() {
+  for (size_t i = 0; i < params_.size(); ++i) finish(i);
+  levels_.clear();
+  finished_.clear();
+}
+
+GradientReducer::GradientReducer(const std::vector<Param>& params, DataParallel& group, GradientTree* tree,
+                                 StepResult& out)
+    : params_(params), group_(group), tree_(tree), out_(out) {
+  const int64_t n = int64_t(params.size());
+  std::vector<int64_t> order = group.ready_order;
+  if (int64_t(order.size()) != n) {  // not learned yet: backward usually ends with the first parameters
+    order.clear();
+    for (int64_t i = n - 1; i >= 0; --i) order.push_back(i);
+  }
+  bucket_of_.assign(size_t(n), 0), offset_of_.assign(size_t(n), 0), done_.assign(size_t(n), false);
+  for (const int64_t i : order) {
+    const int64_t size = params[size_t(i)].tensor.numel();
+    if (buckets_.empty() ||
+        (buckets_.back().elements > 0 && buckets_.back().elements + size > group.bucket_elements))
+      buckets_.emplace_back();
+    Bucket& b = buckets_.back();
+    bucket_of_[size_t(i)] = int64_t(buckets_.size()) - 1, offset_of_[size_t(i)] = b.elements;
+    b.params.push_back(i);
+    b.elements += size;
+  }
+  for (Bucket& b : buckets_) b.flat = Tensor::empty({b.elements}, DType::f32);
+}
+
+GradientReducer::~GradientReducer() {
+  for (const Param& p : params_) {
+    Tensor leaf = p.tensor;
+    set_gradient_ready_hook(leaf, {});
+  }
+}
+
+void GradientReducer::arm() {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor leaf = params_[i].tensor;
+    set_gradient_ready_hook(leaf, [this, i] { ready(int64_t(i)); });
+  }
+}
+
+void GradientReducer::ready(int64_t param) {
+  if (done_[size_t(param)]) return;
+  done_[size_t(param)] = true;
+  seen_order_.push_back(param);
   NoGrad no_grad;
-  // Buckets of about 16 MiB, each a flat f32 copy of consecutive parameters' gradients.
-  constexpr int64_t kBucketElements = int64_t(1) << 22;
-  struct Bucket {
-    size_t first = 0, last = 0;  // params [first, last)
-    Tensor flat;
-    std::unique_ptr<parallel::Work> work;
-  };
-  std::vector<Bucket> buckets;
-  for (size_t i = 0; i < params.size();) {
-    Bucket b{.first = i};
-    int64_t n = 0;
-    while (i < params.size() && (n == 0 || n + params[i].tensor.numel() <= kBucketElements))
-      n += params[i++].tensor.numel();
-    b.last = i;
-    b.flat = Tensor::empty({n}, DType::f32);
-    int64_t at = 0;
-    for (size_t p = b.first; p < b.last; ++p) {
-      const Tensor& w = params[p].tensor;
-      const Tensor g = w.grad();
-      Tensor part = b.flat.slice(0, at, at + w.numel());
-      if (g.defined())
-        part.copy_from(g.reshape({w.numel()}));
-      else
-        part.copy_from(Tensor::zeros({w.numel()}, DType::f32));
-      at += w.numel();
-    }
-    const int64_t shard = (n + world.size() - 1) / world.size();
-    out.communicated_bytes += 2 * int64_t(world.size() - 1) * shard * int64_t(sizeof(float));
-    b.work = world.start_all_reduce_sum(b.flat);
-    buckets.push_back(std::move(b));
+  if (tree_) tree_->finish(size_t(param));
+  const Tensor& w = params_[size_t(param)].tensor;
+  const Tensor g = w.grad();
+  Bucket& b = buckets_[size_t(bucket_of_[size_t(param)])];
+  Tensor part = b.flat.slice(0, offset_of_[size_t(param)], offset_of_[size_t(param)] + w.numel());
+  if (g.defined())
+    part.copy_from(g.reshape({w.numel()}));
+  else
+    part.copy_from(Tensor::zeros({w.numel()}, DType::f32));
+  ++b.ready;
+  start_ready_buckets();
+  poll();
+}
+
+void GradientReducer::start_ready_buckets() {
+  // In bucket order only: every rank must start its collectives in one order.
+  while (next_start_ < buckets_.size() &&
+         buckets_[next_start_].ready == int64_t(buckets_[next_start_].params.size())) {
+    Bucket& b = buckets_[next_start_++];
+    const int ranks = group_.world->size();
+    const int64_t shard = (b.elements + ranks - 1) / ranks;
+    out_.communicated_bytes += 2 * int64_t(ranks - 1) * shard * int64_t(sizeof(float));
+    b.work = group_.world->start_all_reduce_sum(b.flat);
   }
+}
+
+void GradientReducer::poll() {
+  for (size_t k = 0; k < next_start_; ++k) buckets_[k].work->test();
+}
+
+void GradientReducer::finish() {
+  for (const Param& p : params_) {  // no more calls from backward
+    Tensor leaf = p.tensor;
+    set_gradient_ready_hook(leaf, {});
+  }
+  for (size_t i = 0; i < params_.size(); ++i) ready(int64_t(i));  // those backward did not reach
+  if (tree_) tree_->finish();
   const auto waiting = std::chrono::steady_clock::now();
-  for (Bucket& b : buckets) {
+  for (Bucket& b : buckets_) {
     b.work->wait();
-    int64_t at = 0;
-    for (size_t p = b.first; p < b.last; ++p) {
-      Tensor w = params[p].tensor;
-      detail::autograd_meta(w).grad = b.flat.slice(0, at, at + w.numel()).reshape(w.shape());
-      at += w.numel();
+    for (const int64_t i : b.params) {
+      Tensor w = params_[size_t(i)].tensor;
+      detail::autograd_meta(w).grad =
+          b.flat.slice(0, offset_of_[size_t(i)], offset_of_[size_t(i)] + w.numel()).reshape(w.shape());
     }
   }
-  out.communication_wait_s +=
+  out_.communication_wait_s +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting).count();
+  if (group_.ready_order.size() != params_.size()) {  // the first step: rank 0's order, for every rank
+    std::vector<double> order(seen_order_.begin(), seen_order_.end());
+    Tensor t = Tensor::from_values(order, {int64_t(order.size())}, DType::f64);
+    group_.world->broadcast(t, 0);
+    group_.ready_order.clear();
+    for (const double i : t.to_f64_vector()) group_.ready_order.push_back(int64_t(i));
+  }
 }
 
 void reduce_step_results(parallel::Communicator* world, const std::vector<double>& leaf_losses,

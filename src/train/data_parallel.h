@@ -27,17 +27,51 @@ class GradientTree {
   explicit GradientTree(const std::vector<Param>& params) : params_(params) {}
   // Takes the parameters' gradients (zeros where one got none) as the next leaf; they are left unset.
   void add_leaf();
-  // Sets each parameter's gradient to the leaves' sum.
+  // The parameters' gradients now are the last leaf: each becomes the sum of every leaf. Per parameter
+  // (once each, as backward completes it), or all that are left.
+  void finish(size_t param);
   void finish();
 
  private:
   const std::vector<Param>& params_;
   std::vector<std::optional<std::vector<Tensor>>> levels_;  // levels_[i]: the sum of 2^i leaves
+  std::vector<bool> finished_;
 };
 
-// Sums every parameter's gradient over the ranks (the communicator's fixed tree), in buckets started
-// together; parameters without a gradient send zeros. Counts bytes sent and the wait into `out`.
-void all_reduce_gradients(const std::vector<Param>& params, parallel::Communicator& world, StepResult& out);
+// The gradients' sum over the ranks of a data-parallel group, in buckets whose all-reduces start as
+// backward completes their parameters (set_gradient_ready_hook) — in the bucket order, the same on
+// every rank — and are waited for after it. The first step learns the order (rank 0's) and reduces
+// after backward. Counts bytes sent and the wait into `out`.
+class GradientReducer {
+ public:
+  GradientReducer(const std::vector<Param>& params, DataParallel& group, GradientTree* tree, StepResult& out);
+  ~GradientReducer();  // the hooks removed, whatever happened
+  // Before the rank's last backward of the step: from then on each completed gradient is final.
+  void arm();
+  // After it: every gradient reduced and set.
+  void finish();
+
+ private:
+  struct Bucket {
+    std::vector<int64_t> params;  // indices, in the ready order
+    int64_t elements = 0, ready = 0;
+    Tensor flat;
+    std::unique_ptr<parallel::Work> work;
+  };
+  void ready(int64_t param);  // its final local gradient into its bucket; full buckets started in order
+  void start_ready_buckets();
+  void poll();
+
+  const std::vector<Param>& params_;
+  DataParallel& group_;
+  GradientTree* tree_;
+  StepResult& out_;
+  std::vector<Bucket> buckets_;
+  std::vector<int64_t> bucket_of_, offset_of_;  // per parameter
+  std::vector<bool> done_;
+  std::vector<int64_t> seen_order_;  // the order gradients completed in here (learned on the first step)
+  size_t next_start_ = 0;
+};
 
 // The step's counts and per-leaf losses summed over the ranks: tokens, images, targets, correct,
 // expert loads; `leaf_losses` (loss, router loss per local leaf, in order) gathered so that every rank

@@ -49,7 +49,7 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   DEW_REQUIRE(options.compute == DType::f32 || options.compute == DType::bf16,
               "[train] compute dtype {}; expected f32, or bf16 for mixed precision",
               dtype_name(options.compute));
-  parallel::Communicator* world = options.data_parallel;
+  parallel::Communicator* world = options.data_parallel ? options.data_parallel->world : nullptr;
   const int ranks = world ? world->size() : 1;
   const int64_t A = options.accumulation, G = options.row_groups;
   check_row_groups(G, ranks);
@@ -78,6 +78,8 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   std::vector<double> leaf_losses;  // (local groups, A, 2): loss and router loss
   std::optional<GradientTree> tree;
   if (local_groups > 1) tree.emplace(params);
+  std::optional<GradientReducer> reducer;
+  if (ranks > 1) reducer.emplace(params, *options.data_parallel, tree ? &*tree : nullptr, out);
   for (int64_t group = first_group; group < first_group + local_groups; ++group) {
     for (int64_t micro = 0; micro < A; ++micro) {
       const data::Batch* batch = batch_at(micro);
@@ -92,15 +94,18 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
       leaf_losses.push_back(leaf.router_loss);
       phase.emplace("backward");
       const bool last = group + 1 == first_group + local_groups && micro + 1 == A;
+      if (last && reducer) reducer->arm();  // gradients reduced as this backward completes them
       backward(A * G == 1 ? leaf.loss
                           : mul(leaf.loss,
                                 Tensor::full({}, 1.0 / double(A * G), leaf.loss.dtype(), leaf.loss.device())),
                {.retain_graph = low && !last});
     }
-    if (tree) tree->add_leaf();
+    if (tree && group + 1 < first_group + local_groups) tree->add_leaf();
   }
-  if (tree) tree->finish();
-  if (ranks > 1) all_reduce_gradients(params, *world, out);
+  if (reducer)
+    reducer->finish();
+  else if (tree)
+    tree->finish();
   reduce_step_results(world, leaf_losses, A * G, out);
   out.complete = true;
   {

@@ -163,6 +163,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   // Data parallel (docs/parallel.md): every rank trains the same replica on its row groups of each
   // batch; rank 0 alone holds the run directory's lock, writes it and reports.
   run.world = parallel::launched_world();
+  run.data_parallel.world = run.world.get();
+  run.data_parallel.bucket_elements = std::max(int64_t(1), int64_t(config_.bucket_mib * double(1 << 20) / 4));
   run.outcome.rank = run.world->rank(), run.outcome.ranks = run.world->size();
   reports_ = run.leader();
   DEW_REQUIRE(run.world->size() == 1 || config_.device.kind == Device::Kind::cpu,
@@ -344,7 +346,7 @@ void Trainer::step(Run& run) {
                             .z_loss = config_.z_loss,
                             .compute = config_.compute,
                             .row_groups = row_groups(run),
-                            .data_parallel = run.world->size() > 1 ? run.world.get() : nullptr};
+                            .data_parallel = run.world->size() > 1 ? &run.data_parallel : nullptr};
   const auto next_batch = [&] { return chain_.next_batch(); };
   const bool image = run.model.is_image();
   const StepResult result =
@@ -441,6 +443,10 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
                          {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
                          {"perplexity", std::exp(result.loss - result.router_loss)}};
   if (image) line.erase("accuracy"), line.erase("perplexity");
+  if (run.world->size() > 1) {  // data parallel: this rank's gradient traffic, and what backward did not hide
+    line["communicated_bytes"] = result.communicated_bytes;
+    line["communication_wait_s"] = result.communication_wait_s;
+  }
   if (!result.expert_tokens.empty()) {  // an experts model: its routers' balance (docs/moe.md)
     line["router_loss"] = result.router_loss;
     line["expert_tokens"] = result.expert_tokens;

@@ -24,6 +24,7 @@ inline double unix_time() {
 // One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
 struct Trainer::Run {
   std::unique_ptr<parallel::Communicator> world;      // the ranks of a data-parallel run, or this process
+  DataParallel data_parallel;                         // over `world`, what its steps learn
   bool leader() const { return world->rank() == 0; }  // writes the run directory and reports
   TrainedModel model;
   std::optional<Ema> ema;  // the weights' average, with ema_decay

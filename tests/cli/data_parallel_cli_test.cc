@@ -79,8 +79,16 @@ TEST(DataParallelCli, LanguageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   const std::string dir = dew::testing::train_config("data_parallel_lm");
   const std::string common = "--set train.steps=4 --set train.log_every=1 --set parallel.row_groups=4 ";
-  expect_same_bits_on_1_2_and_4_ranks(dir + "/run.toml", common + "--set optimizer.kind=adamw",
+  // Buckets of 1 KiB: each all-reduce starts as backward completes its parameters, in the order the
+  // first step learned; the sums are the same.
+  expect_same_bits_on_1_2_and_4_ranks(dir + "/run.toml",
+                                      common + "--set optimizer.kind=adamw --set parallel.bucket_mib=0.001",
                                       "step-00000004");
+  // Each rank's gradient traffic is in the metrics.
+  std::ifstream metrics(dir + "/run.toml.ranks4/metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(metrics, line));
+  EXPECT_GT(nlohmann::json::parse(line).value("communicated_bytes", int64_t(0)), 0) << line;
   expect_same_bits_on_1_2_and_4_ranks(
       dir + "/run.toml", common + "--set optimizer.kind=muon --set train.precision=f32", "step-00000004");
 }

@@ -86,5 +86,27 @@ TEST_F(Mpi, NonBlockingCollectivesCompleteInAnyOrder) {
   comm_->barrier();
 }
 
+// Many reductions in flight, polled by each rank at its own pace and waited for in reverse order:
+// their second phases still start in one order on every rank (NOTE [ordered second phases]), so each
+// completes with its exact sum.
+TEST_F(Mpi, ManyReductionsInFlightPolledAtEachRanksOwnPace) {
+  constexpr int kCount = 12;
+  std::vector<Tensor> tensors;
+  std::vector<std::unique_ptr<Work>> works;
+  for (int k = 0; k < kCount; ++k) {
+    tensors.push_back(contribution(comm_->rank(), 5000 + 997 * k, DType::f32, 80 + uint64_t(k)));
+    works.push_back(comm_->start_all_reduce_sum(tensors.back()));
+    for (int poll = 0; poll < comm_->rank() * 3; ++poll) works[size_t(k / 2)]->test();
+  }
+  for (int k = kCount - 1; k >= 0; --k) works[size_t(k)]->wait();
+  for (int k = 0; k < kCount; ++k) {
+    const int64_t n = 5000 + 997 * k;
+    EXPECT_EQ(tensors[size_t(k)].to_f64_vector(),
+              expected_sum<float>(comm_->size(), n, DType::f32, 80 + uint64_t(k), 0, n))
+        << k;
+    EXPECT_TRUE(works[size_t(k)]->test());
+  }
+}
+
 }  // namespace
 }  // namespace dew::parallel
