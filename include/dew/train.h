@@ -196,7 +196,13 @@ struct DataParallel {
   parallel::Communicator* world = nullptr;
   int64_t bucket_elements = int64_t(1) << 21;  // f32 gradients per bucket (8 MiB)
   std::vector<int64_t> ready_order;            // indices into the step's params; empty until the first step
+  // Sharded optimizer state (ZeRO-1, [parallel] shard = "optimizer"): the rank that holds each
+  // parameter's state and updates it, then sends it to the others (owners()); empty: every rank.
+  std::vector<int> owner;
 };
+// Each parameter to one rank, whole (Muon needs whole matrices): largest first, to the rank holding
+// the fewest elements so far (the lowest on a tie) — the same on every rank.
+std::vector<int> owners(const std::vector<Param>& params, int ranks);
 
 // Data parallel (docs/parallel.md): each batch's rows form `row_groups` equal groups, each group's
 // gradient from its own forward and backward (over the step's microbatches), and the step's gradient
@@ -314,6 +320,9 @@ struct CheckpointParts {
   std::string run_json = "{}";
   const Ema* ema = nullptr;    // optional: ema.safetensors
   std::string diffusion_json;  // an image model's objective (diffusion.json), for `dew sample`
+  // A sharded optimizer's ranks: every rank calls save_checkpoint with its part of the state and writes
+  // optimizer-RRRRR-of-PPPPP.safetensors; rank 0 writes the rest and commits once all have flushed.
+  parallel::Communicator* optimizer_ranks = nullptr;
 };
 struct CheckpointPolicy {
   int64_t keep_last = 3;   // committed checkpoints kept, newest first
@@ -355,6 +364,7 @@ struct TrainerConfig {
   int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
   int64_t row_groups = 0;           // [parallel] row_groups (StepOptions); 0: the process count
   double bucket_mib = 8;            // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
+  std::string shard = "none";       // [parallel] shard: "none", or "optimizer" (DataParallel::owner)
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;

@@ -1,5 +1,6 @@
 // `dew bench WHAT`: the benchmarks of bench/ on the command line, each a table for people and one JSON
 // line with the figures last.
+#include "allreduce_bench.h"
 #include "autodiff_bench.h"
 #include "cli/commands.h"
 #include "cuda_bench.h"
@@ -31,6 +32,15 @@ void add_bench(CLI::App& app, int& status) {
   dew::bench::CudaBenchOptions& bench_cuda = runs(bench_cuda_cmd, status, dew::bench::run_cuda_bench);
   bench_cuda_cmd->add_option("--reps", bench_cuda.reps, "timed repetitions")->default_val(10);
   bench_cuda_cmd->add_flag("--quick", bench_cuda.quick, "the smallest shape of each family only");
+  auto* bench_allreduce_cmd = bench_cmd->add_subcommand(
+      "allreduce", "Dew's exact all-reduce over the ranks it runs as (dew launch -n 2 -- bench allreduce)");
+  dew::bench::AllReduceBenchOptions& bench_allreduce =
+      runs(bench_allreduce_cmd, status, dew::bench::run_allreduce_bench);
+  bench_allreduce_cmd->add_option("--mib", bench_allreduce.mib, "MiB of f32 gradients a round")
+      ->default_val(48);
+  bench_allreduce_cmd->add_option("--bucket-mib", bench_allreduce.bucket_mib, "MiB per all-reduce")
+      ->default_val(8);
+  bench_allreduce_cmd->add_option("--rounds", bench_allreduce.rounds, "timed rounds")->default_val(10);
   auto* bench_autodiff_cmd =
       bench_cmd->add_subcommand("autodiff", "per-op cost of recording, backward and jvp at tiny shapes");
   dew::bench::AutodiffBenchOptions& bench_autodiff =

@@ -4,6 +4,7 @@
 // point leaves either a `.partial-*` directory or an unmarked one, both ignored by readers (and
 // reported) and removed by the run's trainer when it next starts (clear_unfinished_checkpoints).
 #include <dew/error.h>
+#include <dew/parallel.h>
 #include <dew/safetensors.h>
 #include <dew/train.h>
 
@@ -84,40 +85,65 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
               "[checkpoint] step {}, keep_last {}, keep_every {}; expected step >= 0, keep_last >= 1, "
               "keep_every >= 0",
               step, policy.keep_last, policy.keep_every);
+  // NOTE [sharded checkpoints]: with a sharded optimizer every rank writes its part of the state into
+  // rank 0's partial directory (named by rank 0's process id, sent to all); rank 0 writes the rest and
+  // commits only after a barrier, when every shard is flushed. The shards hold whole parameters'
+  // state, so a checkpoint loads on any rank count: load_checkpoint merges them, each rank keeps its own.
+  parallel::Communicator* ranks = parts.optimizer_ranks;
+  const int rank = ranks ? ranks->rank() : 0, shards = ranks ? ranks->size() : 1;
   const fs::path dir = fs::path(run_dir) / "checkpoints";
   const fs::path final = dir / step_name(step);
-  DEW_REQUIRE(!fs::exists(final), "[checkpoint] {} exists already; a step is checkpointed once",
-              final.string());
-  const fs::path partial = dir / fmt::format(".partial-{}-{}", step_name(step), ::getpid());
-  fs::remove_all(partial);
-  fs::create_directories(partial);
+  int64_t pid = ::getpid();
+  if (ranks) {
+    Tensor t = Tensor::from_values({double(pid)}, {1}, DType::f64);
+    ranks->broadcast(t, 0);
+    pid = int64_t(t.to_f64_vector()[0]);
+  }
+  const fs::path partial = dir / fmt::format(".partial-{}-{}", step_name(step), pid);
+  if (rank == 0) {
+    DEW_REQUIRE(!fs::exists(final), "[checkpoint] {} exists already; a step is checkpointed once",
+                final.string());
+    fs::remove_all(partial);
+    fs::create_directories(partial);
+  }
+  if (ranks) ranks->barrier();  // the directory exists for every rank's shard
   try {
-    parts.model->save(partial.string());
-    if (!parts.tokenizer.empty()) copy_tokenizer(parts.tokenizer, partial);
-    if (parts.ema) parts.ema->save((partial / "ema.safetensors").string());
-    if (!parts.diffusion_json.empty())
-      write_text_file((partial / "diffusion.json").string(), parts.diffusion_json);
     const std::map<std::string, Tensor> named = parts.optimizer->state();
     const std::vector<std::pair<std::string, Tensor>> state(named.begin(), named.end());
-    save_safetensors((partial / "optimizer.safetensors").string(), state);
-    write_text_file((partial / "checkpoint.json").string(),
-                    nlohmann::json{{"format", kFormat},
-                                   {"version", 1},
-                                   {"step", step},
-                                   {"optimizer_steps", parts.optimizer->steps()}}
-                            .dump(2) +
-                        "\n");
-    parse_json(parts.trainer_state, "trainer state");  // refuse what could not be read back
-    write_text_file((partial / "trainer.json").string(), parts.trainer_state);
-    write_text_file((partial / "run.json").string(), parts.run_json);
-    flush_directory(partial.string());
-    fs::rename(partial, final);
-    flush_directory(dir.string());
+    save_safetensors((partial / (ranks ? fmt::format("optimizer-{:05d}-of-{:05d}.safetensors", rank, shards)
+                                       : std::string("optimizer.safetensors")))
+                         .string(),
+                     state);
+    if (rank == 0) {
+      parts.model->save(partial.string());
+      if (!parts.tokenizer.empty()) copy_tokenizer(parts.tokenizer, partial);
+      if (parts.ema) parts.ema->save((partial / "ema.safetensors").string());
+      if (!parts.diffusion_json.empty())
+        write_text_file((partial / "diffusion.json").string(), parts.diffusion_json);
+      write_text_file((partial / "checkpoint.json").string(),
+                      nlohmann::json{{"format", kFormat},
+                                     {"version", 1},
+                                     {"step", step},
+                                     {"optimizer_steps", parts.optimizer->steps()},
+                                     {"optimizer_shards", ranks ? shards : 0}}
+                              .dump(2) +
+                          "\n");
+      parse_json(parts.trainer_state, "trainer state");  // refuse what could not be read back
+      write_text_file((partial / "trainer.json").string(), parts.trainer_state);
+      write_text_file((partial / "run.json").string(), parts.run_json);
+    }
+    if (ranks) ranks->barrier();  // every shard flushed (save_safetensors writes whole files)
+    if (rank == 0) {
+      flush_directory(partial.string());
+      fs::rename(partial, final);
+      flush_directory(dir.string());
+    }
   } catch (...) {
     std::error_code ignore;
-    fs::remove_all(partial, ignore);
+    if (rank == 0) fs::remove_all(partial, ignore);
     throw;
   }
+  if (rank != 0) return final.string();
   write_text_file((final / kMarker).string(), step_name(step) + "\n");  // NOTE [commit marker]
   // Keep the newest keep_last, and every keep_every-th. Each goes by a rename first, so a kill while
   // deleting leaves a `.partial-*` directory, never a committed checkpoint with files missing.
@@ -185,9 +211,17 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
       int64_t(fields.number_or("step", 0)),
       int64_t(fields.number_or("optimizer_steps", 0)),
       read_text_file((dir / "trainer.json").string())};
-  const SafetensorsFile optimizer = SafetensorsFile::open((dir / "optimizer.safetensors").string());
-  for (const auto& entry : optimizer.header().tensors)
-    out.optimizer_state[entry.name] = optimizer.load(entry.name);
+  // One file, or a sharded optimizer's shards (NOTE [sharded checkpoints]) merged.
+  const int64_t shards = int64_t(fields.number_or("optimizer_shards", 0));
+  std::vector<std::string> files;
+  for (int64_t r = 0; r < shards; ++r)
+    files.push_back((dir / fmt::format("optimizer-{:05d}-of-{:05d}.safetensors", r, shards)).string());
+  if (shards == 0) files.push_back((dir / "optimizer.safetensors").string());
+  for (const std::string& file : files) {
+    const SafetensorsFile optimizer = SafetensorsFile::open(file);
+    for (const auto& entry : optimizer.header().tensors)
+      out.optimizer_state[entry.name] = optimizer.load(entry.name);
+  }
   return out;
 }
 

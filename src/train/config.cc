@@ -42,7 +42,12 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
   const TomlFields parallel(table("parallel"), path + ": parallel");
-  parallel.only({"row_groups", "bucket_mib"});
+  parallel.only({"row_groups", "bucket_mib", "shard"});
+  c.shard = parallel.text_or("shard", c.shard);
+  DEW_REQUIRE(c.shard == "none" || c.shard == "optimizer",
+              "{}: parallel.shard \"{}\"; expected \"none\" or \"optimizer\" (ZeRO-1; sharded gradients and "
+              "parameters are not built yet)",
+              path, c.shard);
   c.row_groups = parallel.integer_or("row_groups", 0);
   DEW_REQUIRE(c.row_groups >= 0, "{}: parallel.row_groups {}; expected 0 (the process count) or more", path,
               c.row_groups);
@@ -180,7 +185,7 @@ std::string describe_config(const TrainerConfig& c) {
       {"seed", c.seed},
       {"steps", c.steps},
       {"accumulation", c.accumulation},
-      {"parallel", {{"row_groups", c.row_groups}, {"bucket_mib", c.bucket_mib}}},
+      {"parallel", {{"row_groups", c.row_groups}, {"bucket_mib", c.bucket_mib}, {"shard", c.shard}}},
       {"optimizer", c.optimizer},
       {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},
       {"sgd", {{"momentum", c.sgd.momentum}, {"dampening", c.sgd.dampening}, {"nesterov", c.sgd.nesterov}}},

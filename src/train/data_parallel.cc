@@ -5,8 +5,10 @@
 #include <dew/error.h>
 #include <dew/ops.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
+#include <numeric>
 
 #include "core/autograd.h"
 
@@ -195,6 +197,49 @@ void GradientReducer::finish() {
     group_.world->broadcast(t, 0);
     group_.ready_order.clear();
     for (const double i : t.to_f64_vector()) group_.ready_order.push_back(int64_t(i));
+  }
+}
+
+std::vector<int> owners(const std::vector<Param>& params, int ranks) {
+  std::vector<size_t> largest_first(params.size());
+  std::iota(largest_first.begin(), largest_first.end(), size_t(0));
+  std::stable_sort(largest_first.begin(), largest_first.end(),
+                   [&](size_t a, size_t b) { return params[a].tensor.numel() > params[b].tensor.numel(); });
+  std::vector<int64_t> held(size_t(ranks), 0);
+  std::vector<int> out(params.size(), 0);
+  for (const size_t i : largest_first) {
+    const int r = int(std::min_element(held.begin(), held.end()) - held.begin());
+    out[i] = r;
+    held[size_t(r)] += params[i].tensor.numel();
+  }
+  return out;
+}
+
+void share_updated_parameters(const std::vector<Param>& params, const DataParallel& group, StepResult& out) {
+  NoGrad no_grad;
+  parallel::Communicator& world = *group.world;
+  for (int owner = 0; owner < world.size(); ++owner) {
+    int64_t n = 0;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (group.owner[i] == owner) n += params[i].tensor.numel();
+    if (n == 0) continue;
+    Tensor flat = Tensor::empty({n}, DType::f32);
+    const auto each_owned = [&](const auto& visit) {
+      int64_t at = 0;
+      for (size_t i = 0; i < params.size(); ++i)
+        if (group.owner[i] == owner) {
+          Tensor w = params[i].tensor;
+          visit(w, flat.slice(0, at, at + w.numel()));
+          at += w.numel();
+        }
+    };
+    if (world.rank() == owner) {
+      each_owned([](const Tensor& w, Tensor part) { part.copy_from(w.reshape({w.numel()})); });
+      out.communicated_bytes += int64_t(world.size() - 1) * n * int64_t(sizeof(float));
+    }
+    world.broadcast(flat, owner);
+    if (world.rank() != owner)
+      each_owned([](Tensor& w, const Tensor& part) { w.copy_from(part.reshape(w.shape())); });
   }
 }
 

@@ -73,6 +73,10 @@ class GradientReducer {
   size_t next_start_ = 0;
 };
 
+// Sharded optimizer state: each parameter, as its owner updated it, sent to every other rank (one
+// broadcast per owner). Counts the bytes this rank sent into `out`.
+void share_updated_parameters(const std::vector<Param>& params, const DataParallel& group, StepResult& out);
+
 // The step's counts and per-leaf losses summed over the ranks: tokens, images, targets, correct,
 // expert loads; `leaf_losses` (loss, router loss per local leaf, in order) gathered so that every rank
 // adds all G x A of them in one order. Sets out.loss and out.router_loss.

@@ -29,6 +29,10 @@ void require_ids_in_vocabulary(const data::Batch& batch, int64_t vocab_size) {
                 batch.index, id[i], vocab_size);
 }
 
+void zero_gradients(const std::vector<Param>& params) {
+  for (const Param& p : params) Tensor(p.tensor).zero_grad();
+}
+
 // What one leaf (a row group of one microbatch) gives the step: its loss to differentiate, and the
 // router losses within it, for the metrics.
 struct LeafLoss {
@@ -84,7 +88,7 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
     for (int64_t micro = 0; micro < A; ++micro) {
       const data::Batch* batch = batch_at(micro);
       if (!batch) {  // the data ended: no update, and no half-accumulated gradient left behind
-        optimizer.zero_grad();
+        zero_gradients(params);
         return out;
       }
       const data::Batch rows = G == 1 ? *batch : batch_rows(*batch, group, G);
@@ -115,8 +119,12 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   }
   out.applied = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   const ProfilePhase phase("optimizer");
-  if (out.applied) optimizer.step(options.lr);
-  optimizer.zero_grad();
+  if (out.applied) {
+    optimizer.step(options.lr);  // a sharded optimizer: the parameters this rank owns
+    if (options.data_parallel && !options.data_parallel->owner.empty())
+      share_updated_parameters(params, *options.data_parallel, out);
+  }
+  zero_gradients(params);  // every parameter's, the optimizer's or not
   return out;
 }
 

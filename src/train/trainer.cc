@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 #include <new>
+#include <set>
 #include <sstream>
 
 namespace dew::train {
@@ -281,7 +282,14 @@ void Trainer::resume_or_initialize(Run& run) {
   // The master weights, the optimizer's state and every step live on the configured device.
   if (config_.device.kind != Device::Kind::cpu) run.model = run.model.to(config_.device);
   run.params = default_groups(run.model.parameters(), config_.weight_decay);
-  run.optimizer = make_optimizer(config_, run.params);
+  // ZeRO-1: this rank's optimizer holds and updates only the parameters it owns (docs/parallel.md).
+  std::vector<Param> updated;
+  if (config_.shard == "optimizer" && run.world->size() > 1)
+    run.data_parallel.owner = owners(run.params, run.world->size());
+  for (size_t i = 0; i < run.params.size(); ++i)
+    if (run.data_parallel.owner.empty() || run.data_parallel.owner[i] == run.world->rank())
+      updated.push_back(run.params[i]);
+  run.optimizer = make_optimizer(config_, updated);
 
   const CheckpointScan scan = find_checkpoints(run_dir_);  // nothing unfinished left: run() cleared it
   if (scan.latest.empty()) {
@@ -302,6 +310,14 @@ void Trainer::resume_or_initialize(Run& run) {
       run.ema->load(loaded.ema_path);
     else
       notes_.push_back(scan.latest + " holds no weight average; it starts from the resumed weights");
+  }
+  if (!run.data_parallel.owner.empty()) {  // a sharded optimizer: the state of its own parameters
+    std::set<std::string> own;
+    for (size_t i = 0; i < run.params.size(); ++i)
+      if (run.data_parallel.owner[i] == run.world->rank()) own.insert(run.params[i].name);
+    std::erase_if(loaded.optimizer_state, [&](const auto& entry) {
+      return !own.contains(entry.first.substr(entry.first.find('.') + 1));
+    });
   }
   run.optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
   const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
@@ -405,9 +421,17 @@ void Trainer::step(Run& run) {
   progress.tokens_per_s = double(examples) / step_s;  // images/s for an image model
   progress.elapsed_s = seconds_since(run.started);
   progress.eta_s = progress.elapsed_s / double(run.step - run.first_step) * double(config_.steps - run.step);
+  const bool logged = run.step % config_.log_every == 0 || run.step == config_.steps;
+  if (logged && run.world->size() > 1) {  // every rank's memory peak, for rank 0's line
+    const Tensor mine = Tensor::from_values({double(cpu_memory_stats().peak_bytes)}, {1}, DType::f64);
+    Tensor all = Tensor::empty({run.world->size()}, DType::f64);
+    run.world->all_gather(mine, all);
+    run.peak_bytes_per_rank.clear();
+    for (const double bytes : all.to_f64_vector()) run.peak_bytes_per_rank.push_back(int64_t(bytes));
+  }
   if (!run.leader()) return;
   if (on_step) on_step(progress);
-  if (run.step % config_.log_every == 0 || run.step == config_.steps) log(run, result, progress, step_s);
+  if (logged) log(run, result, progress, step_s);
 }
 
 int64_t Trainer::row_groups(const Run& run) const {
@@ -446,6 +470,7 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
   if (run.world->size() > 1) {  // data parallel: this rank's gradient traffic, and what backward did not hide
     line["communicated_bytes"] = result.communicated_bytes;
     line["communication_wait_s"] = result.communication_wait_s;
+    line["peak_bytes_per_rank"] = run.peak_bytes_per_rank;
   }
   if (!result.expert_tokens.empty()) {  // an experts model: its routers' balance (docs/moe.md)
     line["router_loss"] = result.router_loss;
@@ -522,9 +547,10 @@ void Trainer::sample(Run& run) {
 }
 
 std::string Trainer::checkpoint(Run& run) {
-  // Rank 0 writes the replicas' one state; every rank waits until it is committed, so none runs past
-  // a checkpoint that a failure could still lose.
-  if (!run.leader()) {
+  // Rank 0 writes the replicas' one state (and each rank its optimizer shard, when sharded); every rank
+  // waits until it is committed, so none runs past a checkpoint that a failure could still lose.
+  const bool sharded = !run.data_parallel.owner.empty();
+  if (!run.leader() && !sharded) {
     run.world->barrier();
     return std::string();  // rank 0 names it
   }
@@ -532,12 +558,13 @@ std::string Trainer::checkpoint(Run& run) {
       {"step", run.step},     {"tokens", run.tokens},           {"skipped", run.skipped},
       {"seed", config_.seed}, {"init_from", config_.init_from}, {"data", chain_.position()}};
   const std::string description = run_description();
-  write_text_file((fs::path(run_dir_) / "run.json").string(), description);
+  if (run.leader()) write_text_file((fs::path(run_dir_) / "run.json").string(), description);
   const std::string committed =
       save_checkpoint(run_dir_, run.step,
                       {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
                        run.ema ? &*run.ema : nullptr,
-                       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string()},
+                       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string(),
+                       sharded ? run.world.get() : nullptr},
                       config_.keep);
   run.world->barrier();
   return committed;

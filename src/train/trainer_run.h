@@ -25,6 +25,7 @@ inline double unix_time() {
 struct Trainer::Run {
   std::unique_ptr<parallel::Communicator> world;      // the ranks of a data-parallel run, or this process
   DataParallel data_parallel;                         // over `world`, what its steps learn
+  std::vector<int64_t> peak_bytes_per_rank;           // data parallel: gathered for each log line
   bool leader() const { return world->rank() == 0; }  // writes the run directory and reports
   TrainedModel model;
   std::optional<Ema> ema;  // the weights' average, with ema_decay

@@ -115,6 +115,46 @@ TEST(DataParallelCli, ResumesOnAnotherRankCountExactly) {
               file(dir + "/straight/checkpoints/step-00000006/model.safetensors"));
 }
 
+// ZeRO-1: each rank holds and updates the optimizer state of the parameters it owns, and sends them
+// on; the training is the same bits as unsharded on one process, each rank writes its shard of the
+// state, and the shards load on another rank count, sharded or not.
+TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCounts) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("data_parallel_zero1");
+  const std::string config = dir + "/run.toml";
+  const std::string sets =
+      " --set parallel.row_groups=4 --set train.log_every=1 --set schedule.shape=constant "
+      "--set schedule.warmup_steps=0 --set optimizer.kind=muon --set train.precision=f32 ";
+  const auto straight =
+      on_ranks(1, "train " + config + " --run-dir " + dir + "/straight" + sets + "--set train.steps=6");
+  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+  const std::string run = dir + "/sharded";
+  const auto two = on_ranks(2, "train " + config + " --run-dir " + run + sets +
+                                   "--set train.steps=2 --set parallel.shard=optimizer");
+  ASSERT_EQ(two.exit_code, 0) << two.out;
+  const std::string first = run + "/checkpoints/step-00000002/";
+  const std::string whole = dir + "/straight/checkpoints/step-00000006/optimizer.safetensors";
+  for (const char* shard : {"optimizer-00000-of-00002.safetensors", "optimizer-00001-of-00002.safetensors"}) {
+    ASSERT_TRUE(fs::exists(first + shard)) << shard;
+    EXPECT_LT(fs::file_size(first + shard), fs::file_size(whole)) << shard << " holds a part of the state";
+  }
+  EXPECT_FALSE(fs::exists(first + "optimizer.safetensors"));
+  std::ifstream metrics(run + "/metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(metrics, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["peak_bytes_per_rank"].size(), 2u) << line;
+  // On to 1 rank (unsharded, every shard loaded), then 4 sharded ranks.
+  for (const auto& [ranks, more] : std::vector<std::pair<int, std::string>>{
+           {1, "--set train.steps=4"}, {4, "--set train.steps=6 --set parallel.shard=optimizer"}}) {
+    const auto r = on_ranks(ranks, "train " + config + " --run-dir " + run + sets + more);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+  }
+  EXPECT_EQ(losses(run), losses(dir + "/straight"));
+  EXPECT_TRUE(file(run + "/checkpoints/step-00000006/model.safetensors") ==
+              file(dir + "/straight/checkpoints/step-00000006/model.safetensors"));
+  EXPECT_TRUE(fs::exists(run + "/checkpoints/step-00000006/optimizer-00003-of-00004.safetensors"));
+}
+
 TEST(DataParallelCli, ImageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   dew::testing::DataDir dir("data_parallel_dit");
