@@ -5,6 +5,7 @@
 // them with the library's plain data movement (all-to-all, all-gather, broadcast).
 #pragma once
 
+#include <dew/error.h>
 #include <dew/tensor.h>
 
 #include <memory>
@@ -23,9 +24,21 @@ class Work {
   virtual bool test() = 0;
 };
 
+// A collective that waited past the communicator's timeout: another rank has stopped or hangs.
+class CollectiveTimeout : public Error {
+ public:
+  using Error::Error;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
+  // Every wait of a collective, a barrier included, gives up after `seconds` (0: never) with a
+  // CollectiveTimeout naming this rank and the collective; the process should then abort_launched.
+  virtual void set_timeout(double seconds) = 0;
+  // How long this rank has been waiting in a collective (0 when it is not), for a watchdog on another
+  // thread; safe to call concurrently with the collectives.
+  virtual double seconds_waiting() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::string backend() const = 0;  // "single" or "mpi"
@@ -59,6 +72,10 @@ bool built_with_mpi();
 std::unique_ptr<Communicator> launched_world();
 // The world size the launcher's environment announces (1 when none).
 int launched_world_size();
+// After an error in a process launched as one of several ranks: ends the whole job at once
+// (MPI_Abort), rather than leaving the other ranks waiting in a collective or this one in
+// MPI_Finalize. Returns when there is nothing to abort.
+void abort_launched(int exit_code);
 
 // The one order every sum takes: parts[0..P-1] (rank order) added as a balanced pairwise tree —
 // (p0 + p1) + (p2 + p3), ... — element by element into out (n values; out may be parts[0]).

@@ -365,6 +365,7 @@ struct TrainerConfig {
   int64_t row_groups = 0;           // [parallel] row_groups (StepOptions); 0: the process count
   double bucket_mib = 8;            // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
   std::string shard = "none";       // [parallel] shard: "none", or "optimizer" (DataParallel::owner)
+  double timeout_s = 300;           // [parallel] timeout_s: a collective's wait before the run stops
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;
@@ -487,7 +488,9 @@ class Trainer {
   void require_same_run_on_every_rank(Run& run) const;
   bool stop_requested(Run& run, const std::atomic<bool>* stop) const;
   int64_t row_groups(const Run& run) const;  // [parallel] row_groups, resolved
-  std::string run_description() const;       // run.json
+  void start_heartbeat(Run& run) const;      // NOTE [heartbeats]
+  std::string ranks_behind(const Run& run) const;
+  std::string run_description() const;  // run.json
   void say(const std::string& line) const;
 
   TrainerConfig config_;

@@ -1,6 +1,7 @@
 // The dew command: a thin layer over the library. Each command adds itself (commands.h). Exit codes: 0
 // success, 1 user error (dew::Error, message on stderr), 2 usage error.
 #include <dew/error.h>
+#include <dew/parallel.h>
 
 #include "cli/commands.h"
 #include "core/nearest_name.h"
@@ -51,6 +52,15 @@ int usage_error(const CLI::App& app, const CLI::ParseError& e) {
 
 }  // namespace
 
+namespace {
+// Exit status 1; as one of several ranks, the whole job ends now (the others would wait for this one).
+int failed() {
+  std::fflush(stderr);
+  dew::parallel::abort_launched(1);
+  return 1;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   dew_openmp_passive();  // NOTE [OpenMP's idle threads]: keeps the library linked
   CLI::App app{"dew: train and serve language and diffusion models"};
@@ -70,13 +80,13 @@ int main(int argc, char** argv) {
     return usage_error(app, e);
   } catch (const dew::Error& e) {
     fmt::print(stderr, "dew: {}\n", e.what());
-    return 1;
+    return failed();
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "dew: out of memory\n");
-    return 1;
+    return failed();
   } catch (const std::exception& e) {  // a defect, not bad input: said, not a crash
     fmt::print(stderr, "dew: internal error: {}\n", e.what());
-    return 1;
+    return failed();
   }
   return status;
 }

@@ -1,4 +1,5 @@
 // `dew --version`: what this build is and what it found, from the same description run.json records.
+#include <dew/parallel.h>
 #include <fmt/format.h>
 
 #include <cctype>
@@ -21,11 +22,12 @@ std::string version_text() {
   return fmt::format(
       "dew {} (commit {}, {} build)\ncompiler: {}\nCPU: {}; instruction sets: {}\nCUDA backend: {} ({} "
       "devices)\n"
-      "MPI: not built\nlibraries: {}",
+      "MPI: {}\nlibraries: {}",
       build["dew"].get<std::string>(), build["commit"].get<std::string>(),
       build["build_type"].get<std::string>(), compiler, machine["cpu"].get<std::string>(),
       sets.empty() ? "baseline x86-64" : fmt::format("{}", fmt::join(sets, " ")),
       build["cuda_backend"].get<std::string>(), machine["cuda_devices"].get<int>(),
+      parallel::built_with_mpi() ? "built (Open MPI; ranks by mpirun or dew launch)" : "not built (DEW_MPI)",
       fmt::join(libraries, ", "));
 }
 

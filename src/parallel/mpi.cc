@@ -6,9 +6,12 @@
 #include <dew/error.h>
 #include <dew/parallel.h>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <deque>
+#include <thread>
 
 #include "parallel/checks.h"
 
@@ -54,6 +57,44 @@ void ensure_mpi() {
   static MpiRuntime runtime;
 }
 
+// NOTE [bounded waits]: a rank that died or hangs leaves the others in a collective forever, so every
+// wait polls (MPI_Test, spinning first, then sleeping 50 us between tests) and gives up after the
+// communicator's timeout with a CollectiveTimeout; the caller then aborts the job (abort_launched).
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Since when this rank waits in a collective (0: it does not), read by a watchdog thread.
+struct WaitClock {
+  std::atomic<double> since{0};
+  double seconds_waiting() const {
+    const double t = since.load();
+    return t > 0 ? seconds_now() - t : 0;
+  }
+};
+
+void wait_bounded(MPI_Request& request, double timeout_s, int rank, const char* what, WaitClock& clock) {
+  const auto start = std::chrono::steady_clock::now();
+  struct Waiting {
+    WaitClock& clock;
+    explicit Waiting(WaitClock& c) : clock(c) { clock.since = seconds_now(); }
+    ~Waiting() { clock.since = 0; }
+  } waiting(clock);
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (polls < 2000) continue;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (timeout_s > 0 && waited > timeout_s)
+      throw CollectiveTimeout(fmt::format(
+          "[parallel] rank {} waited {:.0f} s in {} for the other ranks: one has stopped or hangs "
+          "([parallel] timeout_s = {:g})",
+          rank, waited, what, timeout_s));
+  }
+}
+
 int count_of(int64_t bytes, const char* collective) {
   DEW_REQUIRE(bytes <= INT_MAX, "[{}] {} bytes in one message; expected at most {} (MPI counts are int)",
               collective, bytes, INT_MAX);
@@ -74,21 +115,6 @@ void sum_shards_of(const Tensor& received, int ranks, int64_t shard, void* out) 
     sum_shards(received, ranks, shard, static_cast<double*>(out));
 }
 
-class Request final : public Work {
- public:
-  explicit Request(std::vector<Tensor> keep) : keep_(std::move(keep)) {}
-  MPI_Request request = MPI_REQUEST_NULL;
-  void wait() override { check_mpi(MPI_Wait(&request, MPI_STATUS_IGNORE), "MPI_Wait"); }
-  bool test() override {
-    int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    return done;
-  }
-
- private:
-  std::vector<Tensor> keep_;  // alive until the request completes
-};
-
 class ReduceScatterThenGather;
 
 // NOTE [ordered second phases]: MPI requires every rank to start its collectives on a communicator in
@@ -100,9 +126,30 @@ class ReduceScatterThenGather;
 struct ExchangeQueue {
   MPI_Comm comm = MPI_COMM_NULL;         // the world's: every collective but the second phases
   MPI_Comm gather_comm = MPI_COMM_NULL;  // the second phases
+  double timeout_s = 0;                  // NOTE [bounded waits]
+  int rank = 0;
+  WaitClock clock;
   std::deque<ReduceScatterThenGather*> exchanging;
   void poll();                                      // moves on the head reductions that are done
   void complete_through(ReduceScatterThenGather*);  // blocks until this one has moved on
+};
+
+class Request final : public Work {
+ public:
+  Request(ExchangeQueue& queue, const char* what, std::vector<Tensor> keep)
+      : queue_(queue), what_(what), keep_(std::move(keep)) {}
+  MPI_Request request = MPI_REQUEST_NULL;
+  void wait() override { wait_bounded(request, queue_.timeout_s, queue_.rank, what_, queue_.clock); }
+  bool test() override {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done;
+  }
+
+ private:
+  ExchangeQueue& queue_;
+  const char* what_;
+  std::vector<Tensor> keep_;  // alive until the request completes
 };
 
 // Reduce-scatter by all-to-all, the fixed-order sum, then (for an all-reduce) the all-gather. Three
@@ -134,7 +181,7 @@ class ReduceScatterThenGather final : public Work {
   void wait() override {
     queue_.complete_through(this);
     if (phase_ == Phase::gathering) {
-      check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+      wait_bounded(request_, queue_.timeout_s, queue_.rank, "an all-reduce's all-gather", queue_.clock);
       finish();
     }
   }
@@ -152,7 +199,7 @@ class ReduceScatterThenGather final : public Work {
   bool exchanged(bool block) {
     int done = 1;
     if (block)
-      check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+      wait_bounded(request_, queue_.timeout_s, queue_.rank, "a reduction's all-to-all", queue_.clock);
     else
       check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
     return done;
@@ -212,6 +259,7 @@ class MpiWorld final : public Communicator {
     ensure_mpi();
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    queue_.rank = rank_;
     // Communicators of its own: two worlds' collectives never pair with each other's.
     for (MPI_Comm* comm : {&queue_.comm, &queue_.gather_comm}) {
       check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, comm), "MPI_Comm_dup");
@@ -248,7 +296,7 @@ class MpiWorld final : public Communicator {
   }
   std::unique_ptr<Work> start_all_gather(const Tensor& in, Tensor& out) override {
     check_all_gather(in, out, size_);
-    auto work = std::make_unique<Request>(std::vector<Tensor>{in, out});
+    auto work = std::make_unique<Request>(queue_, "an all-gather", std::vector<Tensor>{in, out});
     const int bytes = count_of(in.numel() * int64_t(dtype_size(in.dtype())), "all_gather");
     check_mpi(MPI_Iallgather(in.raw_data(), bytes, MPI_BYTE, out.raw_data(), bytes, MPI_BYTE, queue_.comm,
                              &work->request),
@@ -257,12 +305,18 @@ class MpiWorld final : public Communicator {
   }
   std::unique_ptr<Work> start_broadcast(Tensor& t, int root) override {
     check_broadcast(t, root, size_);
-    auto work = std::make_unique<Request>(std::vector<Tensor>{t});
+    auto work = std::make_unique<Request>(queue_, "a broadcast", std::vector<Tensor>{t});
     const int bytes = count_of(t.numel() * int64_t(dtype_size(t.dtype())), "broadcast");
     check_mpi(MPI_Ibcast(t.raw_data(), bytes, MPI_BYTE, root, queue_.comm, &work->request), "MPI_Ibcast");
     return work;
   }
-  void barrier() override { check_mpi(MPI_Barrier(queue_.comm), "MPI_Barrier"); }
+  void barrier() override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Ibarrier(queue_.comm, &request), "MPI_Ibarrier");
+    wait_bounded(request, queue_.timeout_s, rank_, "a barrier", queue_.clock);
+  }
+  void set_timeout(double seconds) override { queue_.timeout_s = seconds; }
+  double seconds_waiting() const override { return queue_.clock.seconds_waiting(); }
 
  private:
   int rank_ = 0, size_ = 1;
@@ -278,6 +332,13 @@ bool built_with_mpi() {
   return true;
 }
 
+void abort_launched(int exit_code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized && launched_world_size() > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
 #else
 
 std::unique_ptr<Communicator> mpi_world() {
@@ -289,6 +350,8 @@ std::unique_ptr<Communicator> mpi_world() {
 bool built_with_mpi() {
   return false;
 }
+
+void abort_launched(int) {}
 
 #endif
 

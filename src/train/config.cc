@@ -42,7 +42,10 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
   const TomlFields parallel(table("parallel"), path + ": parallel");
-  parallel.only({"row_groups", "bucket_mib", "shard"});
+  parallel.only({"row_groups", "bucket_mib", "shard", "timeout_s"});
+  c.timeout_s = parallel.number_or("timeout_s", c.timeout_s);
+  DEW_REQUIRE(c.timeout_s > 0, "{}: parallel.timeout_s {}; expected the seconds a rank waits for the others",
+              path, c.timeout_s);
   c.shard = parallel.text_or("shard", c.shard);
   DEW_REQUIRE(c.shard == "none" || c.shard == "optimizer",
               "{}: parallel.shard \"{}\"; expected \"none\" or \"optimizer\" (ZeRO-1; sharded gradients and "
@@ -185,7 +188,7 @@ std::string describe_config(const TrainerConfig& c) {
       {"seed", c.seed},
       {"steps", c.steps},
       {"accumulation", c.accumulation},
-      {"parallel", {{"row_groups", c.row_groups}, {"bucket_mib", c.bucket_mib}, {"shard", c.shard}}},
+      {"parallel", {{"row_groups", c.row_groups}, {"bucket_mib", c.bucket_mib}, {"shard", c.shard}, {"timeout_s", c.timeout_s}}},
       {"optimizer", c.optimizer},
       {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},
       {"sgd", {{"momentum", c.sgd.momentum}, {"dampening", c.sgd.dampening}, {"nesterov", c.sgd.nesterov}}},

@@ -14,12 +14,16 @@
 #include "train/environment.h"
 #include "train/trainer_run.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <new>
 #include <set>
 #include <sstream>
@@ -184,6 +188,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                 run_dir_, holder, lock_path);
     for (const std::string& line : clear_unfinished_checkpoints(run_dir_)) say(line);
   }
+  run.world->set_timeout(config_.timeout_s);
   run.world->barrier();  // the other ranks read the run directory once rank 0 has cleared it
   resume_or_initialize(run);
   require_same_run_on_every_rank(run);
@@ -215,7 +220,9 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
                                     : "the last checkpoint " + run.last_checkpoint + " is intact");
   };
   try {
+    start_heartbeat(run);
     while (run.step < config_.steps) {
+      run.reported_step = run.step;
       step(run);
       if (run.leader() && config_.eval_every && run.step % config_.eval_every == 0) evaluate(run);
       if (run.leader() && config_.sample_every && run.step % config_.sample_every == 0) sample(run);
@@ -232,6 +239,11 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     }
   } catch (const OutOfMemory& e) {
     out_of_memory(e.what());
+  } catch (const parallel::CollectiveTimeout& e) {
+    throw parallel::CollectiveTimeout(fmt::format(
+        "{}; {}; {}; run it again to resume", e.what(), ranks_behind(run),
+        run.last_checkpoint.empty() ? "no checkpoint had been written"
+                                    : "the last checkpoint " + run.last_checkpoint + " is intact"));
   } catch (const std::bad_alloc&) {
     out_of_memory("the system refused an allocation");
   }
@@ -263,6 +275,64 @@ void Trainer::require_same_run_on_every_rank(Run& run) const {
                 "[train] rank {} resumed {} at another step or with another config than rank 0 (it is at "
                 "step {}); every rank must see the same run directory and config (a shared file system)",
                 r, run_dir_, run.step);
+}
+
+// NOTE [heartbeats]: a rank of a data-parallel run whose collective timed out names the ranks it
+// waited for. Each rank's thread rewrites RUN_DIR/ranks/rank-R.json every second: its process, host,
+// step, the time, and how long it has been waiting in a collective. A rank not heard from for a few
+// seconds has stopped or died; one heard from but not waiting is stuck in its own work.
+constexpr double kHeartbeatSeconds = 1;
+
+void Trainer::start_heartbeat(Run& run) const {
+  if (run.world->size() == 1) return;
+  const fs::path dir = fs::path(run_dir_) / "ranks";
+  fs::create_directories(dir);
+  const std::string file = (dir / fmt::format("rank-{}.json", run.world->rank())).string();
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  run.heartbeat = std::jthread([&run, file, host = std::string(host)](std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    while (!stop.stop_requested()) {
+      try {
+        write_text_file(file, nlohmann::json{{"rank", run.world->rank()},
+                                             {"pid", ::getpid()},
+                                             {"host", host},
+                                             {"step", run.reported_step.load()},
+                                             {"time", unix_time()},
+                                             {"waiting_s", run.world->seconds_waiting()}}
+                                  .dump());
+      } catch (const std::exception&) {  // a full disk stops the reports, not the run
+      }
+      wake.wait_for(lock, stop, std::chrono::duration<double>(kHeartbeatSeconds), [] { return false; });
+    }
+  });
+}
+
+std::string Trainer::ranks_behind(const Run& run) const {
+  std::vector<std::string> found;
+  for (int r = 0; r < run.world->size(); ++r) {
+    if (r == run.world->rank()) continue;
+    const fs::path file = fs::path(run_dir_) / "ranks" / fmt::format("rank-{}.json", r);
+    const nlohmann::json j = fs::exists(file)
+                                 ? nlohmann::json::parse(read_text_file(file.string()), nullptr, false)
+                                 : nlohmann::json();
+    if (!j.is_object()) {
+      found.push_back(fmt::format("rank {} never reported", r));
+      continue;
+    }
+    const std::string who = fmt::format("rank {} (process {} on {}, at step {})", r, j.value("pid", 0),
+                                        j.value("host", std::string("?")), j.value("step", int64_t(0)) + 1);
+    const double silent = unix_time() - j.value("time", 0.0);
+    if (silent > 3 * kHeartbeatSeconds)
+      found.push_back(
+          fmt::format("{} has not been heard from for {:.0f} s: it stopped or died", who, silent));
+    else if (j.value("waiting_s", 0.0) < kHeartbeatSeconds)
+      found.push_back(fmt::format("{} is alive but not waiting for the others: stuck in its own work", who));
+  }
+  return found.empty() ? std::string("every other rank was waiting too")
+                       : fmt::format("{}", fmt::join(found, "; "));
 }
 
 // The stop flag as the ranks agree on it: a signal one rank has seen stops every rank after the same

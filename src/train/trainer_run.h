@@ -5,10 +5,12 @@
 #include <dew/parallel.h>
 #include <dew/train.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "io/file_lock.h"
 
@@ -23,9 +25,12 @@ inline double unix_time() {
 
 // One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
 struct Trainer::Run {
-  std::unique_ptr<parallel::Communicator> world;      // the ranks of a data-parallel run, or this process
-  DataParallel data_parallel;                         // over `world`, what its steps learn
-  std::vector<int64_t> peak_bytes_per_rank;           // data parallel: gathered for each log line
+  std::unique_ptr<parallel::Communicator> world;  // the ranks of a data-parallel run, or this process
+  DataParallel data_parallel;                     // over `world`, what its steps learn
+  std::vector<int64_t> peak_bytes_per_rank;       // data parallel: gathered for each log line
+  // Data parallel: NOTE [heartbeats] (trainer.cc); the step it reports, and the thread writing it.
+  std::atomic<int64_t> reported_step{0};
+  std::jthread heartbeat;
   bool leader() const { return world->rank() == 0; }  // writes the run directory and reports
   TrainedModel model;
   std::optional<Ema> ema;  // the weights' average, with ema_decay

@@ -10,6 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+
+#include <signal.h>
+#include <chrono>
+#include <functional>
 #include <vector>
 
 #include "data_files.h"
@@ -193,6 +197,65 @@ TEST(DataParallelCli, LaunchRunsTheCommandAsRanksThroughMpirun) {
   const auto hosts = run_dew("launch -n 2 --hostfile /nonexistent/hosts -- train run.toml");
   EXPECT_EQ(hosts.exit_code, 1);
   EXPECT_NE(hosts.out.find("--hostfile /nonexistent/hosts does not exist"), std::string::npos) << hosts.out;
+}
+
+// A rank that stops (SIGSTOP: alive, silent, never reaching the next collective): the other gives up
+// after [parallel] timeout_s, names it, and the job ends; the last committed checkpoint resumes.
+TEST(DataParallelCli, AStoppedRankEndsTheRunWithinTheTimeoutNamingIt) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("data_parallel_fault");
+  const std::string run = dir + "/run";
+  const std::string command =
+      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+      "mpirun --oversubscribe --bind-to none -n 2 " DEW_BINARY " train " +
+      dir + "/run.toml --run-dir " + run +
+      " --set train.steps=100000 --set train.checkpoint_every=3 --set parallel.timeout_s=4";
+  ASSERT_EQ(dew::run_command("(" + command + " > " + dir + "/log 2>&1; echo $? > " + dir +
+                             "/rc) > /dev/null 2>&1 &")
+                .exit_code,
+            0);
+  // Once rank 1 has reported a few steps, stop it.
+  const auto waited_for = [](const std::function<bool()>& done, double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  };
+  int64_t pid = 0;
+  ASSERT_TRUE(waited_for(
+      [&] {
+        const std::string heartbeat = run + "/ranks/rank-1.json";
+        if (!fs::exists(heartbeat)) return false;  // past step 4: step 3's checkpoint is committed
+        const nlohmann::json j = nlohmann::json::parse(dew::read_text_file(heartbeat), nullptr, false);
+        pid = j.is_object() ? j.value("pid", int64_t(0)) : 0;
+        return pid > 0 && j.value("step", 0) >= 4;
+      },
+      120))
+      << file(dir + "/log");
+  ASSERT_EQ(::kill(pid_t(pid), SIGSTOP), 0);
+  const auto stopped = std::chrono::steady_clock::now();
+  const bool ended = waited_for([&] { return fs::exists(dir + "/rc"); }, 60);
+  ::kill(pid_t(pid), SIGKILL);  // whatever happened
+  ASSERT_TRUE(ended) << "the run did not end within 60 s of a rank stopping";
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count(), 30);
+  EXPECT_NE(dew::read_text_file(dir + "/rc"), "0\n");
+  const std::string log = file(dir + "/log");
+  EXPECT_NE(log.find("rank 0 waited"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 1 (process " + std::to_string(pid)), std::string::npos) << log;
+  EXPECT_NE(log.find("it stopped or died"), std::string::npos) << log;
+  EXPECT_NE(log.find("is intact; run it again to resume"), std::string::npos) << log;
+  // The committed checkpoints are whole: one process resumes from the newest and trains a step more.
+  int64_t newest = 0;
+  for (const auto& entry : fs::directory_iterator(run + "/checkpoints"))
+    if (fs::exists(entry.path() / "COMMITTED"))
+      newest = std::max(newest, int64_t(std::stoll(entry.path().filename().string().substr(5))));
+  ASSERT_GE(newest, 3);
+  const auto resumed = run_dew("train " + dir + "/run.toml --run-dir " + run +
+                               " --set train.steps=" + std::to_string(newest + 1));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("resumed from " + run + "/checkpoints/step-"), std::string::npos) << resumed.out;
 }
 
 TEST(DataParallelCli, RefusesRowGroupsThatDoNotDivideAmongTheRanks) {
