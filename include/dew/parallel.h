@@ -52,12 +52,16 @@ class Communicator {
   virtual std::unique_ptr<Work> start_all_gather(const Tensor& in, Tensor& out) = 0;
   // t from rank `root` to every rank, in place, any dtype.
   virtual std::unique_ptr<Work> start_broadcast(Tensor& t, int root) = 0;
+  // in (n) on every rank; on rank `root` only, out (n; may be in itself) = the sum over ranks of in,
+  // fixed_tree_sum's order. The other ranks' out is not touched.
+  virtual std::unique_ptr<Work> start_reduce_sum(const Tensor& in, Tensor& out, int root) = 0;
   virtual void barrier() = 0;
 
   void all_reduce_sum(Tensor& t) { start_all_reduce_sum(t)->wait(); }
   void reduce_scatter_sum(const Tensor& in, Tensor& out) { start_reduce_scatter_sum(in, out)->wait(); }
   void all_gather(const Tensor& in, Tensor& out) { start_all_gather(in, out)->wait(); }
   void broadcast(Tensor& t, int root) { start_broadcast(t, root)->wait(); }
+  void reduce_sum(const Tensor& in, Tensor& out, int root) { start_reduce_sum(in, out, root)->wait(); }
 };
 
 // One process alone (rank 0 of 1): every collective is a copy, or nothing.

@@ -199,6 +199,8 @@ struct DataParallel {
   // Sharded optimizer state (ZeRO-1, [parallel] shard = "optimizer"): the rank that holds each
   // parameter's state and updates it, then sends it to the others (owners()); empty: every rank.
   std::vector<int> owner;
+  // ZeRO-2 ("gradients"): each gradient is reduced to its owner only, and the others drop theirs.
+  bool gradients_to_owners = false;
 };
 // Each parameter to one rank, whole (Muon needs whole matrices): largest first, to the rank holding
 // the fewest elements so far (the lowest on a tie) — the same on every rank.
@@ -364,7 +366,7 @@ struct TrainerConfig {
   int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
   int64_t row_groups = 0;           // [parallel] row_groups (StepOptions); 0: the process count
   double bucket_mib = 8;            // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
-  std::string shard = "none";       // [parallel] shard: "none", or "optimizer" (DataParallel::owner)
+  std::string shard = "none";       // [parallel] shard: "none", "optimizer" or "gradients" (DataParallel)
   double timeout_s = 300;           // [parallel] timeout_s: a collective's wait before the run stops
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;

@@ -10,5 +10,6 @@ void check_summed(const char* collective, const Tensor& t);  // contiguous f32 o
 void check_reduce_scatter(const Tensor& in, const Tensor& out, int ranks);
 void check_all_gather(const Tensor& in, const Tensor& out, int ranks);
 void check_broadcast(const Tensor& t, int root, int ranks);
+void check_reduce(const Tensor& in, const Tensor& out, int root, int rank, int ranks);
 
 }  // namespace dew::parallel

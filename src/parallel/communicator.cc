@@ -70,6 +70,11 @@ class SingleProcess final : public Communicator {
     check_broadcast(t, root, 1);
     return std::make_unique<Done>();
   }
+  std::unique_ptr<Work> start_reduce_sum(const Tensor& in, Tensor& out, int root) override {
+    check_reduce(in, out, root, 0, 1);
+    if (out.raw_data() != in.raw_data()) out.copy_from(in);
+    return std::make_unique<Done>();
+  }
   void barrier() override {}
 };
 
@@ -124,6 +129,17 @@ void check_all_gather(const Tensor& in, const Tensor& out, int ranks) {
           out.dtype() == in.dtype() && out.numel() == int64_t(ranks) * in.numel(),
       "[all_gather] in {} and out {}; expected contiguous tensors of one dtype, out {} times in's elements",
       in.defined() ? in.describe() : "undefined", out.defined() ? out.describe() : "undefined", ranks);
+}
+
+void check_reduce(const Tensor& in, const Tensor& out, int root, int rank, int ranks) {
+  check_summed("reduce_sum", in);
+  DEW_REQUIRE(root >= 0 && root < ranks, "[reduce_sum] root {}; expected a rank from 0 to {}", root,
+              ranks - 1);
+  if (rank != root) return;
+  check_summed("reduce_sum", out);
+  DEW_REQUIRE(out.dtype() == in.dtype() && out.numel() == in.numel(),
+              "[reduce_sum] in {} and out {}; expected out of in's dtype and size on the root", in.describe(),
+              out.describe());
 }
 
 void check_broadcast(const Tensor& t, int root, int ranks) {

@@ -253,6 +253,52 @@ void ExchangeQueue::complete_through(ReduceScatterThenGather* work) {
   }
 }
 
+// A reduction to one rank: every rank's part gathered there (one MPI phase, so no ordering beyond the
+// start), then added in the fixed order on the root.
+class GatherThenSum final : public Work {
+ public:
+  GatherThenSum(ExchangeQueue& queue, const Tensor& in, Tensor out, int root, int ranks)
+      : queue_(queue), in_(in), out_(std::move(out)), ranks_(ranks) {
+    const int64_t n = in.numel();
+    if (queue.rank == root) received_ = Tensor::empty({int64_t(ranks) * n}, in.dtype());
+    const int bytes = count_of(n * int64_t(dtype_size(in.dtype())), "reduce_sum");
+    check_mpi(
+        MPI_Igather(in_.raw_data(), bytes, MPI_BYTE, received_.defined() ? received_.raw_data() : nullptr,
+                    bytes, MPI_BYTE, root, queue.comm, &request_),
+        "MPI_Igather");
+  }
+  ~GatherThenSum() override {
+    try {
+      wait();
+    } catch (...) {
+    }
+  }
+  void wait() override {
+    if (done_) return;
+    wait_bounded(request_, queue_.timeout_s, queue_.rank, "a reduction to one rank", queue_.clock);
+    finish();
+  }
+  bool test() override {
+    if (done_) return true;
+    int done = 0;
+    check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) finish();
+    return done_;
+  }
+
+ private:
+  void finish() {
+    done_ = true;
+    if (received_.defined()) sum_shards_of(received_, ranks_, in_.numel(), out_.raw_data());
+    received_ = Tensor();
+  }
+  ExchangeQueue& queue_;
+  Tensor in_, out_, received_;
+  int ranks_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool done_ = false;
+};
+
 class MpiWorld final : public Communicator {
  public:
   MpiWorld() {
@@ -309,6 +355,10 @@ class MpiWorld final : public Communicator {
     const int bytes = count_of(t.numel() * int64_t(dtype_size(t.dtype())), "broadcast");
     check_mpi(MPI_Ibcast(t.raw_data(), bytes, MPI_BYTE, root, queue_.comm, &work->request), "MPI_Ibcast");
     return work;
+  }
+  std::unique_ptr<Work> start_reduce_sum(const Tensor& in, Tensor& out, int root) override {
+    check_reduce(in, out, root, rank_, size_);
+    return std::make_unique<GatherThenSum>(queue_, in, out, root, size_);
   }
   void barrier() override {
     MPI_Request request = MPI_REQUEST_NULL;

@@ -47,10 +47,11 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   DEW_REQUIRE(c.timeout_s > 0, "{}: parallel.timeout_s {}; expected the seconds a rank waits for the others",
               path, c.timeout_s);
   c.shard = parallel.text_or("shard", c.shard);
-  DEW_REQUIRE(c.shard == "none" || c.shard == "optimizer",
-              "{}: parallel.shard \"{}\"; expected \"none\" or \"optimizer\" (ZeRO-1; sharded gradients and "
-              "parameters are not built yet)",
-              path, c.shard);
+  DEW_REQUIRE(
+      c.shard == "none" || c.shard == "optimizer" || c.shard == "gradients",
+      "{}: parallel.shard \"{}\"; expected \"none\", \"optimizer\" (ZeRO-1) or \"gradients\" (ZeRO-2; "
+      "sharded parameters, \"full\", are not built yet)",
+      path, c.shard);
   c.row_groups = parallel.integer_or("row_groups", 0);
   DEW_REQUIRE(c.row_groups >= 0, "{}: parallel.row_groups {}; expected 0 (the process count) or more", path,
               c.row_groups);
@@ -188,7 +189,11 @@ std::string describe_config(const TrainerConfig& c) {
       {"seed", c.seed},
       {"steps", c.steps},
       {"accumulation", c.accumulation},
-      {"parallel", {{"row_groups", c.row_groups}, {"bucket_mib", c.bucket_mib}, {"shard", c.shard}, {"timeout_s", c.timeout_s}}},
+      {"parallel",
+       {{"row_groups", c.row_groups},
+        {"bucket_mib", c.bucket_mib},
+        {"shard", c.shard},
+        {"timeout_s", c.timeout_s}}},
       {"optimizer", c.optimizer},
       {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},
       {"sgd", {{"momentum", c.sgd.momentum}, {"dampening", c.sgd.dampening}, {"nesterov", c.sgd.nesterov}}},

@@ -111,11 +111,14 @@ GradientReducer::GradientReducer(const std::vector<Param>& params, DataParallel&
     for (int64_t i = n - 1; i >= 0; --i) order.push_back(i);
   }
   bucket_of_.assign(size_t(n), 0), offset_of_.assign(size_t(n), 0), done_.assign(size_t(n), false);
+  const auto owner_of = [&](int64_t i) { return group.gradients_to_owners ? group.owner[size_t(i)] : -1; };
   for (const int64_t i : order) {
     const int64_t size = params[size_t(i)].tensor.numel();
-    if (buckets_.empty() ||
-        (buckets_.back().elements > 0 && buckets_.back().elements + size > group.bucket_elements))
+    if (buckets_.empty() || owner_of(i) != buckets_.back().owner ||
+        (buckets_.back().elements > 0 && buckets_.back().elements + size > group.bucket_elements)) {
       buckets_.emplace_back();
+      buckets_.back().owner = owner_of(i);
+    }
     Bucket& b = buckets_.back();
     bucket_of_[size_t(i)] = int64_t(buckets_.size()) - 1, offset_of_[size_t(i)] = b.elements;
     b.params.push_back(i);
@@ -152,6 +155,7 @@ void GradientReducer::ready(int64_t param) {
     part.copy_from(g.reshape({w.numel()}));
   else
     part.copy_from(Tensor::zeros({w.numel()}, DType::f32));
+  Tensor(w).zero_grad();  // the bucket holds it now; finish() sets the reduced one
   ++b.ready;
   start_ready_buckets();
   poll();
@@ -164,13 +168,22 @@ void GradientReducer::start_ready_buckets() {
     Bucket& b = buckets_[next_start_++];
     const int ranks = group_.world->size();
     const int64_t shard = (b.elements + ranks - 1) / ranks;
+    if (b.owner >= 0) {  // ZeRO-2: to the owner only
+      if (group_.world->rank() != b.owner) out_.communicated_bytes += b.elements * int64_t(sizeof(float));
+      b.work = group_.world->start_reduce_sum(b.flat, b.flat, b.owner);
+      continue;
+    }
     out_.communicated_bytes += 2 * int64_t(ranks - 1) * shard * int64_t(sizeof(float));
     b.work = group_.world->start_all_reduce_sum(b.flat);
   }
 }
 
 void GradientReducer::poll() {
-  for (size_t k = 0; k < next_start_; ++k) buckets_[k].work->test();
+  for (size_t k = 0; k < next_start_; ++k) {
+    Bucket& b = buckets_[k];
+    if (!b.work || !b.work->test()) continue;
+    if (b.owner >= 0 && b.owner != group_.world->rank()) b.work.reset(), b.flat = Tensor();  // sent: freed
+  }
 }
 
 void GradientReducer::finish() {
@@ -182,7 +195,11 @@ void GradientReducer::finish() {
   if (tree_) tree_->finish();
   const auto waiting = std::chrono::steady_clock::now();
   for (Bucket& b : buckets_) {
-    b.work->wait();
+    if (b.work) b.work->wait();
+    if (b.owner >= 0 && b.owner != group_.world->rank()) {  // ZeRO-2: not this rank's to keep
+      b.work.reset(), b.flat = Tensor();
+      continue;
+    }
     for (const int64_t i : b.params) {
       Tensor w = params_[size_t(i)].tensor;
       detail::autograd_meta(w).grad =

@@ -53,6 +53,7 @@ class GradientReducer {
 
  private:
   struct Bucket {
+    int owner = -1;               // ZeRO-2: the rank its gradients are reduced to; -1: every rank
     std::vector<int64_t> params;  // indices, in the ready order
     int64_t elements = 0, ready = 0;
     Tensor flat;
@@ -72,6 +73,10 @@ class GradientReducer {
   std::vector<int64_t> seen_order_;  // the order gradients completed in here (learned on the first step)
   size_t next_start_ = 0;
 };
+
+// clip_grad_norm (train.h) of gradients sharded over `parts_on` (ZeRO-2: each rank holds its own
+// parameters' gradients, the others none): the same norm and the same clipped bits as unsharded.
+double clip_grad_norm(const std::vector<Param>& params, double max_norm, parallel::Communicator* parts_on);
 
 // Sharded optimizer state: each parameter, as its owner updated it, sent to every other rank (one
 // broadcast per owner). Counts the bytes this rank sent into `out`.

@@ -2,10 +2,13 @@
 #include <dew/autodiff.h>
 #include <dew/error.h>
 #include <dew/ops.h>
+#include <dew/parallel.h>
 #include <dew/train.h>
 
 #include <cmath>
 #include <numbers>
+
+#include "train/data_parallel.h"
 
 namespace dew::train {
 
@@ -41,18 +44,30 @@ double LrSchedule::at(int64_t step) const {
 }
 
 double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
+  return clip_grad_norm(params, max_norm, nullptr);
+}
+
+double clip_grad_norm(const std::vector<Param>& params, double max_norm, parallel::Communicator* parts_on) {
   DEW_REQUIRE(max_norm > 0, "[clip_grad_norm] max_norm {}; expected a positive norm", max_norm);
   NoGrad no_grad;
-  std::vector<Tensor> grads;  // share the gradients' storage: clipping scales them in place
-  Tensor total;               // f64, summed on the gradients' device and read once
+  std::vector<Tensor> grads;    // share the gradients' storage: clipping scales them in place
+  std::vector<Tensor> squares;  // f64, one per parameter (0 without a gradient), read at once
   for (const Param& p : params) {
     const Tensor g = p.tensor.grad();
-    if (!g.defined()) continue;
-    grads.push_back(g);
-    const Tensor squares = squared_norm(g);
-    total = total.defined() ? add(total, squares) : squares;
+    if (g.defined()) grads.push_back(g);
+    squares.push_back(g.defined() ? squared_norm(g).reshape({1})
+                                  : Tensor::zeros({1}, DType::f64, p.tensor.device()));
   }
-  const double norm = total.defined() ? std::sqrt(total.to_f64_vector()[0]) : 0.0;
+  double norm = 0;
+  if (!squares.empty()) {
+    Tensor each = concat(squares, 0).to(Device::cpu()).contiguous();
+    // Sharded gradients: each parameter's square comes from the one rank holding it; adding the others'
+    // zeros keeps it exact, and every rank then adds the same values in the same order.
+    if (parts_on) parts_on->all_reduce_sum(each);
+    double total = 0;
+    for (const double v : each.to_f64_vector()) total += v;  // in parameter order
+    norm = std::sqrt(total);
+  }
   const double coefficient = max_norm / (norm + 1e-6);
   if (coefficient < 1)
     for (Tensor& g : grads) g.copy_from(mul(g, Tensor::full({}, coefficient, g.dtype(), g.device())));

@@ -115,7 +115,8 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   {
     const ProfilePhase phase("clipping");
     out.grad_norm = clip_grad_norm(
-        params, options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity());
+        params, options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity(),
+        options.data_parallel && options.data_parallel->gradients_to_owners ? world : nullptr);
   }
   out.applied = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   const ProfilePhase phase("optimizer");

@@ -352,10 +352,12 @@ void Trainer::resume_or_initialize(Run& run) {
   // The master weights, the optimizer's state and every step live on the configured device.
   if (config_.device.kind != Device::Kind::cpu) run.model = run.model.to(config_.device);
   run.params = default_groups(run.model.parameters(), config_.weight_decay);
-  // ZeRO-1: this rank's optimizer holds and updates only the parameters it owns (docs/parallel.md).
+  // ZeRO-1 and 2: this rank's optimizer holds and updates only the parameters it owns (docs/parallel.md).
   std::vector<Param> updated;
-  if (config_.shard == "optimizer" && run.world->size() > 1)
+  if (config_.shard != "none" && run.world->size() > 1) {
     run.data_parallel.owner = owners(run.params, run.world->size());
+    run.data_parallel.gradients_to_owners = config_.shard == "gradients";
+  }
   for (size_t i = 0; i < run.params.size(); ++i)
     if (run.data_parallel.owner.empty() || run.data_parallel.owner[i] == run.world->rank())
       updated.push_back(run.params[i]);

@@ -121,7 +121,7 @@ TEST(DataParallelCli, ResumesOnAnotherRankCountExactly) {
 
 // ZeRO-1: each rank holds and updates the optimizer state of the parameters it owns, and sends them
 // on; the training is the same bits as unsharded on one process, each rank writes its shard of the
-// state, and the shards load on another rank count, sharded or not.
+// state, and the shards load on another rank count, sharded or not. ZeRO-2 likewise.
 TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCounts) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   const std::string dir = dew::testing::train_config("data_parallel_zero1");
@@ -157,6 +157,19 @@ TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCo
   EXPECT_TRUE(file(run + "/checkpoints/step-00000006/model.safetensors") ==
               file(dir + "/straight/checkpoints/step-00000006/model.safetensors"));
   EXPECT_TRUE(fs::exists(run + "/checkpoints/step-00000006/optimizer-00003-of-00004.safetensors"));
+  // ZeRO-2 (each gradient reduced to its owner alone, in 1 KiB buckets; the norm from the owners'
+  // parts) on 2 and 4 ranks: the same bits again.
+  for (const int ranks : {2, 4}) {
+    const std::string zero2 = dir + "/zero2-" + std::to_string(ranks);
+    const auto r = on_ranks(ranks, "train " + config + " --run-dir " + zero2 + sets +
+                                       "--set train.steps=6 --set parallel.shard=gradients "
+                                       "--set parallel.bucket_mib=0.001");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(losses(zero2), losses(dir + "/straight")) << ranks << " ranks";
+    EXPECT_TRUE(file(zero2 + "/checkpoints/step-00000006/model.safetensors") ==
+                file(dir + "/straight/checkpoints/step-00000006/model.safetensors"))
+        << ranks << " ranks";
+  }
 }
 
 TEST(DataParallelCli, ImageModelGivesTheSameBitsOnOneTwoAndFourRanks) {

@@ -55,6 +55,20 @@ TEST_F(Mpi, ReduceScatterGivesEachRankItsShardOfTheSum) {
             expected_sum<float>(comm_->size(), n, DType::f32, 30, comm_->rank() * shard, shard));
 }
 
+TEST_F(Mpi, ReduceToOneRankIsTheFixedTreeSumThere) {
+  const int64_t n = 3001;
+  for (int root = 0; root < comm_->size(); ++root) {
+    Tensor t = contribution(comm_->rank(), n, DType::f32, 90 + uint64_t(root));
+    const std::vector<double> before = t.to_f64_vector();
+    comm_->reduce_sum(t, t, root);
+    if (comm_->rank() == root)
+      EXPECT_EQ(t.to_f64_vector(),
+                expected_sum<float>(comm_->size(), n, DType::f32, 90 + uint64_t(root), 0, n));
+    else
+      EXPECT_EQ(t.to_f64_vector(), before) << "a rank but the root keeps its own";
+  }
+}
+
 TEST_F(Mpi, AllGatherAndBroadcastMoveExactly) {
   const Tensor in = contribution(comm_->rank(), 100, DType::bf16, 40);
   Tensor out = Tensor::empty({100 * comm_->size()}, DType::bf16);
