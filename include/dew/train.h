@@ -491,6 +491,7 @@ class Trainer {
   bool stop_requested(Run& run, const std::atomic<bool>* stop) const;
   int64_t row_groups(const Run& run) const;  // [parallel] row_groups, resolved
   void start_heartbeat(Run& run) const;      // NOTE [heartbeats]
+  void wait_for_leader(Run& run) const;
   std::string ranks_behind(const Run& run) const;
   std::string run_description() const;  // run.json
   void say(const std::string& line) const;

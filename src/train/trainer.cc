@@ -224,8 +224,11 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     while (run.step < config_.steps) {
       run.reported_step = run.step;
       step(run);
-      if (run.leader() && config_.eval_every && run.step % config_.eval_every == 0) evaluate(run);
-      if (run.leader() && config_.sample_every && run.step % config_.sample_every == 0) sample(run);
+      const bool evaluating = config_.eval_every && run.step % config_.eval_every == 0;
+      const bool sampling = config_.sample_every && run.step % config_.sample_every == 0;
+      if (run.leader() && evaluating) evaluate(run);
+      if (run.leader() && sampling) sample(run);
+      if (evaluating || sampling) wait_for_leader(run);
       const bool stopping = stop_requested(run, stop);
       if (stopping || run.step == config_.steps ||
           (config_.checkpoint_every && run.step % config_.checkpoint_every == 0)) {
@@ -333,6 +336,16 @@ std::string Trainer::ranks_behind(const Run& run) const {
   }
   return found.empty() ? std::string("every other rank was waiting too")
                        : fmt::format("{}", fmt::join(found, "; "));
+}
+
+// Rank 0 alone evaluates and samples, for as long as that takes (minutes, with an image model's
+// classifier): the others wait for it without the collective timeout, which would otherwise end the
+// run. A rank 0 that dies meanwhile ends the job through mpirun; one that hangs here is not detected.
+void Trainer::wait_for_leader(Run& run) const {
+  if (run.world->size() == 1) return;
+  run.world->set_timeout(0);
+  run.world->barrier();
+  run.world->set_timeout(config_.timeout_s);
 }
 
 // The stop flag as the ranks agree on it: a signal one rank has seen stops every rank after the same
