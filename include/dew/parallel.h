@@ -70,6 +70,11 @@ std::unique_ptr<Communicator> single_process();
 // naming DEW_MPI, in a build without MPI.
 std::unique_ptr<Communicator> mpi_world();
 bool built_with_mpi();
+// NCCL between the ranks launched_world() holds, each on its CUDA device `device` (tensors there), with
+// the same fixed-order sums; MPI (or this process alone) starts it. Refuses, by name, in a build
+// without CUDA, NCCL and MPI.
+std::unique_ptr<Communicator> nccl_world(int device);
+bool built_with_nccl();
 // The ranks this process was started among: mpi_world() when a launcher started it as one of several
 // (mpirun's environment says so: OMPI_COMM_WORLD_SIZE, or PMI_SIZE for other MPIs), else
 // single_process(). Refuses, naming DEW_MPI, when launched as several ranks by a build without MPI.

@@ -142,6 +142,13 @@ void check_reduce(const Tensor& in, const Tensor& out, int root, int rank, int r
               out.describe());
 }
 
+void timed_out(int rank, double waited, const char* what, double timeout_s) {
+  throw CollectiveTimeout(
+      fmt::format("[parallel] rank {} waited {:.0f} s in {} for the other ranks: one has stopped or hangs "
+                  "([parallel] timeout_s = {:g})",
+                  rank, waited, what, timeout_s));
+}
+
 void check_broadcast(const Tensor& t, int root, int ranks) {
   DEW_REQUIRE(t.defined() && t.is_contiguous(), "[broadcast] {}; expected a contiguous tensor",
               t.defined() ? t.describe() : "an undefined tensor");

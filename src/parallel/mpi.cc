@@ -87,11 +87,7 @@ void wait_bounded(MPI_Request& request, double timeout_s, int rank, const char* 
     if (polls < 2000) continue;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (timeout_s > 0 && waited > timeout_s)
-      throw CollectiveTimeout(fmt::format(
-          "[parallel] rank {} waited {:.0f} s in {} for the other ranks: one has stopped or hangs "
-          "([parallel] timeout_s = {:g})",
-          rank, waited, what, timeout_s));
+    if (timeout_s > 0 && waited > timeout_s) timed_out(rank, waited, what, timeout_s);
   }
 }
 

@@ -1,0 +1,246 @@
+// The NCCL communicator (nccl_world, parallel.h): collectives between CUDA devices, one per rank, over
+// NCCL's data movement — grouped send/receive as the all-to-all, all-gather, broadcast — with every sum
+// Dew's own fixed tree on the device (nccl_tree_sum.cu), so its bits equal the MPI communicator's and
+// one process's. MPI (launched_world) starts it: rank 0's NCCL id is broadcast to the others. Work runs
+// on the device's compute stream; wait() polls a CUDA event, bounded by the timeout (NOTE [bounded
+// waits], mpi.cc). Without CUDA and NCCL in the build, nccl_world refuses by name.
+#include <dew/error.h>
+#include <dew/parallel.h>
+#include <dew/runtime.h>
+
+#include "parallel/checks.h"
+
+#if DEW_WITH_NCCL
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "cuda/launch.h"
+#include "parallel/nccl_tree_sum.h"
+#endif
+
+namespace dew::parallel {
+
+#if DEW_WITH_NCCL
+namespace {
+
+void check_nccl(ncclResult_t rc, const char* what) {
+  if (rc == ncclSuccess) return;
+  fail("[nccl] {} failed: {}", what, ncclGetErrorString(rc));
+}
+
+ncclDataType_t nccl_type(DType dtype) {
+  return dtype == DType::f64 ? ncclFloat64 : ncclFloat32;
+}
+
+void require_on_device(const char* collective, const Tensor& t, int device) {
+  DEW_REQUIRE(t.defined() && t.device() == Device::cuda(device) && t.is_contiguous(),
+              "[{}] {}; the NCCL communicator of cuda:{} takes contiguous tensors on that device", collective,
+              t.defined() ? t.describe() : "an undefined tensor", device);
+}
+
+// A collective enqueued on the stream: done when its event is.
+class StreamWork final : public Work {
+ public:
+  StreamWork(cudaStream_t stream, std::vector<Tensor> keep, double timeout_s, int rank, const char* what)
+      : keep_(std::move(keep)), timeout_s_(timeout_s), rank_(rank), what_(what) {
+    DEW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+    DEW_CUDA_CHECK(cudaEventRecord(event_, stream));
+  }
+  ~StreamWork() override {
+    cudaEventSynchronize(event_);  // the tensors it keeps stay alive until the device is done with them
+    cudaEventDestroy(event_);
+  }
+  bool test() override { return cudaEventQuery(event_) == cudaSuccess; }
+  void wait() override {
+    const auto start = std::chrono::steady_clock::now();
+    while (!test()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (timeout_s_ > 0 && waited > timeout_s_) timed_out(rank_, waited, what_, timeout_s_);
+    }
+  }
+
+ private:
+  std::vector<Tensor> keep_;
+  cudaEvent_t event_ = nullptr;
+  double timeout_s_;
+  int rank_;
+  const char* what_;
+};
+
+class NcclWorld final : public Communicator {
+ public:
+  explicit NcclWorld(int device) : bootstrap_(launched_world()), device_(device) {
+    rank_ = bootstrap_->rank(), size_ = bootstrap_->size();
+    DEW_REQUIRE(size_ <= kMaxDeviceTreeParts, "[nccl] {} ranks; the device's fixed-tree sum takes at most {}",
+                size_, kMaxDeviceTreeParts);
+    ncclUniqueId id{};
+    if (rank_ == 0) check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    Tensor bytes = Tensor::empty({int64_t(sizeof(id))}, DType::u8);
+    std::memcpy(bytes.raw_data(), &id, sizeof(id));
+    bootstrap_->broadcast(bytes, 0);
+    std::memcpy(&id, bytes.raw_data(), sizeof(id));
+    cuda::use_device(device_);
+    check_nccl(ncclCommInitRank(&comm_, size_, id, rank_), "ncclCommInitRank");
+    stream_ = cuda::stream_of(device_);
+  }
+  ~NcclWorld() override {
+    if (comm_) ncclCommDestroy(comm_);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend() const override { return "nccl"; }
+  void set_timeout(double seconds) override {
+    timeout_s_ = seconds;
+    bootstrap_->set_timeout(seconds);
+  }
+  double seconds_waiting() const override { return bootstrap_->seconds_waiting(); }
+
+  std::unique_ptr<Work> start_all_reduce_sum(Tensor& t) override {
+    require_summed(t, "all_reduce_sum");
+    const int64_t n = t.numel(), shard = (n + size_ - 1) / size_, padded = shard * size_;
+    Tensor send = t;
+    if (padded != n) {  // zeros past the end, so that every message is the same size
+      send = Tensor::zeros({padded}, t.dtype(), t.device());
+      send.slice(0, 0, n).copy_from(t.reshape({n}));
+    }
+    cuda::use_device(device_);
+    const Tensor summed = exchange_and_sum(send, shard);
+    Tensor gathered = padded == n ? t.reshape({n}) : Tensor::empty({padded}, t.dtype(), t.device());
+    check_nccl(ncclAllGather(summed.raw_data(), gathered.raw_data(), size_t(shard), nccl_type(t.dtype()),
+                             comm_, stream_),
+               "ncclAllGather");
+    if (padded != n) t.reshape({n}).copy_from(gathered.slice(0, 0, n));
+    return work({send, summed, gathered, t}, "an all-reduce");
+  }
+  std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& in, Tensor& out) override {
+    require_summed(in, "reduce_scatter_sum");
+    require_summed(out, "reduce_scatter_sum");
+    DEW_REQUIRE(out.dtype() == in.dtype() && in.numel() == int64_t(size_) * out.numel(),
+                "[reduce_scatter_sum] in {} and out {}; expected out of in's dtype and 1/{} of its elements",
+                in.describe(), out.describe(), size_);
+    cuda::use_device(device_);
+    const Tensor summed = exchange_and_sum(in, out.numel());
+    out.copy_from(summed.reshape(out.shape()));
+    return work({in, summed, out}, "a reduce-scatter");
+  }
+  std::unique_ptr<Work> start_all_gather(const Tensor& in, Tensor& out) override {
+    require_on_device("all_gather", in, device_);
+    require_on_device("all_gather", out, device_);
+    DEW_REQUIRE(out.dtype() == in.dtype() && out.numel() == int64_t(size_) * in.numel(),
+                "[all_gather] in {} and out {}; expected out of in's dtype with {} times its elements",
+                in.describe(), out.describe(), size_);
+    cuda::use_device(device_);
+    check_nccl(ncclAllGather(in.raw_data(), out.raw_data(), size_t(in.numel()) * dtype_size(in.dtype()),
+                             ncclUint8, comm_, stream_),
+               "ncclAllGather");
+    return work({in, out}, "an all-gather");
+  }
+  std::unique_ptr<Work> start_broadcast(Tensor& t, int root) override {
+    require_on_device("broadcast", t, device_);
+    DEW_REQUIRE(root >= 0 && root < size_, "[broadcast] root {}; expected a rank from 0 to {}", root,
+                size_ - 1);
+    cuda::use_device(device_);
+    check_nccl(ncclBroadcast(t.raw_data(), t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()), ncclUint8,
+                             root, comm_, stream_),
+               "ncclBroadcast");
+    return work({t}, "a broadcast");
+  }
+  std::unique_ptr<Work> start_reduce_sum(const Tensor& in, Tensor& out, int root) override {
+    require_summed(in, "reduce_sum");
+    DEW_REQUIRE(root >= 0 && root < size_, "[reduce_sum] root {}; expected a rank from 0 to {}", root,
+                size_ - 1);
+    cuda::use_device(device_);
+    const int64_t n = in.numel();
+    const size_t bytes = size_t(n) * dtype_size(in.dtype());
+    if (rank_ != root) {
+      check_nccl(ncclSend(in.raw_data(), size_t(n), nccl_type(in.dtype()), root, comm_, stream_), "ncclSend");
+      return work({in}, "a reduction to one rank");
+    }
+    require_summed(out, "reduce_sum");
+    Tensor parts = Tensor::empty({int64_t(size_) * n}, in.dtype(), in.device());
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_)
+        check_nccl(ncclRecv(static_cast<char*>(parts.raw_data()) + size_t(r) * bytes, size_t(n),
+                            nccl_type(in.dtype()), r, comm_, stream_),
+                   "ncclRecv");
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    parts.slice(0, int64_t(rank_) * n, int64_t(rank_ + 1) * n).copy_from(in.reshape({n}));
+    fixed_tree_sum_on_device(parts.raw_data(), size_, n, out.raw_data(), in.dtype() == DType::f64, stream_);
+    return work({in, parts, out}, "a reduction to one rank");
+  }
+  void barrier() override {
+    cuda::synchronize(device_);
+    bootstrap_->barrier();
+  }
+
+ private:
+  void require_summed(const Tensor& t, const char* collective) const {
+    require_on_device(collective, t, device_);
+    DEW_REQUIRE(t.dtype() == DType::f32 || t.dtype() == DType::f64,
+                "[{}] {}; expected f32 or f64 (sums are Dew's own, in f32 or wider)", collective,
+                t.describe());
+  }
+  // Every rank's shard r of `send` (P shards of `shard` values) to rank r by grouped send/receive, then
+  // this rank's P copies added in the fixed order: its shard of the sum (shard values, on the device).
+  Tensor exchange_and_sum(const Tensor& send, int64_t shard) {
+    const size_t bytes = size_t(shard) * dtype_size(send.dtype());
+    Tensor received = Tensor::empty({int64_t(size_) * shard}, send.dtype(), send.device());
+    check_nccl(ncclGroupStart(), "ncclGroupStart");
+    for (int r = 0; r < size_; ++r) {
+      check_nccl(ncclSend(static_cast<const char*>(send.raw_data()) + size_t(r) * bytes, size_t(shard),
+                          nccl_type(send.dtype()), r, comm_, stream_),
+                 "ncclSend");
+      check_nccl(ncclRecv(static_cast<char*>(received.raw_data()) + size_t(r) * bytes, size_t(shard),
+                          nccl_type(send.dtype()), r, comm_, stream_),
+                 "ncclRecv");
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+    Tensor summed = Tensor::empty({shard}, send.dtype(), send.device());
+    fixed_tree_sum_on_device(received.raw_data(), size_, shard, summed.raw_data(), send.dtype() == DType::f64,
+                             stream_);
+    return summed;  // `received` is freed to the allocator, whose reuse follows the stream
+  }
+  std::unique_ptr<Work> work(std::vector<Tensor> keep, const char* what) {
+    return std::make_unique<StreamWork>(stream_, std::move(keep), timeout_s_, rank_, what);
+  }
+
+  std::unique_ptr<Communicator> bootstrap_;
+  int device_, rank_ = 0, size_ = 1;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  double timeout_s_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> nccl_world(int device) {
+  DEW_REQUIRE(device >= 0 && device < cuda_device_count(), "[nccl] cuda:{}; this machine has {} CUDA devices",
+              device, cuda_device_count());
+  return std::make_unique<NcclWorld>(device);
+}
+bool built_with_nccl() {
+  return true;
+}
+
+#else
+
+std::unique_ptr<Communicator> nccl_world(int device) {
+  fail(
+      "[nccl] cuda:{}: this build of Dew has no NCCL communicator; it needs the CUDA toolkit with NCCL and "
+      "MPI "
+      "(libopenmpi-dev) at configure time",
+      device);
+}
+bool built_with_nccl() {
+  return false;
+}
+
+#endif
+
+}  // namespace dew::parallel
