@@ -97,6 +97,19 @@ TEST(DataParallelCli, LanguageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
       dir + "/run.toml", common + "--set optimizer.kind=muon --set train.precision=f32", "step-00000004");
 }
 
+// A mixture of experts: experts a rank's rows never reach still take part in the sums (as zeros), and
+// the routers' balancing biases move by the whole step's expert loads, the same on every rank.
+TEST(DataParallelCli, ExpertsModelGivesTheSameBitsOnOneTwoAndFourRanks) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  std::string model = dew::testing::kTinyLlama;
+  model.replace(model.find("\"llama\""), 7, "\"mixtral\"\nnum_local_experts = 4\nnum_experts_per_tok = 2");
+  const std::string dir = dew::testing::train_config("data_parallel_moe", model);
+  expect_same_bits_on_1_2_and_4_ranks(
+      dir + "/run.toml",
+      "--set train.steps=4 --set train.log_every=1 --set parallel.row_groups=4 --set train.precision=f32",
+      "step-00000004");
+}
+
 TEST(DataParallelCli, ResumesOnAnotherRankCountExactly) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   const std::string dir = dew::testing::train_config("data_parallel_resume");
