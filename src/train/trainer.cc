@@ -189,6 +189,13 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     for (const std::string& line : clear_unfinished_checkpoints(run_dir_)) say(line);
   }
   run.world->set_timeout(config_.timeout_s);
+  if (run.world->size() > 1 && config_.peak_flops > 0) {
+    // Each rank measured its share of the machines while the others measured theirs: MFU is the whole
+    // job's FLOP/s against their sum.
+    Tensor peak = Tensor::from_values({config_.peak_flops}, {1}, DType::f64);
+    run.world->all_reduce_sum(peak);
+    config_.peak_flops = peak.to_f64_vector()[0];
+  }
   run.world->barrier();  // the other ranks read the run directory once rank 0 has cleared it
   resume_or_initialize(run);
   require_same_run_on_every_rank(run);
