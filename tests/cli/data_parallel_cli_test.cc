@@ -185,6 +185,41 @@ TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCo
   }
 }
 
+// Sharding is memory: a model whose training state (f32 weights, gradients, AdamW's two moments: about
+// 43 MB at its peak in one process, 47 MB per rank unsharded on 2) does not fit a 41 MB per-process
+// limit unsharded, and fits it on 2 ranks with ZeRO-2 (about 35 MB), training the same bits as one
+// unlimited process.
+TEST(DataParallelCli, ShardedGradientsFitAStateOverThePerProcessMemoryLimit) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  std::string model = dew::testing::kTinyLlama;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"hidden_size = 32", "hidden_size = 256"},
+           {"intermediate_size = 64", "intermediate_size = 1024"},
+           {"num_hidden_layers = 1", "num_hidden_layers = 2"}})
+    model.replace(model.find(from), from.size(), to);
+  const std::string dir = dew::testing::train_config("data_parallel_memory", model);
+  const std::string train = "train " + dir +
+                            "/run.toml --set train.steps=3 --set train.log_every=1 "
+                            "--set train.precision=f32 --set parallel.row_groups=2 --run-dir " +
+                            dir;
+  const auto alone = run_dew(train + "/alone");
+  ASSERT_EQ(alone.exit_code, 0) << alone.out;
+  const std::string limited = "env DEW_MEMORY_LIMIT=41000000 ";
+  const auto unsharded =
+      run_dew(train + "/unsharded", limited +
+                                        "OMPI_ALLOW_RUN_AS_ROOT=1 "
+                                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
+                                        "mpirun --oversubscribe --bind-to none -n 2");
+  EXPECT_NE(unsharded.exit_code, 0);
+  EXPECT_NE(unsharded.out.find("[train] out of memory at step"), std::string::npos) << unsharded.out;
+  const auto sharded = run_dew(train + "/sharded --set parallel.shard=gradients",
+                               limited +
+                                   "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                                   "OMPI_MCA_btl=self,vader mpirun --oversubscribe --bind-to none -n 2");
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.out;
+  EXPECT_EQ(losses(dir + "/sharded"), losses(dir + "/alone"));
+}
+
 TEST(DataParallelCli, ImageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   dew::testing::DataDir dir("data_parallel_dit");
