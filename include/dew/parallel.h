@@ -41,7 +41,7 @@ class Communicator {
   virtual double seconds_waiting() const = 0;
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  virtual std::string backend() const = 0;  // "single" or "mpi"
+  virtual std::string backend() const = 0;  // "single", "mpi" or "nccl"
 
   // In place: every rank ends with the sum over ranks of t (f32 or f64, contiguous, the same shape on
   // every rank), the same bits everywhere: fixed_tree_sum's order, element by element.

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,18 +24,6 @@ struct LaunchOptions {
   bool dry_run = false;
 };
 
-std::string find_on_path(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (size_t begin = 0; begin <= dirs.size();) {
-    const size_t end = std::min(dirs.find(':', begin), dirs.size());
-    const std::filesystem::path candidate = std::filesystem::path(dirs.substr(begin, end - begin)) / program;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    begin = end + 1;
-  }
-  return {};
-}
-
 std::string this_executable() {
   std::error_code error;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
@@ -48,12 +35,7 @@ int run_launch(const LaunchOptions& o) {
   DEW_REQUIRE(!o.command.empty(),
               "[launch] no command; expected one after --, e.g. dew launch -n 2 -- train "
               "run.toml");
-  const std::string mpirun = find_on_path("mpirun");
-  DEW_REQUIRE(
-      !mpirun.empty(),
-      "[launch] mpirun is not on PATH; install Open MPI (openmpi-bin, tools/setup-debian.sh), or start "
-      "the ranks with your cluster's launcher");
-  std::vector<std::string> args = {mpirun, "-n", std::to_string(o.ranks)};
+  std::vector<std::string> args = {"mpirun", "-n", std::to_string(o.ranks)};
   if (::geteuid() == 0) args.push_back("--allow-run-as-root");  // containers and CI run as root
   // Dew's threads, not mpirun's binding, place the work: each rank's threads may use any core.
   args.insert(args.end(), {"--bind-to", "none"});
@@ -82,8 +64,11 @@ int run_launch(const LaunchOptions& o) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  ::execv(mpirun.c_str(), argv.data());
-  fail("[launch] could not start {}: {}", mpirun, std::strerror(errno));
+  ::execvp("mpirun", argv.data());  // returns only when it could not start
+  DEW_REQUIRE(errno != ENOENT,
+              "[launch] mpirun is not on PATH; install Open MPI (openmpi-bin, tools/setup-debian.sh), or "
+              "start the ranks with your cluster's launcher");
+  fail("[launch] could not start mpirun: {}", std::strerror(errno));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <dew/parallel.h>
 #include <dew/runtime.h>
 
+#include "parallel/bounded_wait.h"
 #include "parallel/checks.h"
 
 #include <algorithm>
@@ -107,39 +108,55 @@ std::unique_ptr<Communicator> launched_world() {
   return mpi_world();
 }
 
-void check_summed(const char* collective, const Tensor& t) {
-  DEW_REQUIRE(
-      t.defined() && (t.dtype() == DType::f32 || t.dtype() == DType::f64) && t.is_contiguous() &&
-          t.device().kind == Device::Kind::cpu,
-      "[{}] {}; expected a contiguous f32 or f64 tensor on the cpu (sums are Dew's own, in f32 or wider)",
-      collective, t.defined() ? t.describe() : "an undefined tensor");
+namespace {
+
+// A contiguous tensor on the communicator's device: MPI moves host memory, NCCL that device's.
+void check_placed(const char* collective, const Tensor& t, Device device) {
+  DEW_REQUIRE(t.defined() && t.is_contiguous() && t.device() == device,
+              "[{}] {}; expected a contiguous tensor on {}, the communicator's device", collective,
+              t.defined() ? t.describe() : "an undefined tensor", device.str());
 }
 
-void check_reduce_scatter(const Tensor& in, const Tensor& out, int ranks) {
-  check_summed("reduce_scatter_sum", in);
-  check_summed("reduce_scatter_sum", out);
+}  // namespace
+
+void check_summed(const char* collective, const Tensor& t, Device device) {
+  check_placed(collective, t, device);
+  DEW_REQUIRE(t.dtype() == DType::f32 || t.dtype() == DType::f64,
+              "[{}] {}; expected a contiguous f32 or f64 tensor (sums are Dew's own, in f32 or wider)",
+              collective, t.describe());
+}
+
+void check_reduce_scatter(const Tensor& in, const Tensor& out, int ranks, Device device) {
+  check_summed("reduce_scatter_sum", in, device);
+  check_summed("reduce_scatter_sum", out, device);
   DEW_REQUIRE(out.dtype() == in.dtype() && in.numel() == int64_t(ranks) * out.numel(),
               "[reduce_scatter_sum] in {} and out {}; expected out of in's dtype and 1/{} of its elements",
               in.describe(), out.describe(), ranks);
 }
 
-void check_all_gather(const Tensor& in, const Tensor& out, int ranks) {
-  DEW_REQUIRE(
-      in.defined() && out.defined() && in.is_contiguous() && out.is_contiguous() &&
-          out.dtype() == in.dtype() && out.numel() == int64_t(ranks) * in.numel(),
-      "[all_gather] in {} and out {}; expected contiguous tensors of one dtype, out {} times in's elements",
-      in.defined() ? in.describe() : "undefined", out.defined() ? out.describe() : "undefined", ranks);
+void check_all_gather(const Tensor& in, const Tensor& out, int ranks, Device device) {
+  check_placed("all_gather", in, device);
+  check_placed("all_gather", out, device);
+  DEW_REQUIRE(out.dtype() == in.dtype() && out.numel() == int64_t(ranks) * in.numel(),
+              "[all_gather] in {} and out {}; expected tensors of one dtype, out {} times in's elements",
+              in.describe(), out.describe(), ranks);
 }
 
-void check_reduce(const Tensor& in, const Tensor& out, int root, int rank, int ranks) {
-  check_summed("reduce_sum", in);
+void check_reduce(const Tensor& in, const Tensor& out, int root, int rank, int ranks, Device device) {
+  check_summed("reduce_sum", in, device);
   DEW_REQUIRE(root >= 0 && root < ranks, "[reduce_sum] root {}; expected a rank from 0 to {}", root,
               ranks - 1);
   if (rank != root) return;
-  check_summed("reduce_sum", out);
+  check_summed("reduce_sum", out, device);
   DEW_REQUIRE(out.dtype() == in.dtype() && out.numel() == in.numel(),
               "[reduce_sum] in {} and out {}; expected out of in's dtype and size on the root", in.describe(),
               out.describe());
+}
+
+void check_broadcast(const Tensor& t, int root, int ranks, Device device) {
+  check_placed("broadcast", t, device);
+  DEW_REQUIRE(root >= 0 && root < ranks, "[broadcast] root {}; expected a rank from 0 to {}", root,
+              ranks - 1);
 }
 
 void timed_out(int rank, double waited, const char* what, double timeout_s) {
@@ -147,13 +164,6 @@ void timed_out(int rank, double waited, const char* what, double timeout_s) {
       fmt::format("[parallel] rank {} waited {:.0f} s in {} for the other ranks: one has stopped or hangs "
                   "([parallel] timeout_s = {:g})",
                   rank, waited, what, timeout_s));
-}
-
-void check_broadcast(const Tensor& t, int root, int ranks) {
-  DEW_REQUIRE(t.defined() && t.is_contiguous(), "[broadcast] {}; expected a contiguous tensor",
-              t.defined() ? t.describe() : "an undefined tensor");
-  DEW_REQUIRE(root >= 0 && root < ranks, "[broadcast] root {}; expected a rank from 0 to {}", root,
-              ranks - 1);
 }
 
 }  // namespace dew::parallel

@@ -6,13 +6,11 @@
 #include <dew/error.h>
 #include <dew/parallel.h>
 
-#include <atomic>
-#include <chrono>
 #include <climits>
 #include <cstring>
 #include <deque>
-#include <thread>
 
+#include "parallel/bounded_wait.h"
 #include "parallel/checks.h"
 
 #if DEW_WITH_MPI
@@ -57,38 +55,15 @@ void ensure_mpi() {
   static MpiRuntime runtime;
 }
 
-// NOTE [bounded waits]: a rank that died or hangs leaves the others in a collective forever, so every
-// wait polls (MPI_Test, spinning first, then sleeping 50 us between tests) and gives up after the
-// communicator's timeout with a CollectiveTimeout; the caller then aborts the job (abort_launched).
-double seconds_now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Since when this rank waits in a collective (0: it does not), read by a watchdog thread.
-struct WaitClock {
-  std::atomic<double> since{0};
-  double seconds_waiting() const {
-    const double t = since.load();
-    return t > 0 ? seconds_now() - t : 0;
-  }
-};
-
+// A bounded wait (NOTE [bounded waits], bounded_wait.h) on an MPI request.
 void wait_bounded(MPI_Request& request, double timeout_s, int rank, const char* what, WaitClock& clock) {
-  const auto start = std::chrono::steady_clock::now();
-  struct Waiting {
-    WaitClock& clock;
-    explicit Waiting(WaitClock& c) : clock(c) { clock.since = seconds_now(); }
-    ~Waiting() { clock.since = 0; }
-  } waiting(clock);
-  for (int polls = 0;; ++polls) {
-    int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    if (done) return;
-    if (polls < 2000) continue;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (timeout_s > 0 && waited > timeout_s) timed_out(rank, waited, what, timeout_s);
-  }
+  parallel::wait_bounded(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      },
+      timeout_s, rank, what, clock);
 }
 
 int count_of(int64_t bytes, const char* collective) {

@@ -13,12 +13,11 @@
 #if DEW_WITH_NCCL
 #include <nccl.h>
 
-#include <atomic>
-#include <chrono>
+#include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "cuda/launch.h"
+#include "parallel/bounded_wait.h"
 #include "parallel/nccl_tree_sum.h"
 #endif
 
@@ -36,17 +35,12 @@ ncclDataType_t nccl_type(DType dtype) {
   return dtype == DType::f64 ? ncclFloat64 : ncclFloat32;
 }
 
-void require_on_device(const char* collective, const Tensor& t, int device) {
-  DEW_REQUIRE(t.defined() && t.device() == Device::cuda(device) && t.is_contiguous(),
-              "[{}] {}; the NCCL communicator of cuda:{} takes contiguous tensors on that device", collective,
-              t.defined() ? t.describe() : "an undefined tensor", device);
-}
-
-// A collective enqueued on the stream: done when its event is.
+// A collective enqueued on the stream: done when its event is; waited for within the timeout.
 class StreamWork final : public Work {
  public:
-  StreamWork(cudaStream_t stream, std::vector<Tensor> keep, double timeout_s, int rank, const char* what)
-      : keep_(std::move(keep)), timeout_s_(timeout_s), rank_(rank), what_(what) {
+  StreamWork(cudaStream_t stream, std::vector<Tensor> keep, double timeout_s, int rank, const char* what,
+             WaitClock& clock)
+      : keep_(std::move(keep)), timeout_s_(timeout_s), rank_(rank), what_(what), clock_(clock) {
     DEW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
     DEW_CUDA_CHECK(cudaEventRecord(event_, stream));
   }
@@ -56,12 +50,7 @@ class StreamWork final : public Work {
   }
   bool test() override { return cudaEventQuery(event_) == cudaSuccess; }
   void wait() override {
-    const auto start = std::chrono::steady_clock::now();
-    while (!test()) {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (timeout_s_ > 0 && waited > timeout_s_) timed_out(rank_, waited, what_, timeout_s_);
-    }
+    wait_bounded([this] { return test(); }, timeout_s_, rank_, what_, clock_);
   }
 
  private:
@@ -70,6 +59,7 @@ class StreamWork final : public Work {
   double timeout_s_;
   int rank_;
   const char* what_;
+  WaitClock& clock_;
 };
 
 class NcclWorld final : public Communicator {
@@ -98,10 +88,12 @@ class NcclWorld final : public Communicator {
     timeout_s_ = seconds;
     bootstrap_->set_timeout(seconds);
   }
-  double seconds_waiting() const override { return bootstrap_->seconds_waiting(); }
+  double seconds_waiting() const override {
+    return std::max(clock_.seconds_waiting(), bootstrap_->seconds_waiting());
+  }
 
   std::unique_ptr<Work> start_all_reduce_sum(Tensor& t) override {
-    require_summed(t, "all_reduce_sum");
+    check_summed("all_reduce_sum", t, device());
     const int64_t n = t.numel(), shard = (n + size_ - 1) / size_, padded = shard * size_;
     Tensor send = t;
     if (padded != n) {  // zeros past the end, so that every message is the same size
@@ -118,22 +110,14 @@ class NcclWorld final : public Communicator {
     return work({send, summed, gathered, t}, "an all-reduce");
   }
   std::unique_ptr<Work> start_reduce_scatter_sum(const Tensor& in, Tensor& out) override {
-    require_summed(in, "reduce_scatter_sum");
-    require_summed(out, "reduce_scatter_sum");
-    DEW_REQUIRE(out.dtype() == in.dtype() && in.numel() == int64_t(size_) * out.numel(),
-                "[reduce_scatter_sum] in {} and out {}; expected out of in's dtype and 1/{} of its elements",
-                in.describe(), out.describe(), size_);
+    check_reduce_scatter(in, out, size_, device());
     cuda::use_device(device_);
     const Tensor summed = exchange_and_sum(in, out.numel());
     out.copy_from(summed.reshape(out.shape()));
     return work({in, summed, out}, "a reduce-scatter");
   }
   std::unique_ptr<Work> start_all_gather(const Tensor& in, Tensor& out) override {
-    require_on_device("all_gather", in, device_);
-    require_on_device("all_gather", out, device_);
-    DEW_REQUIRE(out.dtype() == in.dtype() && out.numel() == int64_t(size_) * in.numel(),
-                "[all_gather] in {} and out {}; expected out of in's dtype with {} times its elements",
-                in.describe(), out.describe(), size_);
+    check_all_gather(in, out, size_, device());
     cuda::use_device(device_);
     check_nccl(ncclAllGather(in.raw_data(), out.raw_data(), size_t(in.numel()) * dtype_size(in.dtype()),
                              ncclUint8, comm_, stream_),
@@ -141,9 +125,7 @@ class NcclWorld final : public Communicator {
     return work({in, out}, "an all-gather");
   }
   std::unique_ptr<Work> start_broadcast(Tensor& t, int root) override {
-    require_on_device("broadcast", t, device_);
-    DEW_REQUIRE(root >= 0 && root < size_, "[broadcast] root {}; expected a rank from 0 to {}", root,
-                size_ - 1);
+    check_broadcast(t, root, size_, device());
     cuda::use_device(device_);
     check_nccl(ncclBroadcast(t.raw_data(), t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()), ncclUint8,
                              root, comm_, stream_),
@@ -151,9 +133,7 @@ class NcclWorld final : public Communicator {
     return work({t}, "a broadcast");
   }
   std::unique_ptr<Work> start_reduce_sum(const Tensor& in, Tensor& out, int root) override {
-    require_summed(in, "reduce_sum");
-    DEW_REQUIRE(root >= 0 && root < size_, "[reduce_sum] root {}; expected a rank from 0 to {}", root,
-                size_ - 1);
+    check_reduce(in, out, root, rank_, size_, device());
     cuda::use_device(device_);
     const int64_t n = in.numel();
     const size_t bytes = size_t(n) * dtype_size(in.dtype());
@@ -161,7 +141,6 @@ class NcclWorld final : public Communicator {
       check_nccl(ncclSend(in.raw_data(), size_t(n), nccl_type(in.dtype()), root, comm_, stream_), "ncclSend");
       return work({in}, "a reduction to one rank");
     }
-    require_summed(out, "reduce_sum");
     Tensor parts = Tensor::empty({int64_t(size_) * n}, in.dtype(), in.device());
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (int r = 0; r < size_; ++r)
@@ -180,12 +159,7 @@ class NcclWorld final : public Communicator {
   }
 
  private:
-  void require_summed(const Tensor& t, const char* collective) const {
-    require_on_device(collective, t, device_);
-    DEW_REQUIRE(t.dtype() == DType::f32 || t.dtype() == DType::f64,
-                "[{}] {}; expected f32 or f64 (sums are Dew's own, in f32 or wider)", collective,
-                t.describe());
-  }
+  Device device() const { return Device::cuda(device_); }
   // Every rank's shard r of `send` (P shards of `shard` values) to rank r by grouped send/receive, then
   // this rank's P copies added in the fixed order: its shard of the sum (shard values, on the device).
   Tensor exchange_and_sum(const Tensor& send, int64_t shard) {
@@ -207,7 +181,7 @@ class NcclWorld final : public Communicator {
     return summed;  // `received` is freed to the allocator, whose reuse follows the stream
   }
   std::unique_ptr<Work> work(std::vector<Tensor> keep, const char* what) {
-    return std::make_unique<StreamWork>(stream_, std::move(keep), timeout_s_, rank_, what);
+    return std::make_unique<StreamWork>(stream_, std::move(keep), timeout_s_, rank_, what, clock_);
   }
 
   std::unique_ptr<Communicator> bootstrap_;
@@ -215,6 +189,7 @@ class NcclWorld final : public Communicator {
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
   double timeout_s_ = 0;
+  WaitClock clock_;
 };
 
 }  // namespace

@@ -128,6 +128,10 @@ GradientReducer::GradientReducer(const std::vector<Param>& params, DataParallel&
 }
 
 GradientReducer::~GradientReducer() {
+  disarm();
+}
+
+void GradientReducer::disarm() {
   for (const Param& p : params_) {
     Tensor leaf = p.tensor;
     set_gradient_ready_hook(leaf, {});
@@ -187,10 +191,7 @@ void GradientReducer::poll() {
 }
 
 void GradientReducer::finish() {
-  for (const Param& p : params_) {  // no more calls from backward
-    Tensor leaf = p.tensor;
-    set_gradient_ready_hook(leaf, {});
-  }
+  disarm();                                                       // no more calls from backward
   for (size_t i = 0; i < params_.size(); ++i) ready(int64_t(i));  // those backward did not reach
   if (tree_) tree_->finish();
   const auto waiting = std::chrono::steady_clock::now();

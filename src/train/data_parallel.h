@@ -59,6 +59,7 @@ class GradientReducer {
     Tensor flat;
     std::unique_ptr<parallel::Work> work;
   };
+  void disarm();              // the hooks removed
   void ready(int64_t param);  // its final local gradient into its bucket; full buckets started in order
   void start_ready_buckets();
   void poll();

@@ -173,8 +173,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
   run.outcome.rank = run.world->rank(), run.outcome.ranks = run.world->size();
   reports_ = run.leader();
   DEW_REQUIRE(run.world->size() == 1 || config_.device.kind == Device::Kind::cpu,
-              "[train] {} ranks on {}: data parallel runs on CPUs for now (the NCCL communicator is not "
-              "built yet); train on the cpu, or in one process",
+              "[train] {} ranks on {}: data parallel runs on CPUs for now (the Trainer does not use the "
+              "NCCL communicator yet); train on the cpu, or in one process",
               run.world->size(), config_.device.str());
   if (run.leader()) {
     fs::create_directories(run_dir_);

@@ -32,12 +32,17 @@ bool have_mpirun() {
          dew::run_command("command -v mpirun >/dev/null 2>&1").exit_code == 0;
 }
 
-// `dew ARGS` as `ranks` processes under mpirun, as root too (../shared/FACTS.md).
-dew::CommandResult on_ranks(int ranks, const std::string& args) {
-  return run_dew(args,
-                 "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-                 "mpirun --oversubscribe --bind-to none -n " +
-                     std::to_string(ranks));
+// What runs `ranks` processes under mpirun, as root too (../shared/FACTS.md), with `env` (VAR=value ...).
+std::string mpirun(int ranks, const std::string& env = "") {
+  return "env " + env + (env.empty() ? "" : " ") +
+         "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader mpirun "
+         "--oversubscribe --bind-to none -n " +
+         std::to_string(ranks);
+}
+
+// `dew ARGS` as `ranks` processes.
+dew::CommandResult on_ranks(int ranks, const std::string& args, const std::string& env = "") {
+  return run_dew(args, mpirun(ranks, env));
 }
 
 // Each metrics line's step, loss and grad_norm, as written (JSON keeps a double's every bit).
@@ -204,18 +209,11 @@ TEST(DataParallelCli, ShardedGradientsFitAStateOverThePerProcessMemoryLimit) {
                             dir;
   const auto alone = run_dew(train + "/alone");
   ASSERT_EQ(alone.exit_code, 0) << alone.out;
-  const std::string limited = "env DEW_MEMORY_LIMIT=41000000 ";
-  const auto unsharded =
-      run_dew(train + "/unsharded", limited +
-                                        "OMPI_ALLOW_RUN_AS_ROOT=1 "
-                                        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-                                        "mpirun --oversubscribe --bind-to none -n 2");
+  const std::string limited = "DEW_MEMORY_LIMIT=41000000";
+  const auto unsharded = on_ranks(2, train + "/unsharded", limited);
   EXPECT_NE(unsharded.exit_code, 0);
   EXPECT_NE(unsharded.out.find("[train] out of memory at step"), std::string::npos) << unsharded.out;
-  const auto sharded = run_dew(train + "/sharded --set parallel.shard=gradients",
-                               limited +
-                                   "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                                   "OMPI_MCA_btl=self,vader mpirun --oversubscribe --bind-to none -n 2");
+  const auto sharded = on_ranks(2, train + "/sharded --set parallel.shard=gradients", limited);
   ASSERT_EQ(sharded.exit_code, 0) << sharded.out;
   EXPECT_EQ(losses(dir + "/sharded"), losses(dir + "/alone"));
 }
@@ -267,9 +265,7 @@ TEST(DataParallelCli, AStoppedRankEndsTheRunWithinTheTimeoutNamingIt) {
   const std::string dir = dew::testing::train_config("data_parallel_fault");
   const std::string run = dir + "/run";
   const std::string command =
-      "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader "
-      "mpirun --oversubscribe --bind-to none -n 2 " DEW_BINARY " train " +
-      dir + "/run.toml --run-dir " + run +
+      mpirun(2) + " " DEW_BINARY " train " + dir + "/run.toml --run-dir " + run +
       " --set train.steps=100000 --set train.checkpoint_every=3 --set parallel.timeout_s=4";
   ASSERT_EQ(dew::run_command("(" + command + " > " + dir + "/log 2>&1; echo $? > " + dir +
                              "/rc) > /dev/null 2>&1 &")

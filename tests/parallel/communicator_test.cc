@@ -58,6 +58,9 @@ TEST(SingleProcess, BadCallsAreRefusedByName) {
   Tensor wrong = Tensor::zeros({3}, DType::f32);
   EXPECT_NE(error_of([&] { comm->all_gather(t, wrong); }).find("out 1 times in's elements"),
             std::string::npos);
+  Tensor strided = Tensor::zeros({2, 3}, DType::f32).transpose(0, 1);
+  EXPECT_NE(error_of([&] { comm->broadcast(strided, 0); }).find("expected a contiguous tensor on cpu"),
+            std::string::npos);
   if (!built_with_mpi()) {
     EXPECT_NE(error_of([] { mpi_world(); }).find("this build of Dew has no MPI"), std::string::npos);
   }
