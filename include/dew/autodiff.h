@@ -45,9 +45,11 @@ void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cot
 
 // Runs `hook` during each backward() when the leaf's gradient for that backward is whole: every node
 // of the graph with an edge to the leaf has run and its gradient is accumulated in grad() (torch's
-// register_post_accumulate_grad_hook). A leaf the graph does not reach gets no call. An empty hook
-// removes it. Data parallelism starts each bucket's all-reduce from it while backward goes on.
-void set_gradient_ready_hook(Tensor& leaf, std::function<void()> hook);
+// register_post_accumulate_grad_hook). A leaf the graph does not reach gets no call. One hook per
+// `owner` (setting it again replaces it, an empty hook removes it); a leaf's hooks run in the order
+// they were first set. Data parallelism starts each bucket's all-reduce from one while backward goes
+// on, and parameter sharding frees a layer's gathered parameters from another.
+void set_gradient_ready_hook(Tensor& leaf, std::function<void()> hook, const void* owner = nullptr);
 
 // The gradients of the outputs (with their cotangents) with respect to `inputs`, returned instead of
 // accumulated into leaves' grad() (torch.autograd.grad): inputs may be leaves or computed tensors that
@@ -66,5 +68,15 @@ JvpResult jvp(const TensorFn& f, const std::vector<Tensor>& primals, const std::
 // to rebuild them (rematerialization, torch.utils.checkpoint). Gradients reach the inputs and the
 // leaves f reads (its parameters), bit for bit as without it. f must be deterministic.
 std::vector<Tensor> checkpoint(const TensorFn& f, const std::vector<Tensor>& inputs);
+
+// x, through an identity the tape records when x needs a gradient: `on_backward` runs when backward
+// reaches it — after every use of x has sent its gradient, before anything x was computed from
+// (FSDP's pre-backward hook; parameter sharding gathers the layer before x there). Tangents pass.
+Tensor backward_hook(const Tensor& x, std::function<void()> on_backward);
+
+// cast(t, dtype)'s place on the tape without its computation: a tensor of t's shape in `dtype` whose
+// bytes are released (NOTE [released storage], tensor.h), for whoever holds the values to fill —
+// parameter sharding broadcasts the owner's cast into it — and cast's gradient rule back to t.
+Tensor deferred_cast(const Tensor& t, DType dtype);
 
 }  // namespace dew

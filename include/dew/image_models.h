@@ -4,6 +4,8 @@
 // prediction of the images' shape.
 #pragma once
 
+#include <dew/models.h>
+#include <dew/safetensors.h>
 #include <dew/tensor.h>
 
 #include <map>
@@ -45,17 +47,19 @@ class Dit {
   static Dit init(const DitConfig& config, DType dtype, uint64_t seed);
   // config.json and model.safetensors of a directory, every tensor present with its shape.
   static Dit load(const std::string& directory, std::optional<DType> dtype = std::nullopt);
-  void save(const std::string& directory) const;
+  void save(const std::string& directory, const RankShards* by_rank = nullptr) const;  // as CausalLM::save
 
   const DitConfig& config() const { return config_; }
   const std::map<std::string, Tensor>& parameters() const { return parameters_; }
   std::map<std::string, Tensor>& parameters() { return parameters_; }
   const Tensor& parameter(const std::string& name) const;
   int64_t parameter_count() const;
-  Dit to(DType dtype) const;  // every parameter cast
+  Dit to(DType dtype, const ParameterCast& cast = {}) const;  // every parameter cast
   // Every parameter copied to `device`, as new leaves (requires_grad as the original's).
   Dit to(Device device) const;
   double forward_flops() const;  // per image
+  // Entered by every forward from now on, by this model and its copies (to()); not owned. Null: none.
+  void set_layer_boundaries(LayerBoundaries* boundaries) { boundaries_ = boundaries; }
 
   // x (B,C,H,W) noisy images in the parameters' dtype, t (B) f32 or f64 times, labels (B) i64 in [0,
   // num_classes] (num_classes: the null class) or undefined when unconditional; r (B), MeanFlow's
@@ -66,6 +70,7 @@ class Dit {
   DitConfig config_;
   std::map<std::string, Tensor> parameters_;
   Tensor position_table_;  // (1,T,hidden) fixed sine-cosine table in the parameters' dtype
+  LayerBoundaries* boundaries_ = nullptr;
 };
 
 // The parameters a DiT config has, in checkpoint order.
@@ -112,13 +117,13 @@ class Unet {
   // block, every attention output and conv_out, so each block starts as its skip path.
   static Unet init(const UnetConfig& config, DType dtype, uint64_t seed);
   static Unet load(const std::string& directory, std::optional<DType> dtype = std::nullopt);
-  void save(const std::string& directory) const;
+  void save(const std::string& directory, const RankShards* by_rank = nullptr) const;  // as CausalLM::save
 
   const UnetConfig& config() const { return config_; }
   const std::map<std::string, Tensor>& parameters() const { return parameters_; }
   std::map<std::string, Tensor>& parameters() { return parameters_; }
   const Tensor& parameter(const std::string& name) const;
-  Unet to(DType dtype) const;
+  Unet to(DType dtype, const ParameterCast& cast = {}) const;
   Unet to(Device device) const;
   // As Dit::forward: x (B,C,H,W), t (B), labels (B) i64 or undefined, r (B) for time_inputs 2.
   Tensor forward(const Tensor& x, const Tensor& t, const Tensor& labels = {}, const Tensor& r = {}) const;
@@ -146,7 +151,7 @@ class ImageModel {
   // From a model config's JSON (TOML [model] table or config.json): its model type chooses the kind.
   static ImageModel init(const std::string& model_json, DType dtype, uint64_t seed);
   static ImageModel load(const std::string& directory, std::optional<DType> dtype = std::nullopt);
-  void save(const std::string& directory) const;
+  void save(const std::string& directory, const RankShards* by_rank = nullptr) const;  // as CausalLM::save
 
   std::string model_type() const;  // "dit" or "unet"
   ImageConditioning conditioning() const;
@@ -154,7 +159,9 @@ class ImageModel {
   const std::map<std::string, Tensor>& parameters() const;
   std::map<std::string, Tensor>& parameters();
   int64_t parameter_count() const;
-  ImageModel to(DType dtype) const;
+  ImageModel to(DType dtype, const ParameterCast& cast = {}) const;
+  // A DiT's (Dit::set_layer_boundaries); a UNet's forward enters none.
+  void set_layer_boundaries(LayerBoundaries* boundaries);
   ImageModel to(Device device) const;
   Tensor forward(const Tensor& x, const Tensor& t, const Tensor& labels = {}, const Tensor& r = {}) const;
   double forward_flops() const;  // per image

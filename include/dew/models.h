@@ -7,6 +7,7 @@
 #pragma once
 
 #include <dew/ops.h>
+#include <dew/safetensors.h>
 #include <dew/tensor.h>
 
 #include <functional>
@@ -145,6 +146,23 @@ class LayerAttention {
                         const AttentionOptions& mask) = 0;
 };
 
+// Where a family's forward passes from one layer to the next (llama and its kin, gpt2, dit): enter(i,
+// x) at layer i's start and enter(L, x) after the last, with the residual stream x; returns x, through
+// an identity the tape may record. Parameter sharding (ZeRO-3, docs/parallel.md) gathers a layer's
+// parameters there before it runs and releases the previous layer's.
+class LayerBoundaries {
+ public:
+  virtual ~LayerBoundaries() = default;
+  virtual Tensor enter(int64_t layer, const Tensor& x) = 0;
+};
+// The layer a parameter belongs to by its name ("model.layers.3.mlp.up_proj.weight": 3; gpt2's
+// "h.N.", dit's "blocks.N."); -1 for the others (embeddings, final norm, head, a UNet's).
+int64_t layer_of_parameter(const std::string& name);
+
+// How a model's to(dtype) makes each floating parameter of another dtype (name, tensor, dtype); empty:
+// cast(). Parameter sharding casts the parameters a rank owns and defers the others' (deferred_cast).
+using ParameterCast = std::function<Tensor(const std::string& name, const Tensor& t, DType dtype)>;
+
 // What the routers of one forward did, for the router losses and the balance metrics (docs/moe.md).
 // Padding (segment 0) is not counted.
 struct RouterStats {
@@ -169,18 +187,22 @@ class CausalLM {
   // Reads config.json and the safetensors checkpoint of a Hugging Face model directory. Every tensor
   // the family needs must be present with its shape, and no unexpected one may be, before any is used.
   static CausalLM load(const std::string& directory, std::optional<DType> dtype = std::nullopt);
-  // Writes config.json and the tensors (sharded above max_shard_bytes) under their names.
-  void save(const std::string& directory, uint64_t max_shard_bytes = 5'000'000'000) const;
+  // Writes config.json and the tensors (sharded above max_shard_bytes) under their names; with
+  // `by_rank`, this rank's part of a checkpoint sharded by ranks (save_safetensors_checkpoint).
+  void save(const std::string& directory, uint64_t max_shard_bytes = 5'000'000'000,
+            const RankShards* by_rank = nullptr) const;
 
   const ModelConfig& config() const { return config_; }
   const std::map<std::string, Tensor>& parameters() const { return parameters_; }
   int64_t parameter_count() const;  // elements of every parameter
   std::map<std::string, Tensor>& parameters() { return parameters_; }
   const Tensor& parameter(const std::string& name) const;
-  CausalLM to(DType dtype) const;  // every floating parameter cast
+  CausalLM to(DType dtype, const ParameterCast& cast = {}) const;  // every floating parameter cast
   // Every parameter copied to `device`, as new leaves (requires_grad as the original's).
   CausalLM to(Device device) const;
   Device device() const;  // the parameters' device (cpu for a model without parameters)
+  // Entered by every forward from now on, by this model and its copies (to()); not owned. Null: none.
+  void set_layer_boundaries(LayerBoundaries* boundaries) { boundaries_ = boundaries; }
 
   // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype. With a
   // cache, the tokens attend to the cached ones too, and their keys and values join the cache
@@ -203,6 +225,7 @@ class CausalLM {
   ModelConfig config_;
   std::string config_text_;  // config.json as read, written back but for its dtype (save())
   std::map<std::string, Tensor> parameters_;
+  LayerBoundaries* boundaries_ = nullptr;
 };
 
 class Tokenizer;

@@ -7,6 +7,7 @@
 #include <dew/tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -90,8 +91,18 @@ class SafetensorsCheckpoint {
 // one shard of `max_shard_bytes`, else model-0000i-of-0000n.safetensors (tensors in the given order,
 // a new shard when the next tensor would overflow the current one) and model.safetensors.index.json
 // ({"metadata": {"total_size": bytes}, "weight_map": {name: file}}), written last.
+//
+// With `by_rank`, the processes of a sharded run write it together (parameter sharding,
+// docs/parallel.md): each writes the tensors `owner` gives it as model-{rank+1}-of-{ranks}.safetensors
+// (none when it owns none; the others' tensors are not read), and rank 0 the index of them all. The
+// caller makes the directory whole (every rank written) before anyone reads it.
+struct RankShards {
+  int rank = 0, ranks = 1;
+  std::function<int(const std::string& name)> owner;
+};
 void save_safetensors_checkpoint(
     const std::string& directory, const std::vector<std::pair<std::string, Tensor>>& tensors,
-    uint64_t max_shard_bytes = 5'000'000'000);  // "5GB", as transformers counts it
+    uint64_t max_shard_bytes = 5'000'000'000,  // "5GB", as transformers counts it
+    const RankShards* by_rank = nullptr);
 
 }  // namespace dew

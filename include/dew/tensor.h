@@ -43,8 +43,14 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   uint64_t version = 0;  // bumped by every write into existing data (saved tensors check it)
+  // NOTE [released storage]: a parameter sharded over ranks (ZeRO-3, docs/parallel.md) gives its bytes
+  // back between uses and takes them again, keeping its identity: the tape's saved references to it
+  // read the refilled bytes. Reading it while released is refused.
+  bool released = false;
   Storage(size_t nbytes, Device device);
   ~Storage();
+  void release();  // the bytes freed
+  void acquire();  // allocated again, contents undefined
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 };
@@ -72,6 +78,11 @@ class Tensor {
   int64_t offset() const { return offset_; }
   bool is_contiguous() const;
   bool shares_storage_with(const Tensor& other) const { return storage_ == other.storage_; }
+  // NOTE [released storage]: the whole storage's bytes freed (and later allocated again, undefined), for
+  // every tensor that shares it; a contiguous tensor at its storage's start may. Both are idempotent.
+  void release_storage() const;
+  void acquire_storage() const;
+  bool storage_released() const { return storage_ && storage_->released; }
   std::string describe() const;  // "f32[4,8] (cpu)"
 
   void* raw_data() const;

@@ -28,6 +28,8 @@ class Communicator;
 
 namespace dew::train {
 
+class ParameterGathers;
+
 // What a run trains, as its [model] model_type says: a causal language model (the next-token
 // objective) or an image backbone, DiT or UNet (a diffusion objective, [diffusion]).
 class TrainedModel {
@@ -46,8 +48,10 @@ class TrainedModel {
   const std::map<std::string, Tensor>& parameters() const;
   std::string model_type() const;
   int64_t parameter_count() const;
-  void save(const std::string& directory) const;
+  // With `by_rank`, this rank's part of a checkpoint sharded by ranks (save_safetensors_checkpoint).
+  void save(const std::string& directory, const RankShards* by_rank = nullptr) const;
   TrainedModel to(Device device) const;
+  void set_layer_boundaries(LayerBoundaries* boundaries);  // the model's (CausalLM, ImageModel)
 
  private:
   std::variant<CausalLM, ImageModel> model_;
@@ -201,6 +205,9 @@ struct DataParallel {
   std::vector<int> owner;
   // ZeRO-2 ("gradients"): each gradient is reduced to its owner only, and the others drop theirs.
   bool gradients_to_owners = false;
+  // ZeRO-3 ("full"): the parameters' bytes too are the owners' alone, gathered for each use (NOTE
+  // [parameter gathers], src/train/parameter_gathers.h); null otherwise.
+  ParameterGathers* gathers = nullptr;
 };
 // Each parameter to one rank, whole (Muon needs whole matrices): largest first, to the rank holding
 // the fewest elements so far (the lowest on a tie) — the same on every rank.
@@ -325,6 +332,9 @@ struct CheckpointParts {
   // A sharded optimizer's ranks: every rank calls save_checkpoint with its part of the state and writes
   // optimizer-RRRRR-of-PPPPP.safetensors; rank 0 writes the rest and commits once all have flushed.
   parallel::Communicator* optimizer_ranks = nullptr;
+  // Sharded parameters too (ZeRO-3): each rank writes the weights this gives it (by name) as its part
+  // of the model's files (RankShards), rank 0 their index; empty: rank 0 writes them all.
+  std::function<int(const std::string& name)> weight_owner;
 };
 struct CheckpointPolicy {
   int64_t keep_last = 3;   // committed checkpoints kept, newest first
@@ -360,14 +370,14 @@ LoadedCheckpoint load_checkpoint(const std::string& directory);
 
 // What a run trains and how (docs/training.md has the TOML keys).
 struct TrainerConfig {
-  std::string model_json;           // a config.json's content: model_type and sizes
-  uint64_t seed = 0;                // the initialization's
-  int64_t steps = 100;              // optimizer steps
-  int64_t accumulation = 1;         // microbatches (batches of the chain) per optimizer step
-  int64_t row_groups = 0;           // [parallel] row_groups (StepOptions); 0: the process count
-  double bucket_mib = 8;            // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
-  std::string shard = "none";       // [parallel] shard: "none", "optimizer" or "gradients" (DataParallel)
-  double timeout_s = 300;           // [parallel] timeout_s: a collective's wait before the run stops
+  std::string model_json;      // a config.json's content: model_type and sizes
+  uint64_t seed = 0;           // the initialization's
+  int64_t steps = 100;         // optimizer steps
+  int64_t accumulation = 1;    // microbatches (batches of the chain) per optimizer step
+  int64_t row_groups = 0;      // [parallel] row_groups (StepOptions); 0: the process count
+  double bucket_mib = 8;       // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
+  std::string shard = "none";  // [parallel] shard: "none", "optimizer", "gradients" or "full" (DataParallel)
+  double timeout_s = 300;      // [parallel] timeout_s: a collective's wait before the run stops
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;

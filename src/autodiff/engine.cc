@@ -3,6 +3,7 @@
 // appears here: nodes carry their rules (ops/differentiate.h), views their geometry (view_rules.cc).
 #include <dew/autodiff.h>
 #include <dew/ops.h>
+#include <algorithm>
 
 #include <optional>
 #include <unordered_map>
@@ -167,14 +168,17 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
   if (!targets)
     for (const std::shared_ptr<GradNode>& node : order)
       for (const GradEdge& edge : node->inputs)
-        if (const auto leaf = edge.node ? nullptr : edge.leaf.lock(); leaf && leaf->on_gradient_ready)
+        if (const auto leaf = edge.node ? nullptr : edge.leaf.lock();
+            leaf && !leaf->on_gradient_ready.empty())
           ++pending[leaf.get()];
   const auto settle = [&](const GradNode& node) {
     if (pending.empty()) return;
     for (const GradEdge& edge : node.inputs)
-      if (const auto leaf = edge.node ? nullptr : edge.leaf.lock(); leaf && leaf->on_gradient_ready) {
+      if (const auto leaf = edge.node ? nullptr : edge.leaf.lock();
+          leaf && !leaf->on_gradient_ready.empty()) {
         const auto it = pending.find(leaf.get());
-        if (it != pending.end() && --it->second == 0) leaf->on_gradient_ready();
+        if (it != pending.end() && --it->second == 0)
+          for (const auto& [owner, hook] : leaf->on_gradient_ready) hook();
       }
   };
   for (const std::shared_ptr<GradNode>& node : order) {
@@ -215,10 +219,18 @@ void run_backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>&
 
 }  // namespace
 
-void set_gradient_ready_hook(Tensor& leaf, std::function<void()> hook) {
+void set_gradient_ready_hook(Tensor& leaf, std::function<void()> hook, const void* owner) {
   DEW_REQUIRE(leaf.requires_grad() && !detail::TensorAutograd::of(leaf)->node,
               "[set_gradient_ready_hook] {}; expected a leaf that requires a gradient", leaf.describe());
-  detail::TensorAutograd::of(leaf)->on_gradient_ready = std::move(hook);
+  auto& hooks = detail::TensorAutograd::of(leaf)->on_gradient_ready;
+  const auto mine = std::find_if(hooks.begin(), hooks.end(), [&](const auto& h) { return h.first == owner; });
+  if (!hook) {
+    if (mine != hooks.end()) hooks.erase(mine);
+  } else if (mine != hooks.end()) {
+    mine->second = std::move(hook);
+  } else {
+    hooks.emplace_back(owner, std::move(hook));
+  }
 }
 
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& cotangents,

@@ -85,7 +85,8 @@ struct AutogradMeta {
   int output = 0;                  // which of node's outputs
   // Forward mode: the tangent at each open jvp level that gave one (NOTE [nested jvp levels]).
   std::vector<std::pair<int, Tensor>> tangents;
-  std::function<void()> on_gradient_ready;  // leaves: set_gradient_ready_hook (autodiff.h)
+  // Leaves: set_gradient_ready_hook (autodiff.h), one per owner, run in the order they were set.
+  std::vector<std::pair<const void*, std::function<void()>>> on_gradient_ready;
 };
 
 // Tensor's autograd field, for the functions below.

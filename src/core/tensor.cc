@@ -54,10 +54,25 @@ Storage::Storage(size_t bytes, Device dev) : device(dev) {
 }
 
 Storage::~Storage() {
+  release();
+}
+
+void Storage::release() {
+  if (released) return;
   if (device.kind == Device::Kind::cuda)
     cuda::deallocate(device.index, data, nbytes);
   else
     detail::cpu_free(data, nbytes);
+  data = nullptr;
+  released = true;
+}
+
+void Storage::acquire() {
+  if (!released) return;
+  size_t got = 0;
+  data = device.kind == Device::Kind::cuda ? cuda::allocate(device.index, nbytes, &got)
+                                           : detail::cpu_allocate(nbytes, &got);
+  released = false;
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
@@ -131,7 +146,23 @@ std::string Tensor::describe() const {
 void* Tensor::raw_data() const {
   DEW_REQUIRE(storage_,
               "[tensor] the tensor is undefined; expected a tensor made by empty(), full() or an op");
+  DEW_REQUIRE(!storage_->released,
+              "[tensor] {} is a parameter sharded over ranks whose bytes are released (shard = \"full\"); "
+              "it is read only between its gather and its release (NOTE [released storage])",
+              describe());
   return static_cast<char*>(storage_->data) + offset_ * int64_t(dtype_size(dtype_));
+}
+
+void Tensor::release_storage() const {
+  DEW_REQUIRE(storage_ && offset_ == 0 && is_contiguous(),
+              "[tensor] release_storage() on {}; expected a contiguous tensor at its storage's start",
+              describe());
+  storage_->release();
+}
+
+void Tensor::acquire_storage() const {
+  DEW_REQUIRE(storage_, "[tensor] acquire_storage() on an undefined tensor");
+  storage_->acquire();
 }
 
 Tensor Tensor::with_geometry(Shape shape, Strides strides, int64_t offset) const {

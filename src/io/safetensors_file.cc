@@ -165,25 +165,33 @@ Tensor SafetensorsCheckpoint::load(std::string_view name) const {
 
 void save_safetensors_checkpoint(const std::string& directory,
                                  const std::vector<std::pair<std::string, Tensor>>& tensors,
-                                 uint64_t max_shard_bytes) {
+                                 uint64_t max_shard_bytes, const RankShards* by_rank) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(directory, ec);
   DEW_REQUIRE(!ec, "{}: cannot create the directory ({})", directory, ec.message());
-  std::vector<std::vector<std::pair<std::string, Tensor>>> shards(1);
+  // The shards: by size in the given order, or one per rank.
+  std::vector<std::vector<std::pair<std::string, Tensor>>> shards(by_rank ? size_t(by_rank->ranks) : 1);
   uint64_t in_shard = 0, total = 0;
   std::set<std::string_view> names;
   for (const auto& entry : tensors) {
     DEW_REQUIRE(names.insert(entry.first).second, "{}: two tensors are named \"{}\"; expected unique names",
                 directory, entry.first);
     const uint64_t bytes = uint64_t(entry.second.numel()) * dtype_size(entry.second.dtype());
+    total += bytes;
+    if (by_rank) {
+      const int owner = by_rank->owner(entry.first);
+      DEW_REQUIRE(owner >= 0 && owner < by_rank->ranks, "{}: \"{}\" is owned by rank {} of {}", directory,
+                  entry.first, owner, by_rank->ranks);
+      shards[size_t(owner)].push_back(entry);
+      continue;
+    }
     if (!shards.back().empty() && in_shard + bytes > max_shard_bytes) {
       shards.emplace_back();
       in_shard = 0;
     }
     shards.back().push_back(entry);
     in_shard += bytes;
-    total += bytes;
   }
   const fs::path dir(directory);
   if (shards.size() == 1) {
@@ -194,10 +202,12 @@ void save_safetensors_checkpoint(const std::string& directory,
   index["metadata"] = {{"total_size", total}};
   index["weight_map"] = nlohmann::json::object();
   for (size_t s = 0; s < shards.size(); ++s) {
+    if (shards[s].empty()) continue;  // a rank that owns nothing
     const std::string file = fmt::format("model-{:05d}-of-{:05d}.safetensors", s + 1, shards.size());
-    save_safetensors((dir / file).string(), shards[s]);
+    if (!by_rank || size_t(by_rank->rank) == s) save_safetensors((dir / file).string(), shards[s]);
     for (const auto& [name, t] : shards[s]) index["weight_map"][name] = file;
   }
+  if (by_rank && by_rank->rank != 0) return;
   const std::string text = index.dump(2) + "\n";
   AtomicFile out((dir / kIndexName).string());
   out.write(text.data(), text.size());

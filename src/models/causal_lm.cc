@@ -197,10 +197,11 @@ int64_t CausalLM::parameter_count() const {
   return n;
 }
 
-void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes) const {
+void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes, const RankShards* by_rank) const {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, shape] : parameter_shapes(config_)) tensors.push_back({name, parameter(name)});
-  save_safetensors_checkpoint(directory, tensors, max_shard_bytes);
+  save_safetensors_checkpoint(directory, tensors, max_shard_bytes, by_rank);
+  if (by_rank && by_rank->rank != 0) return;
   // config.json as it was read, but for the dtype field, which says what the weights now hold
   // (transformers reads torch_dtype, newer files dtype); a model loaded or cast to bf16 saves bf16.
   nlohmann::ordered_json json = nlohmann::ordered_json::parse(config_text_);
@@ -213,10 +214,11 @@ void CausalLM::save(const std::string& directory, uint64_t max_shard_bytes) cons
   config.commit();
 }
 
-CausalLM CausalLM::to(DType dtype) const {
+CausalLM CausalLM::to(DType dtype, const ParameterCast& cast_parameter) const {
   CausalLM m = *this;
   for (auto& [name, t] : m.parameters_)
-    if (is_floating(t.dtype()) && t.dtype() != dtype) t = cast(t, dtype);
+    if (is_floating(t.dtype()) && t.dtype() != dtype)
+      t = cast_parameter ? cast_parameter(name, t, dtype) : cast(t, dtype);
   m.config_.dtype = torch_dtype_name(dtype);
   return m;
 }
@@ -363,10 +365,10 @@ Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAtt
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
-  return is_gpt2(config_)
-             ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask, logit_rows)
-             : models::llama_forward(config_, parameters_, ids, positions, attention, mask, logit_rows,
-                                     router);
+  return is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask,
+                                                 logit_rows, boundaries_)
+                          : models::llama_forward(config_, parameters_, ids, positions, attention, mask,
+                                                  logit_rows, boundaries_, router);
 }
 
 void CausalLM::check_ids_and_positions(const Tensor& ids, const Tensor& positions) const {

@@ -23,9 +23,10 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c);
 // layer's attention goes through `attend`; with `logit_rows`, only those positions' logits (T' = K).
 // mixtral and qwen3_moe are this decoder with experts in place of the MLP (c.moe.is_sparse); `router`
 // collects their routers' statistics (RouterStats).
+// `boundaries` (may be null) is entered at each layer (LayerBoundaries).
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
-                     RouterStats* router = nullptr);
+                     LayerBoundaries* boundaries = nullptr, RouterStats* router = nullptr);
 
 // One layer's experts: the router (E,C) and each expert's SwiGLU matrices stacked, gate and up
 // (E,F,C), down (E,C,F) (as nn.Linear stores them); gpt_oss: the router's bias (E), gate_up (E,C,2F)
@@ -51,7 +52,13 @@ Tensor stack_experts(const Parameters& p, int64_t E, const std::function<std::st
 // gpt2: learned positions, LayerNorm, fused qkv (Conv1D weights stored (in, out)), tanh-GELU MLP.
 ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                    LayerAttention& attend, const AttentionOptions& mask, const Tensor& logit_rows);
+                    LayerAttention& attend, const AttentionOptions& mask, const Tensor& logit_rows,
+                    LayerBoundaries* boundaries = nullptr);
+
+// x past layer `layer`'s boundary: boundaries->enter(layer, x), or x when there are none.
+inline Tensor enter_layer(LayerBoundaries* boundaries, int64_t layer, const Tensor& x) {
+  return boundaries ? boundaries->enter(layer, x) : x;
+}
 
 // The rows of (B,T,C) hidden states whose logits are wanted: all of them, or `rows` (K) of T.
 Tensor logit_positions(const Tensor& x, const Tensor& rows);

@@ -42,11 +42,13 @@ std::map<std::string, Tensor> load_parameters(const std::string& directory, cons
 }
 
 void save_parameters(const std::string& directory, const ParameterShapes& shapes,
-                     const std::map<std::string, Tensor>& parameters, const std::string& config_json) {
+                     const std::map<std::string, Tensor>& parameters, const std::string& config_json,
+                     const RankShards* by_rank) {
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [name, shape] : shapes)
     tensors.push_back({name, parameter_named(parameters, name, "model")});
-  save_safetensors_checkpoint(directory, tensors);
+  save_safetensors_checkpoint(directory, tensors, 5'000'000'000, by_rank);
+  if (by_rank && by_rank->rank != 0) return;
   const std::string text = config_json + "\n";
   AtomicFile config((std::filesystem::path(directory) / "config.json").string());
   config.write(text.data(), text.size());
@@ -57,9 +59,10 @@ DType dtype_of_parameters(const std::map<std::string, Tensor>& parameters) {
   return parameters.empty() ? DType::f32 : parameters.begin()->second.dtype();
 }
 
-void cast_parameters(std::map<std::string, Tensor>& parameters, DType dtype) {
+void cast_parameters(std::map<std::string, Tensor>& parameters, DType dtype,
+                     const ParameterCast& cast_parameter) {
   for (auto& [name, t] : parameters)
-    if (t.dtype() != dtype) t = cast(t, dtype);
+    if (t.dtype() != dtype) t = cast_parameter ? cast_parameter(name, t, dtype) : cast(t, dtype);
 }
 
 void move_parameters(std::map<std::string, Tensor>& parameters, Device device) {

@@ -60,8 +60,8 @@ ImageModel ImageModel::load(const std::string& directory, std::optional<DType> d
   return Unet::load(directory, dtype);
 }
 
-void ImageModel::save(const std::string& directory) const {
-  std::visit([&](const auto& m) { m.save(directory); }, model_);
+void ImageModel::save(const std::string& directory, const RankShards* by_rank) const {
+  std::visit([&](const auto& m) { m.save(directory, by_rank); }, model_);
 }
 
 std::string ImageModel::model_type() const {
@@ -91,8 +91,12 @@ int64_t ImageModel::parameter_count() const {
   return n;
 }
 
-ImageModel ImageModel::to(DType dtype) const {
-  return std::visit([&](const auto& m) { return ImageModel(m.to(dtype)); }, model_);
+ImageModel ImageModel::to(DType dtype, const ParameterCast& cast) const {
+  return std::visit([&](const auto& m) { return ImageModel(m.to(dtype, cast)); }, model_);
+}
+
+void ImageModel::set_layer_boundaries(LayerBoundaries* boundaries) {
+  if (Dit* dit = std::get_if<Dit>(&model_)) dit->set_layer_boundaries(boundaries);  // a UNet has no layers
 }
 
 ImageModel ImageModel::to(Device device) const {

@@ -89,6 +89,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
   // rank 0's partial directory (named by rank 0's process id, sent to all); rank 0 writes the rest and
   // commits only after a barrier, when every shard is flushed. The shards hold whole parameters'
   // state, so a checkpoint loads on any rank count: load_checkpoint merges them, each rank keeps its own.
+  // Sharded parameters (ZeRO-3) are written the same way, as a Hugging Face sharded checkpoint (each
+  // rank's model-RRRRR-of-PPPPP.safetensors, rank 0's index), which any loader reads whole.
   parallel::Communicator* ranks = parts.optimizer_ranks;
   const int rank = ranks ? ranks->rank() : 0, shards = ranks ? ranks->size() : 1;
   const fs::path dir = fs::path(run_dir) / "checkpoints";
@@ -114,8 +116,13 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
                                        : std::string("optimizer.safetensors")))
                          .string(),
                      state);
+    if (parts.weight_owner) {  // ZeRO-3: every rank its own weights
+      DEW_REQUIRE(ranks, "[checkpoint] sharded weights need the ranks that hold them (optimizer_ranks)");
+      const RankShards by_rank{rank, shards, parts.weight_owner};
+      parts.model->save(partial.string(), &by_rank);
+    }
     if (rank == 0) {
-      parts.model->save(partial.string());
+      if (!parts.weight_owner) parts.model->save(partial.string());
       if (!parts.tokenizer.empty()) copy_tokenizer(parts.tokenizer, partial);
       if (parts.ema) parts.ema->save((partial / "ema.safetensors").string());
       if (!parts.diffusion_json.empty())

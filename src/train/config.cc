@@ -48,9 +48,9 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
               path, c.timeout_s);
   c.shard = parallel.text_or("shard", c.shard);
   DEW_REQUIRE(
-      c.shard == "none" || c.shard == "optimizer" || c.shard == "gradients",
-      "{}: parallel.shard \"{}\"; expected \"none\", \"optimizer\" (ZeRO-1) or \"gradients\" (ZeRO-2; "
-      "sharded parameters, \"full\", are not built yet)",
+      c.shard == "none" || c.shard == "optimizer" || c.shard == "gradients" || c.shard == "full",
+      "{}: parallel.shard \"{}\"; expected \"none\", \"optimizer\" (ZeRO-1), \"gradients\" (ZeRO-2) or "
+      "\"full\" (ZeRO-3)",
       path, c.shard);
   c.row_groups = parallel.integer_or("row_groups", 0);
   DEW_REQUIRE(c.row_groups >= 0, "{}: parallel.row_groups {}; expected 0 (the process count) or more", path,

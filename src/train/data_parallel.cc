@@ -124,7 +124,6 @@ GradientReducer::GradientReducer(const std::vector<Param>& params, DataParallel&
     b.params.push_back(i);
     b.elements += size;
   }
-  for (Bucket& b : buckets_) b.flat = Tensor::empty({b.elements}, DType::f32);
 }
 
 GradientReducer::~GradientReducer() {
@@ -134,14 +133,15 @@ GradientReducer::~GradientReducer() {
 void GradientReducer::disarm() {
   for (const Param& p : params_) {
     Tensor leaf = p.tensor;
-    set_gradient_ready_hook(leaf, {});
+    set_gradient_ready_hook(leaf, {}, this);
   }
 }
 
 void GradientReducer::arm() {
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor leaf = params_[i].tensor;
-    set_gradient_ready_hook(leaf, [this, i] { ready(int64_t(i)); });
+    set_gradient_ready_hook(
+        leaf, [this, i] { ready(int64_t(i)); }, this);
   }
 }
 
@@ -154,6 +154,8 @@ void GradientReducer::ready(int64_t param) {
   const Tensor& w = params_[size_t(param)].tensor;
   const Tensor g = w.grad();
   Bucket& b = buckets_[size_t(bucket_of_[size_t(param)])];
+  // Allocated as its first gradient arrives (and, sharded, dropped once sent): never every bucket at once.
+  if (!b.flat.defined()) b.flat = Tensor::empty({b.elements}, DType::f32);
   Tensor part = b.flat.slice(0, offset_of_[size_t(param)], offset_of_[size_t(param)] + w.numel());
   if (g.defined())
     part.copy_from(g.reshape({w.numel()}));

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "train/data_parallel.h"
+#include "train/parameter_gathers.h"
 
 namespace dew::train {
 
@@ -62,11 +63,14 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   // Mixed precision: the weights' bf16 copy is cast once per step and read by every microbatch; each
   // backward but the last keeps the casts' graph, so each microbatch's gradient still reaches the f32
   // masters through the cast (summed there in f32). The microbatches' own graphs go with their losses.
+  // ZeRO-3: each rank casts the parameters it owns; the others' casts come with their gathers.
+  ParameterGathers* gathers = options.data_parallel ? options.data_parallel->gathers : nullptr;
   std::optional<Model> low;
   if (options.compute != DType::f32) {
     const ProfilePhase phase("forward");
-    low = model.to(options.compute);
+    low = gathers ? model.to(options.compute, gathers->cast_for_pass()) : model.to(options.compute);
   }
+  GatheredPass pass(gathers, (low ? *low : model).parameters());
   // The step's microbatches, read as the first row group reaches them and kept for the others.
   std::vector<data::Batch> batches;
   batches.reserve(size_t(A));
@@ -88,6 +92,7 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
     for (int64_t micro = 0; micro < A; ++micro) {
       const data::Batch* batch = batch_at(micro);
       if (!batch) {  // the data ended: no update, and no half-accumulated gradient left behind
+        pass.end();
         zero_gradients(params);
         return out;
       }
@@ -110,6 +115,11 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
     reducer->finish();
   else if (tree)
     tree->finish();
+  pass.end();  // the gathered parameters released before the optimizer's state is touched
+  if (gathers) {
+    out.communicated_bytes += gathers->take_sent_bytes();
+    out.communication_wait_s += gathers->take_wait_seconds();
+  }
   reduce_step_results(world, leaf_losses, A * G, out);
   out.complete = true;
   {
@@ -122,8 +132,8 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   const ProfilePhase phase("optimizer");
   if (out.applied) {
     optimizer.step(options.lr);  // a sharded optimizer: the parameters this rank owns
-    if (options.data_parallel && !options.data_parallel->owner.empty())
-      share_updated_parameters(params, *options.data_parallel, out);
+    if (options.data_parallel && !options.data_parallel->owner.empty() && !gathers)
+      share_updated_parameters(params, *options.data_parallel, out);  // ZeRO-3: the owners' alone
   }
   zero_gradients(params);  // every parameter's, the optimizer's or not
   return out;

@@ -55,8 +55,15 @@ int64_t TrainedModel::parameter_count() const {
   return std::visit([](const auto& m) { return m.parameter_count(); }, model_);
 }
 
-void TrainedModel::save(const std::string& directory) const {
-  std::visit([&](const auto& m) { m.save(directory); }, model_);
+void TrainedModel::save(const std::string& directory, const RankShards* by_rank) const {
+  if (const CausalLM* lm = std::get_if<CausalLM>(&model_))
+    lm->save(directory, 5'000'000'000, by_rank);
+  else
+    std::get<ImageModel>(model_).save(directory, by_rank);
+}
+
+void TrainedModel::set_layer_boundaries(LayerBoundaries* boundaries) {
+  std::visit([&](auto& m) { m.set_layer_boundaries(boundaries); }, model_);
 }
 
 TrainedModel TrainedModel::to(Device device) const {

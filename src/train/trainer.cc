@@ -233,9 +233,12 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       step(run);
       const bool evaluating = config_.eval_every && run.step % config_.eval_every == 0;
       const bool sampling = config_.sample_every && run.step % config_.sample_every == 0;
-      if (run.leader() && evaluating) evaluate(run);
-      if (run.leader() && sampling) sample(run);
-      if (evaluating || sampling) wait_for_leader(run);
+      // Rank 0 evaluates and samples while the others wait; with sharded parameters every rank
+      // takes part, gathering each layer as a step does, and rank 0 writes.
+      const bool everyone = run.gathers != nullptr;
+      if ((run.leader() || everyone) && evaluating) evaluate(run);
+      if ((run.leader() || everyone) && sampling) sample(run);
+      if ((evaluating || sampling) && !everyone) wait_for_leader(run);
       const bool stopping = stop_requested(run, stop);
       if (stopping || run.step == config_.steps ||
           (config_.checkpoint_every && run.step % config_.checkpoint_every == 0)) {
@@ -376,8 +379,21 @@ void Trainer::resume_or_initialize(Run& run) {
   std::vector<Param> updated;
   if (config_.shard != "none" && run.world->size() > 1) {
     run.data_parallel.owner = owners(run.params, run.world->size());
-    run.data_parallel.gradients_to_owners = config_.shard == "gradients";
+    run.data_parallel.gradients_to_owners = config_.shard == "gradients" || config_.shard == "full";
   }
+  if (config_.shard == "full" && run.world->size() > 1) {  // ZeRO-3: the parameters' bytes sharded too
+    DEW_REQUIRE(config_.ema_decay == 0,
+                "[train] ema_decay {} with shard = \"full\": the weights' average would need every weight on "
+                "every rank; set ema_decay = 0, or shard \"gradients\"",
+                config_.ema_decay);
+    run.gathers = std::make_unique<ParameterGathers>(run.params, run.data_parallel.owner, *run.world);
+    run.data_parallel.gathers = run.gathers.get();
+    run.model.set_layer_boundaries(run.gathers.get());
+  }
+  // Once the weights are in place, each rank keeps the bytes of its own parameters alone.
+  const auto keep_own = [&] {
+    if (run.gathers) run.gathers->release_others();
+  };
   for (size_t i = 0; i < run.params.size(); ++i)
     if (run.data_parallel.owner.empty() || run.data_parallel.owner[i] == run.world->rank())
       updated.push_back(run.params[i]);
@@ -392,10 +408,13 @@ void Trainer::resume_or_initialize(Run& run) {
       say("initialized from the weights of " + from);
     }
     if (config_.ema_decay > 0) run.ema.emplace(run.model.parameters(), config_.ema_decay, config_.ema_warmup);
+    keep_own();
     return;
   }
   LoadedCheckpoint loaded = load_checkpoint(scan.latest);
   copy_weights(loaded.model, run.model, scan.latest);
+  loaded.model = TrainedModel();  // its copy of every weight freed
+  keep_own();
   if (config_.ema_decay > 0) {  // the checkpoint's average, or (kept from now on) one that starts here
     run.ema.emplace(run.model.parameters(), config_.ema_decay, config_.ema_warmup);
     if (!loaded.ema_path.empty())
@@ -580,6 +599,7 @@ void Trainer::evaluate(Run& run) {
   if (run.model.is_image()) return evaluate_images(run);
   // The first eval_batches of a fresh held-out chain: the same tokens at every evaluation.
   NoGrad no_grad;
+  const GatheredPass pass(run.gathers.get(), run.model.parameters());
   data::Chain held_out = eval_chain_();
   double weighted = 0;
   int64_t targets = 0, correct = 0;
@@ -619,7 +639,9 @@ void Trainer::sample(Run& run) {
   const Tokenizer* tokenizer = chain_.tokenizer();
   DEW_REQUIRE(tokenizer, "[train] samples need the data chain's tokenizer; the chain has no tokenize stage");
   NoGrad no_grad;
-  std::ofstream samples(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
+  const GatheredPass pass(run.gathers.get(), run.model.parameters());
+  std::ofstream samples;
+  if (run.leader()) samples.open(fs::path(run_dir_) / "samples.jsonl", std::ios::app);
   const TrainedModel averaged =
       run.ema ? run.ema->applied_to(run.model) : TrainedModel();  // drawn from, if kept
   const CausalLM& model = (run.ema ? averaged : run.model).language();
@@ -642,6 +664,10 @@ std::string Trainer::checkpoint(Run& run) {
   // Rank 0 writes the replicas' one state (and each rank its optimizer shard, when sharded); every rank
   // waits until it is committed, so none runs past a checkpoint that a failure could still lose.
   const bool sharded = !run.data_parallel.owner.empty();
+  const std::vector<int>& owner = run.data_parallel.owner;
+  std::map<std::string, int> weight_owner;  // ZeRO-3: each rank writes its own weights
+  if (run.gathers)
+    for (size_t i = 0; i < run.params.size(); ++i) weight_owner[run.params[i].name] = owner[i];
   if (!run.leader() && !sharded) {
     run.world->barrier();
     return std::string();  // rank 0 names it
@@ -651,13 +677,18 @@ std::string Trainer::checkpoint(Run& run) {
       {"seed", config_.seed}, {"init_from", config_.init_from}, {"data", chain_.position()}};
   const std::string description = run_description();
   if (run.leader()) write_text_file((fs::path(run_dir_) / "run.json").string(), description);
-  const std::string committed =
-      save_checkpoint(run_dir_, run.step,
-                      {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
-                       run.ema ? &*run.ema : nullptr,
-                       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string(),
-                       sharded ? run.world.get() : nullptr},
-                      config_.keep);
+  const std::string committed = save_checkpoint(
+      run_dir_, run.step,
+      {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
+       run.ema ? &*run.ema : nullptr,
+       run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string(),
+       sharded ? run.world.get() : nullptr,
+       run.gathers ? std::function<int(const std::string&)>([weight_owner](const std::string& name) {
+         const auto it = weight_owner.find(name);
+         return it == weight_owner.end() ? 0 : it->second;  // a buffer: every rank holds it
+       })
+                   : nullptr},
+      config_.keep);
   run.world->barrier();
   return committed;
 }

@@ -18,7 +18,9 @@ namespace fs = std::filesystem;
 void Trainer::evaluate_images(Run& run) {
   NoGrad no_grad;
   data::Chain held_out = eval_chain_();
-  const ImageModel model = run.model.image().to(config_.compute);  // as the training steps compute
+  const ImageModel model = run.model.image().to(
+      config_.compute, run.gathers ? run.gathers->cast_for_pass() : ParameterCast());  // as the steps compute
+  const GatheredPass pass(run.gathers.get(), model.parameters());
   const DType dtype = config_.compute;
   double weighted = 0;
   int64_t images = 0;
@@ -56,12 +58,19 @@ void Trainer::evaluate_images(Run& run) {
 void Trainer::sample_images(Run& run) {
   const TrainedModel averaged = run.ema ? run.ema->applied_to(run.model) : TrainedModel();
   // In the steps' compute dtype: bf16 mixed precision samples in bf16.
-  const ImageModel model = (run.ema ? averaged : run.model).image().to(config_.compute);
+  const ImageModel model =
+      (run.ema ? averaged : run.model)
+          .image()
+          .to(config_.compute, run.gathers ? run.gathers->cast_for_pass() : ParameterCast());
+  const GatheredPass pass(run.gathers.get(), model.parameters());  // every rank draws the same samples
   const Tensor samples = train::sample_images(model, config_.diffusion, config_.image_samples);
   const fs::path dir = fs::path(run_dir_) / "samples";
-  fs::create_directories(dir);
   const std::string path = (dir / fmt::format("step-{:08d}.png", run.step)).string();
-  save_image_grid(samples, model.conditioning().num_classes > 0 ? config_.image_samples.per_class : 8, path);
+  if (run.leader()) {
+    fs::create_directories(dir);
+    save_image_grid(samples, model.conditioning().num_classes > 0 ? config_.image_samples.per_class : 8,
+                    path);
+  }
   say(fmt::format(
       "step {}: samples {} ({} steps of {}{})", run.step, path, config_.image_samples.steps,
       config_.image_samples.sampler,

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "io/file_lock.h"
+#include "train/parameter_gathers.h"
 
 namespace dew::train {
 
@@ -36,6 +37,7 @@ struct Trainer::Run {
   std::optional<Ema> ema;  // the weights' average, with ema_decay
   std::vector<Param> params;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<ParameterGathers> gathers;  // ZeRO-3 (shard = "full"), entered by the model's forwards
   int64_t step = 0, skipped = 0, consecutive_skips = 0;
   int64_t tokens = 0;              // trained on so far: tokens, or an image model's images
   int64_t first_step = 0;          // where this process began (0, or the resumed checkpoint's step)

@@ -4,6 +4,7 @@
 #include <dew/ops.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 namespace dew {
@@ -29,6 +30,25 @@ TEST(GradientReadyHook, RunsOnceWhenEveryUseOfTheLeafHasSentItsPart) {
   set_gradient_ready_hook(w, {});
   backward(sum(w));
   EXPECT_EQ(seen.size(), 2u) << "removed";
+}
+
+TEST(GradientReadyHook, EachOwnerHasItsOwnHookRunInTheOrderSet) {
+  Tensor w = Tensor::from_values({1, 2}, {2}, DType::f32);
+  w.requires_grad_();
+  std::vector<std::string> calls;
+  int first = 0, second = 0;
+  set_gradient_ready_hook(
+      w, [&] { calls.push_back("second"); }, &second);
+  set_gradient_ready_hook(
+      w, [&] { calls.push_back("first"); }, &first);
+  set_gradient_ready_hook(
+      w, [&] { calls.push_back("second again"); }, &second);  // replaces, keeps its place
+  backward(sum(w));
+  EXPECT_EQ(calls, (std::vector<std::string>{"second again", "first"}));
+  set_gradient_ready_hook(w, {}, &second);
+  backward(sum(w));
+  EXPECT_EQ(calls, (std::vector<std::string>{"second again", "first", "first"}))
+      << "only its owner's removed";
 }
 
 TEST(GradientReadyHook, RefusesATensorThatIsNotALeaf) {

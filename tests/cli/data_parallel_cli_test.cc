@@ -1,6 +1,7 @@
 // Data-parallel `dew train` under mpirun (docs/parallel.md): 1, 2 and 4 ranks (oversubscribed on this
 // machine) give the same bits — every logged loss and gradient norm, the weights and the optimizer
-// state — with AdamW and Muon and for an image model; a run resumes on another rank count exactly; and
+// state — with AdamW and Muon and for an image model, unsharded and with ZeRO-1, 2 and 3; a run
+// resumes on another rank count exactly; sharding fits a state over a per-process memory limit; and
 // row groups that do not divide among the ranks are refused. Skipped without MPI.
 #include <dew/parallel.h>
 #include <gtest/gtest.h>
@@ -45,15 +46,35 @@ dew::CommandResult on_ranks(int ranks, const std::string& args, const std::strin
   return run_dew(args, mpirun(ranks, env));
 }
 
-// Each metrics line's step, loss and grad_norm, as written (JSON keeps a double's every bit).
+// Four row groups, a loss line per step, a constant learning rate: the runs the resume tests compare.
+constexpr const char* kResumable =
+    " --set parallel.row_groups=4 --set train.log_every=1 --set schedule.shape=constant "
+    "--set schedule.warmup_steps=0 ";
+
+// `dew train CONFIG --run-dir RUN ARGS` as `ranks` processes; a failure fails the calling test.
+void train_on(int ranks, const std::string& config, const std::string& run, const std::string& args) {
+  const auto r = on_ranks(ranks, "train " + config + " --run-dir " + run + " " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+}
+
+// Each metrics line's step, loss and grad_norm, and each evaluation's loss, as written (JSON keeps a
+// double's every bit).
 std::vector<std::string> losses(const std::string& run_dir) {
   std::vector<std::string> out;
   std::ifstream in(run_dir + "/metrics.jsonl");
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line);
     if (j.contains("loss")) out.push_back(nlohmann::json{j["step"], j["loss"], j["grad_norm"]}.dump());
+    if (j.contains("eval_loss")) out.push_back(nlohmann::json{j["step"], "eval", j["eval_loss"]}.dump());
   }
   return out;
+}
+
+// kTinyLlama with other sizes: {"field = old", "field = new"} pairs.
+std::string tiny_llama_with(const std::vector<std::pair<std::string, std::string>>& changes) {
+  std::string model = dew::testing::kTinyLlama;
+  for (const auto& [from, to] : changes) model.replace(model.find(from), from.size(), to);
+  return model;
 }
 
 std::string file(const std::string& path) {
@@ -68,8 +89,7 @@ void expect_same_bits_on_1_2_and_4_ranks(const std::string& config, const std::s
   for (const int ranks : {1, 2, 4}) {
     const std::string run = config + ".ranks" + std::to_string(ranks);
     fs::remove_all(run);
-    const auto r = on_ranks(ranks, "train " + config + " --run-dir " + run + " " + sets);
-    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ASSERT_NO_FATAL_FAILURE(train_on(ranks, config, run, sets));
     const std::string dir = run + "/checkpoints/" + checkpoint;
     if (ranks == 1) {
       baseline = losses(run);
@@ -119,18 +139,13 @@ TEST(DataParallelCli, ResumesOnAnotherRankCountExactly) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   const std::string dir = dew::testing::train_config("data_parallel_resume");
   const std::string config = dir + "/run.toml";
-  const std::string sets =
-      " --set parallel.row_groups=4 --set train.log_every=1 --set schedule.shape=constant --set "
-      "schedule.warmup_steps=0 ";
-  const auto straight =
-      on_ranks(1, "train " + config + " --run-dir " + dir + "/straight" + sets + "--set train.steps=6");
-  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+  const std::string sets = kResumable;
+  ASSERT_NO_FATAL_FAILURE(train_on(1, config, dir + "/straight", sets + "--set train.steps=6"));
   // 2 ranks to step 2, then 1 rank to step 4, then 4 ranks to step 6, in one run directory.
   const std::string run = dir + "/moved";
   for (const auto& [ranks, steps] : std::vector<std::pair<int, int>>{{2, 2}, {1, 4}, {4, 6}}) {
-    const auto r = on_ranks(
-        ranks, "train " + config + " --run-dir " + run + sets + "--set train.steps=" + std::to_string(steps));
-    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ASSERT_NO_FATAL_FAILURE(
+        train_on(ranks, config, run, sets + "--set train.steps=" + std::to_string(steps)));
   }
   EXPECT_EQ(losses(run), losses(dir + "/straight"));
   EXPECT_TRUE(file(run + "/checkpoints/step-00000006/model.safetensors") ==
@@ -144,12 +159,8 @@ TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCo
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   const std::string dir = dew::testing::train_config("data_parallel_zero1");
   const std::string config = dir + "/run.toml";
-  const std::string sets =
-      " --set parallel.row_groups=4 --set train.log_every=1 --set schedule.shape=constant "
-      "--set schedule.warmup_steps=0 --set optimizer.kind=muon --set train.precision=f32 ";
-  const auto straight =
-      on_ranks(1, "train " + config + " --run-dir " + dir + "/straight" + sets + "--set train.steps=6");
-  ASSERT_EQ(straight.exit_code, 0) << straight.out;
+  const std::string sets = std::string(kResumable) + "--set optimizer.kind=muon --set train.precision=f32 ";
+  ASSERT_NO_FATAL_FAILURE(train_on(1, config, dir + "/straight", sets + "--set train.steps=6"));
   const std::string run = dir + "/sharded";
   const auto two = on_ranks(2, "train " + config + " --run-dir " + run + sets +
                                    "--set train.steps=2 --set parallel.shard=optimizer");
@@ -168,8 +179,7 @@ TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCo
   // On to 1 rank (unsharded, every shard loaded), then 4 sharded ranks.
   for (const auto& [ranks, more] : std::vector<std::pair<int, std::string>>{
            {1, "--set train.steps=4"}, {4, "--set train.steps=6 --set parallel.shard=optimizer"}}) {
-    const auto r = on_ranks(ranks, "train " + config + " --run-dir " + run + sets + more);
-    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ASSERT_NO_FATAL_FAILURE(train_on(ranks, config, run, sets + more));
   }
   EXPECT_EQ(losses(run), losses(dir + "/straight"));
   EXPECT_TRUE(file(run + "/checkpoints/step-00000006/model.safetensors") ==
@@ -190,32 +200,75 @@ TEST(DataParallelCli, ShardedOptimizerStateGivesTheSameBitsAndMovesBetweenRankCo
   }
 }
 
-// Sharding is memory: a model whose training state (f32 weights, gradients, AdamW's two moments: about
-// 43 MB at its peak in one process, 47 MB per rank unsharded on 2) does not fit a 41 MB per-process
-// limit unsharded, and fits it on 2 ranks with ZeRO-2 (about 35 MB), training the same bits as one
-// unlimited process.
-TEST(DataParallelCli, ShardedGradientsFitAStateOverThePerProcessMemoryLimit) {
+// ZeRO-3: each rank keeps its own parameters' bytes alone and gathers each layer as the forward and
+// backward reach it (bf16 mixed precision where the CPU has it: the owners' casts are what is
+// gathered). Training, evaluations and samples are the same bits as one process; each rank writes its
+// own weights (a Hugging Face sharded checkpoint), and the run moves 2 -> 4 -> 1 ranks exactly.
+TEST(DataParallelCli, ShardedParametersGiveTheSameBitsAndMoveBetweenRankCounts) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
-  std::string model = dew::testing::kTinyLlama;
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"hidden_size = 32", "hidden_size = 256"},
-           {"intermediate_size = 64", "intermediate_size = 1024"},
-           {"num_hidden_layers = 1", "num_hidden_layers = 2"}})
-    model.replace(model.find(from), from.size(), to);
-  const std::string dir = dew::testing::train_config("data_parallel_memory", model);
+  const std::string dir = dew::testing::train_config(
+      "data_parallel_zero3", tiny_llama_with({{"num_hidden_layers = 1", "num_hidden_layers = 3"}}));
+  const std::string config = dir + "/run.toml";
+  std::ofstream(config, std::ios::app) << R"(
+[eval]
+every = 2
+batches = 2
+[eval.data]
+source = { kind = "text", paths = ["corpus.txt"], unit = "line", epochs = 1 }
+stage = [{ kind = "tokenize", tokenizer = "tok", append_eos = true }, { kind = "pack", T = 16 },
+         { kind = "batch", size = 4 }]
+[sample]
+every = 2
+tokens = 6
+prompts = ["a small"]
+)";
+  const std::string sets =
+      std::string(kResumable) + "--set train.checkpoint_every=2 --set parallel.bucket_mib=0.001 ";
+  ASSERT_NO_FATAL_FAILURE(train_on(1, config, dir + "/straight", sets + "--set train.steps=6"));
+  const std::string run = dir + "/sharded";
+  for (const auto& [ranks, more] :
+       std::vector<std::pair<int, std::string>>{{2, "--set train.steps=2 --set parallel.shard=full"},
+                                                {4, "--set train.steps=4 --set parallel.shard=full"},
+                                                {1, "--set train.steps=6"}}) {
+    ASSERT_NO_FATAL_FAILURE(train_on(ranks, config, run, sets + more));
+    if (ranks != 2) continue;
+    const std::string first = run + "/checkpoints/step-00000002/";
+    for (const char* part : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                             "model.safetensors.index.json"})
+      EXPECT_TRUE(fs::exists(first + part)) << part;
+    EXPECT_FALSE(fs::exists(first + "model.safetensors"));
+  }
+  EXPECT_EQ(losses(run), losses(dir + "/straight"));
+  EXPECT_TRUE(file(run + "/checkpoints/step-00000006/model.safetensors") ==
+              file(dir + "/straight/checkpoints/step-00000006/model.safetensors"));
+  EXPECT_EQ(file(run + "/samples.jsonl"), file(dir + "/straight/samples.jsonl"));
+}
+
+// Sharding is memory: a model whose training state (f32 weights, gradients and AdamW's two moments,
+// 64 MB; about 80 MB at its peak in one process) does not fit a 42 MB per-process limit on 2 ranks
+// unsharded (80 MB each) or with ZeRO-2 (about 50 MB), and fits it with ZeRO-3 (about 36 MB),
+// training the same bits as one unlimited process.
+TEST(DataParallelCli, ShardedParametersFitAStateOverThePerProcessMemoryLimit) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config(
+      "data_parallel_memory", tiny_llama_with({{"hidden_size = 32", "hidden_size = 128"},
+                                               {"intermediate_size = 64", "intermediate_size = 512"},
+                                               {"num_hidden_layers = 1", "num_hidden_layers = 16"}}));
   const std::string train = "train " + dir +
                             "/run.toml --set train.steps=3 --set train.log_every=1 "
                             "--set train.precision=f32 --set parallel.row_groups=2 --run-dir " +
                             dir;
   const auto alone = run_dew(train + "/alone");
   ASSERT_EQ(alone.exit_code, 0) << alone.out;
-  const std::string limited = "DEW_MEMORY_LIMIT=41000000";
-  const auto unsharded = on_ranks(2, train + "/unsharded", limited);
-  EXPECT_NE(unsharded.exit_code, 0);
-  EXPECT_NE(unsharded.out.find("[train] out of memory at step"), std::string::npos) << unsharded.out;
-  const auto sharded = on_ranks(2, train + "/sharded --set parallel.shard=gradients", limited);
-  ASSERT_EQ(sharded.exit_code, 0) << sharded.out;
-  EXPECT_EQ(losses(dir + "/sharded"), losses(dir + "/alone"));
+  const std::string limited = "DEW_MEMORY_LIMIT=42000000";
+  for (const char* shard : {"none", "gradients"}) {
+    const auto r = on_ranks(2, train + "/" + shard + " --set parallel.shard=" + shard, limited);
+    EXPECT_NE(r.exit_code, 0) << shard;
+    EXPECT_NE(r.out.find("[train] out of memory at step"), std::string::npos) << shard << ": " << r.out;
+  }
+  const auto full = on_ranks(2, train + "/full --set parallel.shard=full", limited);
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  EXPECT_EQ(losses(dir + "/full"), losses(dir + "/alone"));
 }
 
 TEST(DataParallelCli, ImageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
@@ -234,6 +287,13 @@ precision = "f32"
 row_groups = 4
 )" + dew::testing::kTinyImagesData);
   expect_same_bits_on_1_2_and_4_ranks(dir.path("dit.toml"), "", "step-00000003");
+  // ZeRO-3: the blocks gathered as the forward enters them; the same bits again.
+  const std::string full = dir.path("dit.toml") + ".full";
+  fs::remove_all(full);
+  const auto r =
+      on_ranks(2, "train " + dir.path("dit.toml") + " --run-dir " + full + " --set parallel.shard=full");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(losses(full), losses(dir.path("dit.toml") + ".ranks1"));
 }
 
 TEST(DataParallelCli, LaunchRunsTheCommandAsRanksThroughMpirun) {

@@ -118,5 +118,24 @@ TEST(Tensor, AxisAndDeviceErrorsNameWhatWouldBeRight) {
   // A CUDA tensor without a device: tests/core/device_test.cc.
 }
 
+// NOTE [released storage]: the bytes leave the allocator's count; every tensor sharing the storage
+// sees the refilled bytes afterwards, and none can be read in between.
+TEST(Tensor, ReleasedStorageIsRefusedUntilAcquiredAgainAndSharersSeeTheRefill) {
+  const Tensor t = Tensor::full({256, 256}, 1.0, DType::f32);
+  const Tensor view = t.reshape({65536});  // as the tape keeps a saved parameter
+  const int64_t in_use = cpu_memory_stats().bytes_in_use;
+  t.release_storage();
+  EXPECT_TRUE(view.storage_released());
+  EXPECT_EQ(cpu_memory_stats().bytes_in_use, in_use - 256 * 256 * 4);
+  EXPECT_NE(error_of([&] { view.to_f64_vector(); }).find("bytes are released"), std::string::npos);
+  t.release_storage();  // idempotent
+  t.acquire_storage();
+  EXPECT_EQ(cpu_memory_stats().bytes_in_use, in_use);
+  Tensor(t).copy_from(Tensor::full({256, 256}, 2.0, DType::f32));
+  EXPECT_EQ(view.to_f64_vector()[65535], 2.0);
+  EXPECT_NE(error_of([&] { t.slice(0, 1, 2).release_storage(); }).find("at its storage's start"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace dew

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -239,6 +240,34 @@ TEST(Safetensors, CheckpointsShardWithAnIndexAndLoadBack) {
   EXPECT_TRUE(fs::exists(single + "/model.safetensors"));
   EXPECT_FALSE(fs::exists(single + "/model.safetensors.index.json"));
   EXPECT_EQ(SafetensorsCheckpoint::open(single).names().size(), 3u);
+}
+
+// Written by 3 ranks together, each with its own tensors (the others' bytes released, never read):
+// one checkpoint that loads whole; the rank that owns nothing writes no file.
+TEST(Safetensors, RanksWriteOneCheckpointTogether) {
+  const std::string dir = fresh_dir("by_rank");
+  const std::function<int(const std::string&)> owner = [](const std::string& name) {
+    return name == "layers.2.weight" ? 0 : 2;
+  };
+  for (const int rank : {2, 1, 0}) {  // rank 0's index last or first, the files are the same
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (int i = 0; i < 3; ++i) {
+      const std::string name = fmt::format("layers.{}.weight", i);
+      tensors.push_back({name, Tensor::full({100}, double(i), DType::f32)});
+      if (owner(name) != rank) tensors.back().second.release_storage();
+    }
+    const RankShards by_rank{rank, 3, owner};
+    save_safetensors_checkpoint(dir, tensors, 5'000'000'000, &by_rank);
+  }
+  EXPECT_TRUE(fs::exists(dir + "/model-00001-of-00003.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/model-00002-of-00003.safetensors"));
+  const nlohmann::json index = parse_json(slurp(dir + "/model.safetensors.index.json"), "index");
+  EXPECT_EQ(index["metadata"]["total_size"], 1200);
+  EXPECT_EQ(index["weight_map"]["layers.0.weight"], "model-00003-of-00003.safetensors");
+  const SafetensorsCheckpoint c = SafetensorsCheckpoint::open(dir);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(c.load(fmt::format("layers.{}.weight", i)).to_f64_vector(),
+              std::vector<double>(100, double(i)));
 }
 
 TEST(Safetensors, AnIndexThatLiesIsRefused) {

@@ -732,5 +732,38 @@ TEST_P(Family, PaddingDoesNotChangeARowsLogits) {
   EXPECT_EQ(padded.slice(0, 0, 1).slice(1, 3, 7).contiguous().to_f64_vector(), alone.to_f64_vector());
 }
 
+// LayerBoundaries: each family's forward enters layer 0 .. L in order, and every parameter of a layer
+// is named as layer_of_parameter reads it (the gathers of parameter sharding rely on both).
+struct EnteredLayers : LayerBoundaries {
+  std::vector<int64_t> entered;
+  Tensor enter(int64_t layer, const Tensor& x) override {
+    entered.push_back(layer);
+    return x;
+  }
+};
+
+TEST(CausalLM, ForwardEntersEachLayerInOrderAndParametersNameTheirLayer) {
+  for (const std::string family : {"llama", "gpt2", "mistral"}) {
+    CausalLM model = CausalLM::init(tiny(family), DType::f32, 1);
+    EnteredLayers boundaries;
+    model.set_layer_boundaries(&boundaries);
+    const Tensor ids = Tensor::from_values({1, 2, 3}, {1, 3}, DType::i64);
+    const Tensor positions = Tensor::from_values({0, 1, 2}, {1, 3}, DType::i64);
+    const Tensor with = model.forward(ids, positions);
+    EXPECT_EQ(boundaries.entered, (std::vector<int64_t>{0, 1, 2})) << family;
+    model.set_layer_boundaries(nullptr);
+    EXPECT_EQ(with.to_f64_vector(), model.forward(ids, positions).to_f64_vector()) << family;
+    std::map<int64_t, int> per_layer;
+    for (const auto& [name, t] : model.parameters()) ++per_layer[layer_of_parameter(name)];
+    EXPECT_EQ(per_layer.size(), 3u) << family << ": layers 0 and 1, and the rest";
+    EXPECT_EQ(per_layer[0], per_layer[1]) << family;
+    EXPECT_GT(per_layer[-1], 0) << family << ": embeddings and the final norm";
+  }
+  EXPECT_EQ(layer_of_parameter("model.language_model.layers.12.mlp.up_proj.weight"), 12);
+  EXPECT_EQ(layer_of_parameter("blocks.3.attn.qkv.weight"), 3);
+  EXPECT_EQ(layer_of_parameter("down_blocks.0.resnets.1.conv1.weight"), -1);
+  EXPECT_EQ(layer_of_parameter("model.embed_tokens.weight"), -1);
+}
+
 }  // namespace
 }  // namespace dew

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "io/files.h"
+#include "models/families.h"
 #include "models/image_checkpoint.h"
 #include "models/image_conditioning.h"
 #include "models/linear.h"
@@ -80,8 +81,9 @@ Dit Dit::load(const std::string& directory, std::optional<DType> dtype) {
   return m;
 }
 
-void Dit::save(const std::string& directory) const {
-  models::save_parameters(directory, dit_parameter_shapes(config_), parameters_, dit_config_json(config_));
+void Dit::save(const std::string& directory, const RankShards* by_rank) const {
+  models::save_parameters(directory, dit_parameter_shapes(config_), parameters_, dit_config_json(config_),
+                          by_rank);
 }
 
 const Tensor& Dit::parameter(const std::string& name) const {
@@ -94,9 +96,9 @@ int64_t Dit::parameter_count() const {
   return n;
 }
 
-Dit Dit::to(DType dtype) const {
+Dit Dit::to(DType dtype, const ParameterCast& cast) const {
   Dit m = *this;
-  models::cast_parameters(m.parameters_, dtype);
+  models::cast_parameters(m.parameters_, dtype, cast);
   if (m.position_table_.defined()) m.position_table_ = position_table(m.config_, dtype);
   return m;
 }
@@ -150,6 +152,7 @@ Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, cons
                          w("x_embedder.proj.bias"));
   tokens = add(tokens, c.learned_position_embedding ? w("pos_embed") : position_table_);
   for (int64_t i = 0; i < c.depth; ++i) {
+    tokens = models::enter_layer(boundaries_, i, tokens);
     const auto bw = [&](const char* name) -> const Tensor& {
       return w(fmt::format("blocks.{}.{}", i, name));
     };
@@ -169,6 +172,7 @@ Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, cons
     const Tensor hidden = gelu(linear(b, bw("mlp.fc1.weight"), bw("mlp.fc1.bias")), true);
     tokens = gated_add(tokens, linear(hidden, bw("mlp.fc2.weight"), bw("mlp.fc2.bias")), m[5]);
   }
+  tokens = models::enter_layer(boundaries_, c.depth, tokens);
   const std::vector<Tensor> f = split(
       linear(cond_act, w("final_layer.adaLN_modulation.1.weight"), w("final_layer.adaLN_modulation.1.bias")),
       {h, h}, -1);

@@ -38,13 +38,15 @@ ParameterShapes gpt2_parameter_shapes(const ModelConfig& c) {
 }
 
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
-                    LayerAttention& attend, const AttentionOptions& causal, const Tensor& logit_rows) {
+                    LayerAttention& attend, const AttentionOptions& causal, const Tensor& logit_rows,
+                    LayerBoundaries* boundaries) {
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
                 D = c.head_dim;
   auto w = [&](int64_t i, const std::string& rest) -> const Tensor& { return parameter(p, block(i, rest)); };
   Tensor x =
       add(embedding(parameter(p, "wte.weight"), ids), embedding(parameter(p, "wpe.weight"), positions));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    x = enter_layer(boundaries, i, x);
     const Tensor h = layer_norm(x, w(i, "ln_1.weight"), w(i, "ln_1.bias"), c.norm_eps).y;
     MatmulOptions qkv_proj;
     qkv_proj.bias = w(i, "attn.c_attn.bias");
@@ -66,6 +68,7 @@ Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids
     mlp_proj.residual = x;
     x = matmul(matmul(h2, w(i, "mlp.c_fc.weight"), fc), w(i, "mlp.c_proj.weight"), mlp_proj);
   }
+  x = enter_layer(boundaries, c.num_hidden_layers, x);
   x = layer_norm(logit_positions(x, logit_rows), parameter(p, "ln_f.weight"), parameter(p, "ln_f.bias"),
                  c.norm_eps)
           .y;

@@ -155,7 +155,7 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
-                     RouterStats* router) {
+                     LayerBoundaries* boundaries, RouterStats* router) {
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
                 Hkv = c.num_key_value_heads, D = c.head_dim;
   const DecoderSwitches& d = c.decoder;
@@ -183,6 +183,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
   Tensor x = embedding(embed, ids);  // (B,T,C)
   if (d.scale_embeddings) x = mul(x, Tensor::full({}, std::sqrt(double(C)), x.dtype(), x.device()));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    x = enter_layer(boundaries, i, x);
     auto w = [&](const std::string& rest) -> const Tensor& { return parameter(p, layer(i, rest)); };
     auto b = [&](const std::string& rest, bool present) -> const Tensor& {
       return optional(p, layer(i, rest), present);
@@ -250,6 +251,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
         d.activation == "silu" ? swiglu(gate, up) : geglu(gate, up, d.activation == "gelu_tanh");
     x = residual_add(norms.after_mlp, gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias));
   }
+  x = enter_layer(boundaries, c.num_hidden_layers, x);
   x = norm(logit_positions(x, logit_rows), parameter(p, "model.norm.weight"));
   const Tensor logits = linear(x, c.tie_word_embeddings ? embed : parameter(p, "lm_head.weight"));
   return d.final_logit_softcap > 0 ? softcap(logits, d.final_logit_softcap) : logits;

@@ -124,17 +124,18 @@ Unet Unet::load(const std::string& directory, std::optional<DType> dtype) {
   return m;
 }
 
-void Unet::save(const std::string& directory) const {
-  models::save_parameters(directory, unet_parameter_shapes(config_), parameters_, unet_config_json(config_));
+void Unet::save(const std::string& directory, const RankShards* by_rank) const {
+  models::save_parameters(directory, unet_parameter_shapes(config_), parameters_, unet_config_json(config_),
+                          by_rank);
 }
 
 const Tensor& Unet::parameter(const std::string& name) const {
   return models::parameter_named(parameters_, name, "unet");
 }
 
-Unet Unet::to(DType dtype) const {
+Unet Unet::to(DType dtype, const ParameterCast& cast) const {
   Unet m = *this;
-  models::cast_parameters(m.parameters_, dtype);
+  models::cast_parameters(m.parameters_, dtype, cast);
   return m;
 }
 
