@@ -7,6 +7,7 @@
 #include <dew/tensor.h>
 
 #include <functional>
+#include <string_view>
 #include <vector>
 
 namespace dew {
@@ -68,6 +69,16 @@ JvpResult jvp(const TensorFn& f, const std::vector<Tensor>& primals, const std::
 // to rebuild them (rematerialization, torch.utils.checkpoint). Gradients reach the inputs and the
 // leaves f reads (its parameters), bit for bit as without it. f must be deterministic.
 std::vector<Tensor> checkpoint(const TensorFn& f, const std::vector<Tensor>& inputs);
+
+// f(x) with derivative rules of its own (torch.autograd.Function): `forward` runs untaped on x; backward
+// hands the output's gradient to `vjp` for x's, forward mode x's tangent to `jvp` for the output's (one
+// jvp level). Recorded only where x needs a gradient or carries a tangent. Tensor parallelism's
+// collectives are these: a sum over ranks whose gradient is the identity, and the converse.
+struct CustomFunction {
+  std::string_view name;  // static storage: the tape's node name
+  std::function<Tensor(const Tensor&)> forward, vjp, jvp;
+};
+Tensor custom_function(const Tensor& x, const CustomFunction& f);
 
 // x, through an identity the tape records when x needs a gradient: `on_backward` runs when backward
 // reaches it — after every use of x has sent its gradient, before anything x was computed from

@@ -159,6 +159,25 @@ class LayerBoundaries {
 // "h.N.", dit's "blocks.N."); -1 for the others (embeddings, final norm, head, a UNet's).
 int64_t layer_of_parameter(const std::string& name);
 
+// Megatron-style tensor parallelism over a group of ranks (docs/parallel.md): a llama-family model's
+// attention heads and MLP hidden units split among the group — q, k, v, gate and up by rows (column
+// parallel), o and down by columns (row parallel) — so each sub-block's output is a partial sum that
+// reduce() adds over the group: one all-reduce per sub-block forward, and (copy(), at each sub-block's
+// input) one in backward.
+class TensorParallel {
+ public:
+  virtual ~TensorParallel() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // x summed over the group, every rank the same bits; its gradient passes unchanged (Megatron's g).
+  virtual Tensor reduce(const Tensor& x) = 0;
+  // x itself; its gradient summed over the group (Megatron's f).
+  virtual Tensor copy(const Tensor& x) = 0;
+};
+// How tensor parallelism splits a llama-family parameter: 0, by rows (q, k, v, gate, up and their
+// biases); 1, by columns (o_proj, down_proj); -1, not at all (every rank holds it whole).
+int tensor_parallel_dim(const std::string& name);
+
 // How a model's to(dtype) makes each floating parameter of another dtype (name, tensor, dtype); empty:
 // cast(). Parameter sharding casts the parameters a rank owns and defers the others' (deferred_cast).
 using ParameterCast = std::function<Tensor(const std::string& name, const Tensor& t, DType dtype)>;
@@ -203,6 +222,11 @@ class CausalLM {
   Device device() const;  // the parameters' device (cpu for a model without parameters)
   // Entered by every forward from now on, by this model and its copies (to()); not owned. Null: none.
   void set_layer_boundaries(LayerBoundaries* boundaries) { boundaries_ = boundaries; }
+  // This rank's part of the model under tensor parallelism over `group` (not owned): every split
+  // parameter's slice (tensor_parallel_dim) as a new tensor, the others shared; its forwards compute
+  // their heads and hidden units and sum over the group. Refuses a model it does not cover (experts,
+  // gpt2, sinks, olmo2's whole-projection norms) or sizes the group does not divide, by name.
+  CausalLM tensor_shard(TensorParallel& group) const;
 
   // ids (B,T) i64 at positions (B,T) i64 (0-based) -> logits (B,T,V) in the parameters' dtype. With a
   // cache, the tokens attend to the cached ones too, and their keys and values join the cache
@@ -226,6 +250,7 @@ class CausalLM {
   std::string config_text_;  // config.json as read, written back but for its dtype (save())
   std::map<std::string, Tensor> parameters_;
   LayerBoundaries* boundaries_ = nullptr;
+  TensorParallel* tensor_ = nullptr;  // tensor_shard()'s group
 };
 
 class Tokenizer;

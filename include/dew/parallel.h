@@ -56,6 +56,10 @@ class Communicator {
   // fixed_tree_sum's order. The other ranks' out is not touched.
   virtual std::unique_ptr<Work> start_reduce_sum(const Tensor& in, Tensor& out, int root) = 0;
   virtual void barrier() = 0;
+  // The ranks of this group with the same `color`, as a group of their own ranked by `key` (then by
+  // rank here), as MPI_Comm_split makes it; every rank of this group calls it, in the same order as
+  // its collectives. Tensor parallelism's 2-D grid: the tensor-parallel and the data-parallel groups.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
   void all_reduce_sum(Tensor& t) { start_all_reduce_sum(t)->wait(); }
   void reduce_scatter_sum(const Tensor& in, Tensor& out) { start_reduce_scatter_sum(in, out)->wait(); }

@@ -368,7 +368,7 @@ Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAtt
   return is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask,
                                                  logit_rows, boundaries_)
                           : models::llama_forward(config_, parameters_, ids, positions, attention, mask,
-                                                  logit_rows, boundaries_, router);
+                                                  logit_rows, boundaries_, router, tensor_);
 }
 
 void CausalLM::check_ids_and_positions(const Tensor& ids, const Tensor& positions) const {

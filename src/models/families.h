@@ -23,10 +23,12 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c);
 // layer's attention goes through `attend`; with `logit_rows`, only those positions' logits (T' = K).
 // mixtral and qwen3_moe are this decoder with experts in place of the MLP (c.moe.is_sparse); `router`
 // collects their routers' statistics (RouterStats).
-// `boundaries` (may be null) is entered at each layer (LayerBoundaries).
+// `boundaries` (may be null) is entered at each layer (LayerBoundaries); with `tensor`, p holds this
+// rank's slices (CausalLM::tensor_shard) and the sub-blocks' outputs are summed over its group.
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
-                     LayerBoundaries* boundaries = nullptr, RouterStats* router = nullptr);
+                     LayerBoundaries* boundaries = nullptr, RouterStats* router = nullptr,
+                     TensorParallel* tensor = nullptr);
 
 // One layer's experts: the router (E,C) and each expert's SwiGLU matrices stacked, gate and up
 // (E,F,C), down (E,C,F) (as nn.Linear stores them); gpt_oss: the router's bias (E), gate_up (E,C,2F)

@@ -77,6 +77,10 @@ class SingleProcess final : public Communicator {
     return std::make_unique<Done>();
   }
   void barrier() override {}
+  std::unique_ptr<Communicator> split(int color, int) override {
+    DEW_REQUIRE(color >= 0, "[parallel] split color {}; expected >= 0", color);
+    return std::make_unique<SingleProcess>();
+  }
 };
 
 }  // namespace

@@ -270,21 +270,22 @@ class GatherThenSum final : public Work {
   bool done_ = false;
 };
 
-class MpiWorld final : public Communicator {
+// The ranks of an MPI communicator: the world, or a group split from it.
+class MpiGroup final : public Communicator {
  public:
-  MpiWorld() {
+  explicit MpiGroup(MPI_Comm ranks) {
     ensure_mpi();
-    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
-    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
+    check_mpi(MPI_Comm_rank(ranks, &rank_), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(ranks, &size_), "MPI_Comm_size");
     queue_.rank = rank_;
-    // Communicators of its own: two worlds' collectives never pair with each other's.
+    // Communicators of its own: two groups' collectives never pair with each other's.
     for (MPI_Comm* comm : {&queue_.comm, &queue_.gather_comm}) {
-      check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, comm), "MPI_Comm_dup");
+      check_mpi(MPI_Comm_dup(ranks, comm), "MPI_Comm_dup");
       MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN);
     }
   }
   // Its reductions must be finished (waited for, or dropped) before it goes.
-  ~MpiWorld() override {
+  ~MpiGroup() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized)
@@ -336,6 +337,15 @@ class MpiWorld final : public Communicator {
     check_mpi(MPI_Ibarrier(queue_.comm, &request), "MPI_Ibarrier");
     wait_bounded(request, queue_.timeout_s, rank_, "a barrier", queue_.clock);
   }
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    DEW_REQUIRE(color >= 0, "[mpi] split color {}; expected >= 0", color);
+    MPI_Comm part = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split(queue_.comm, color, key, &part), "MPI_Comm_split");
+    auto group = std::make_unique<MpiGroup>(part);  // its own duplicates of `part`
+    MPI_Comm_free(&part);
+    group->set_timeout(queue_.timeout_s);
+    return group;
+  }
   void set_timeout(double seconds) override { queue_.timeout_s = seconds; }
   double seconds_waiting() const override { return queue_.clock.seconds_waiting(); }
 
@@ -347,7 +357,7 @@ class MpiWorld final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> mpi_world() {
-  return std::make_unique<MpiWorld>();
+  return std::make_unique<MpiGroup>(MPI_COMM_WORLD);
 }
 bool built_with_mpi() {
   return true;

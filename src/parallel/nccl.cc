@@ -157,6 +157,11 @@ class NcclWorld final : public Communicator {
     cuda::synchronize(device_);
     bootstrap_->barrier();
   }
+  std::unique_ptr<Communicator> split(int, int) override {
+    fail(
+        "[nccl] the NCCL communicator does not split into groups yet (tensor parallelism runs on CPUs, "
+        "over MPI); use mpi_world()");
+  }
 
  private:
   Device device() const { return Device::cuda(device_); }

@@ -155,9 +155,11 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
-                     LayerBoundaries* boundaries, RouterStats* router) {
-  const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads,
-                Hkv = c.num_key_value_heads, D = c.head_dim;
+                     LayerBoundaries* boundaries, RouterStats* router, TensorParallel* tensor) {
+  // Under tensor parallelism this rank computes its share of the heads (CausalLM::tensor_shard).
+  const int64_t tp = tensor ? tensor->size() : 1;
+  const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads / tp,
+                Hkv = c.num_key_value_heads / tp, D = c.head_dim;
   const DecoderSwitches& d = c.decoder;
   const NormNames norms = norm_names(d);
   const Tensor& embed = parameter(p, "model.embed_tokens.weight");
@@ -192,10 +194,17 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     // post-norm where there is one.
     const auto residual_add = [&](const std::string& after, const Tensor& product_input, const Tensor& weight,
                                   const Tensor& bias) {
+      if (tensor) {  // row parallel: the ranks' partial products summed, then the bias once
+        Tensor y = tensor->reduce(linear(product_input, weight));
+        if (bias.defined()) y = add(y, bias);
+        return add(x, after.empty() ? y : norm(y, w(after)));
+      }
       if (after.empty()) return linear(product_input, weight, bias, x);
       return add(x, norm(linear(product_input, weight, bias), w(after)));
     };
-    const Tensor h = norms.before_attention.empty() ? x : norm(x, w(norms.before_attention));
+    // A column-parallel sub-block's input: its gradient summed over the ranks' heads or hidden units.
+    const auto sub_block_input = [&](const Tensor& h) { return tensor ? tensor->copy(h) : h; };
+    const Tensor h = sub_block_input(norms.before_attention.empty() ? x : norm(x, w(norms.before_attention)));
     Tensor q = linear(h, w("self_attn.q_proj.weight"), b("self_attn.q_proj.bias", c.attention_bias));
     Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias));
     Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias));
@@ -219,7 +228,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     const Tensor att = attend.attend(i, q, k, v, mask).reshape({B, T, H * D});
     x = residual_add(norms.after_attention, att, w("self_attn.o_proj.weight"),
                      b("self_attn.o_proj.bias", c.attention_output_bias));
-    const Tensor h2 = norms.before_mlp.empty() ? x : norm(x, w(norms.before_mlp));
+    const Tensor h2 = sub_block_input(norms.before_mlp.empty() ? x : norm(x, w(norms.before_mlp)));
     if (c.moe.is_sparse(i)) {
       ExpertWeights experts;
       if (c.moe.gpt_oss) {

@@ -122,5 +122,21 @@ TEST_F(Mpi, ManyReductionsInFlightPolledAtEachRanksOwnPace) {
   }
 }
 
+// A 2-D grid of ranks: pairs of neighbours (its rows) and, across them, the ranks with the same
+// place in their pair (its columns, ranked backwards by key); each group's collectives are its own.
+TEST_F(Mpi, SplitMakesGroupsByColorRankedByKey) {
+  const int r = comm_->rank(), columns = comm_->size() / 2;
+  const std::unique_ptr<Communicator> row = comm_->split(r / 2, r);
+  const std::unique_ptr<Communicator> column = comm_->split(r % 2, -r);
+  EXPECT_EQ(row->size(), 2);
+  EXPECT_EQ(row->rank(), r % 2);
+  EXPECT_EQ(column->size(), columns);
+  EXPECT_EQ(column->rank(), columns - 1 - r / 2);
+  Tensor t = Tensor::from_values({double(r)}, {1}, DType::f64);
+  row->all_reduce_sum(t);
+  EXPECT_EQ(t.to_f64_vector()[0], double(r / 2 * 4 + 1)) << "the pair's two ranks";
+  EXPECT_THROW(comm_->split(-1, 0), Error);
+}
+
 }  // namespace
 }  // namespace dew::parallel
