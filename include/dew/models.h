@@ -177,6 +177,9 @@ class TensorParallel {
 // How tensor parallelism splits a llama-family parameter: 0, by rows (q, k, v, gate, up and their
 // biases); 1, by columns (o_proj, down_proj); -1, not at all (every rank holds it whole).
 int tensor_parallel_dim(const std::string& name);
+// Rank `rank` of `ranks`'s part of the whole tensor `name` (a parameter, or optimizer state of its
+// shape): a slice along tensor_parallel_dim with bytes of its own, or `whole` itself when not split.
+Tensor tensor_parallel_part(const std::string& name, const Tensor& whole, int64_t rank, int64_t ranks);
 
 // How a model's to(dtype) makes each floating parameter of another dtype (name, tensor, dtype); empty:
 // cast(). Parameter sharding casts the parameters a rank owns and defers the others' (deferred_cast).

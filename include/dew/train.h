@@ -224,6 +224,10 @@ struct StepOptions {
   DType compute = DType::f32;  // f32, or bf16 (mixed precision)
   int64_t row_groups = 1;
   DataParallel* data_parallel = nullptr;  // null: this process alone
+  // Tensor parallelism (CausalLM::tensor_shard): the group the model is split over, and which params
+  // are split — their squares add over the group in the gradient norm, a whole one's count once.
+  parallel::Communicator* tensor_group = nullptr;
+  std::vector<bool> tensor_split;  // per param
 };
 struct StepResult {
   bool complete = false, applied = false;
@@ -335,6 +339,8 @@ struct CheckpointParts {
   // Sharded parameters too (ZeRO-3): each rank writes the weights this gives it (by name) as its part
   // of the model's files (RankShards), rank 0 their index; empty: rank 0 writes them all.
   std::function<int(const std::string& name)> weight_owner;
+  // Written in place of optimizer->state() when set (tensor parallelism: the ranks' slices made whole).
+  const std::map<std::string, Tensor>* optimizer_state = nullptr;
 };
 struct CheckpointPolicy {
   int64_t keep_last = 3;   // committed checkpoints kept, newest first
@@ -370,14 +376,15 @@ LoadedCheckpoint load_checkpoint(const std::string& directory);
 
 // What a run trains and how (docs/training.md has the TOML keys).
 struct TrainerConfig {
-  std::string model_json;      // a config.json's content: model_type and sizes
-  uint64_t seed = 0;           // the initialization's
-  int64_t steps = 100;         // optimizer steps
-  int64_t accumulation = 1;    // microbatches (batches of the chain) per optimizer step
-  int64_t row_groups = 0;      // [parallel] row_groups (StepOptions); 0: the process count
-  double bucket_mib = 8;       // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
-  std::string shard = "none";  // [parallel] shard: "none", "optimizer", "gradients" or "full" (DataParallel)
-  double timeout_s = 300;      // [parallel] timeout_s: a collective's wait before the run stops
+  std::string model_json;       // a config.json's content: model_type and sizes
+  uint64_t seed = 0;            // the initialization's
+  int64_t steps = 100;          // optimizer steps
+  int64_t accumulation = 1;     // microbatches (batches of the chain) per optimizer step
+  int64_t row_groups = 0;       // [parallel] row_groups (StepOptions); 0: the process count
+  double bucket_mib = 8;        // [parallel] bucket_mib: gradients per all-reduce (DataParallel)
+  std::string shard = "none";   // [parallel] shard: "none", "optimizer", "gradients" or "full" (DataParallel)
+  double timeout_s = 300;       // [parallel] timeout_s: a collective's wait before the run stops
+  int64_t tensor_parallel = 1;  // [parallel] tensor: the ranks each model is split over (docs/parallel.md)
   std::string optimizer = "adamw";  // adamw, sgd, lion or muon
   AdamWOptions adamw;
   SgdOptions sgd;
@@ -423,8 +430,9 @@ std::string describe_config(const TrainerConfig& config);
 
 // Training FLOPs per token of a model at sequence length T (NOTE [training FLOPs], trainer.cc):
 // 6 N + 12 L H D T, N the parameters that multiply (every matrix but the embedding lookups, the head
-// counted once even when tied).
-double training_flops_per_token(const CausalLM& model, int64_t T);
+// counted once even when tied). A model split `tensor_parallel` ways (CausalLM::tensor_shard) counts
+// its slices as the whole.
+double training_flops_per_token(const CausalLM& model, int64_t T, int64_t tensor_parallel = 1);
 
 // The FLOP/s MFU is measured against (TrainerConfig::peak_flops): the best of three n^3 products through
 // Dew's matmul in `compute` on `device` (n = 2048 on a CPU, 8192 on a GPU), measured now — the host's
@@ -498,6 +506,7 @@ class Trainer {
   void measure_samples(Run& run, const ImageModel& model);
   std::string checkpoint(Run& run);
   void require_same_run_on_every_rank(Run& run) const;
+  void split_for_tensor_parallelism(Run& run);  // NOTE [2-D grid] (trainer.cc)
   bool stop_requested(Run& run, const std::atomic<bool>* stop) const;
   int64_t row_groups(const Run& run) const;  // [parallel] row_groups, resolved
   void start_heartbeat(Run& run) const;      // NOTE [heartbeats]

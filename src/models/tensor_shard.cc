@@ -15,6 +15,13 @@ int tensor_parallel_dim(const std::string& name) {
   return -1;  // their biases are added once, after the sum
 }
 
+Tensor tensor_parallel_part(const std::string& name, const Tensor& whole, int64_t rank, int64_t ranks) {
+  const int dim = tensor_parallel_dim(name);
+  if (dim < 0) return whole;
+  const int64_t n = whole.size(dim) / ranks;
+  return whole.detach().slice(dim, rank * n, (rank + 1) * n).clone();  // its own bytes: the whole can go
+}
+
 CausalLM CausalLM::tensor_shard(TensorParallel& group) const {
   const ModelConfig& c = config_;
   const int64_t P = group.size(), r = group.rank();
@@ -39,11 +46,9 @@ CausalLM CausalLM::tensor_shard(TensorParallel& group) const {
   CausalLM m = *this;
   m.tensor_ = &group;
   for (auto& [name, t] : m.parameters_) {
-    const int dim = tensor_parallel_dim(name);
-    if (dim < 0) continue;
-    const int64_t n = t.size(dim) / P;
+    if (tensor_parallel_dim(name) < 0) continue;
     const bool leaf_wants_grad = t.requires_grad();
-    t = t.detach().slice(dim, r * n, (r + 1) * n).clone();  // its own bytes: the whole one can go
+    t = tensor_parallel_part(name, t, r, P);
     if (leaf_wants_grad) t.requires_grad_();
   }
   return m;

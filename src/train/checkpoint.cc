@@ -110,7 +110,8 @@ std::string save_checkpoint(const std::string& run_dir, int64_t step, const Chec
   }
   if (ranks) ranks->barrier();  // the directory exists for every rank's shard
   try {
-    const std::map<std::string, Tensor> named = parts.optimizer->state();
+    const std::map<std::string, Tensor> named =
+        parts.optimizer_state ? *parts.optimizer_state : parts.optimizer->state();
     const std::vector<std::pair<std::string, Tensor>> state(named.begin(), named.end());
     save_safetensors((partial / (ranks ? fmt::format("optimizer-{:05d}-of-{:05d}.safetensors", rank, shards)
                                        : std::string("optimizer.safetensors")))

@@ -42,7 +42,11 @@ TrainerConfig trainer_config_from_toml(const std::string& path, const std::vecto
   c.seed = uint64_t(train.integer_or("seed", 0));
   c.accumulation = train.integer_or("accumulation", 1);
   const TomlFields parallel(table("parallel"), path + ": parallel");
-  parallel.only({"row_groups", "bucket_mib", "shard", "timeout_s"});
+  parallel.only({"row_groups", "bucket_mib", "shard", "timeout_s", "tensor"});
+  c.tensor_parallel = parallel.integer_or("tensor", 1);
+  DEW_REQUIRE(c.tensor_parallel >= 1,
+              "{}: parallel.tensor {}; expected the ranks a model is split over, >= 1", path,
+              c.tensor_parallel);
   c.timeout_s = parallel.number_or("timeout_s", c.timeout_s);
   DEW_REQUIRE(c.timeout_s > 0, "{}: parallel.timeout_s {}; expected the seconds a rank waits for the others",
               path, c.timeout_s);
@@ -193,6 +197,7 @@ std::string describe_config(const TrainerConfig& c) {
        {{"row_groups", c.row_groups},
         {"bucket_mib", c.bucket_mib},
         {"shard", c.shard},
+        {"tensor", c.tensor_parallel},
         {"timeout_s", c.timeout_s}}},
       {"optimizer", c.optimizer},
       {"adamw", {{"beta1", c.adamw.beta1}, {"beta2", c.adamw.beta2}, {"eps", c.adamw.eps}}},

@@ -77,7 +77,9 @@ class GradientReducer {
 
 // clip_grad_norm (train.h) of gradients sharded over `parts_on` (ZeRO-2: each rank holds its own
 // parameters' gradients, the others none): the same norm and the same clipped bits as unsharded.
-double clip_grad_norm(const std::vector<Param>& params, double max_norm, parallel::Communicator* parts_on);
+// Tensor parallelism: the parameters `counted` (empty: all) add their squares, summed over `parts_on`.
+double clip_grad_norm(const std::vector<Param>& params, double max_norm, parallel::Communicator* parts_on,
+                      const std::vector<bool>& counted = {});
 
 // Sharded optimizer state: each parameter, as its owner updated it, sent to every other rank (one
 // broadcast per owner). Counts the bytes this rank sent into `out`.

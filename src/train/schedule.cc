@@ -44,25 +44,28 @@ double LrSchedule::at(int64_t step) const {
 }
 
 double clip_grad_norm(const std::vector<Param>& params, double max_norm) {
-  return clip_grad_norm(params, max_norm, nullptr);
+  return clip_grad_norm(params, max_norm, nullptr, {});
 }
 
-double clip_grad_norm(const std::vector<Param>& params, double max_norm, parallel::Communicator* parts_on) {
+double clip_grad_norm(const std::vector<Param>& params, double max_norm, parallel::Communicator* parts_on,
+                      const std::vector<bool>& counted) {
   DEW_REQUIRE(max_norm > 0, "[clip_grad_norm] max_norm {}; expected a positive norm", max_norm);
   NoGrad no_grad;
   std::vector<Tensor> grads;    // share the gradients' storage: clipping scales them in place
   std::vector<Tensor> squares;  // f64, one per parameter (0 without a gradient), read at once
-  for (const Param& p : params) {
-    const Tensor g = p.tensor.grad();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor g = params[i].tensor.grad();
     if (g.defined()) grads.push_back(g);
-    squares.push_back(g.defined() ? squared_norm(g).reshape({1})
-                                  : Tensor::zeros({1}, DType::f64, p.tensor.device()));
+    const bool counts = g.defined() && (counted.empty() || counted[i]);
+    squares.push_back(counts ? squared_norm(g).reshape({1})
+                             : Tensor::zeros({1}, DType::f64, params[i].tensor.device()));
   }
   double norm = 0;
   if (!squares.empty()) {
     Tensor each = concat(squares, 0).to(Device::cpu()).contiguous();
     // Sharded gradients: each parameter's square comes from the one rank holding it; adding the others'
-    // zeros keeps it exact, and every rank then adds the same values in the same order.
+    // zeros keeps it exact, and every rank then adds the same values in the same order. Tensor
+    // parallelism: a split parameter's squares add over the group, a whole one's come from one rank.
     if (parts_on) parts_on->all_reduce_sum(each);
     double total = 0;
     for (const double v : each.to_f64_vector()) total += v;  // in parameter order

@@ -124,9 +124,17 @@ StepResult run_step(const Model& model, const std::vector<Param>& params, Optimi
   out.complete = true;
   {
     const ProfilePhase phase("clipping");
-    out.grad_norm = clip_grad_norm(
-        params, options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity(),
-        options.data_parallel && options.data_parallel->gradients_to_owners ? world : nullptr);
+    const double max_norm =
+        options.grad_clip > 0 ? options.grad_clip : std::numeric_limits<double>::infinity();
+    if (options.tensor_group) {  // whole parameters count on the group's rank 0 only
+      std::vector<bool> counted = options.tensor_split;
+      if (options.tensor_group->rank() == 0) counted.assign(params.size(), true);
+      out.grad_norm = clip_grad_norm(params, max_norm, options.tensor_group, counted);
+    } else {
+      out.grad_norm = clip_grad_norm(
+          params, max_norm,
+          options.data_parallel && options.data_parallel->gradients_to_owners ? world : nullptr);
+    }
   }
   out.applied = std::isfinite(out.loss) && std::isfinite(out.grad_norm);
   const ProfilePhase phase("optimizer");

@@ -28,4 +28,25 @@ Tensor GroupTensorParallel::copy(const Tensor& x) {
                              .jvp = [](const Tensor& t) { return t; }});
 }
 
+Tensor gather_whole(parallel::Communicator& group, const std::string& name, const Tensor& part) {
+  const int dim = tensor_parallel_dim(name);
+  if (dim < 0 || group.size() == 1) return part;
+  DEW_REQUIRE(part.dim() == 2 || (part.dim() == 1 && dim == 0),
+              "[train] {} is {}; tensor parallelism splits matrices and their biases", name, part.describe());
+  const Tensor mine = part.contiguous().reshape({part.numel()});
+  Tensor all = Tensor::empty({int64_t(group.size()) * part.numel()}, part.dtype());
+  group.all_gather(mine, all);
+  if (dim == 0) {  // the parts' rows, one after another
+    Shape whole = part.shape();
+    whole[0] *= group.size();
+    return all.reshape(whole);
+  }
+  // Columns: (P, R, c) -> (R, P, c) -> (R, P c).
+  const int64_t R = part.size(0), c = part.size(1);
+  return all.reshape({int64_t(group.size()), R, c})
+      .permute({1, 0, 2})
+      .contiguous()
+      .reshape({R, group.size() * c});
+}
+
 }  // namespace dew::train

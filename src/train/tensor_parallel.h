@@ -21,4 +21,8 @@ class GroupTensorParallel final : public TensorParallel {
   parallel::Communicator& group_;
 };
 
+// The whole of `name` (a parameter, or optimizer state of its shape) from the group's parts
+// (tensor_parallel_part's slices, in rank order), on every rank of the group.
+Tensor gather_whole(parallel::Communicator& group, const std::string& name, const Tensor& part);
+
 }  // namespace dew::train

@@ -116,13 +116,14 @@ double max_violation(const std::vector<std::vector<int64_t>>& expert_tokens) {
 // 2·D per head per key: 4 L H D T forward and twice that backward, 12 L H D T at sequence length T
 // (PaLM's appendix B; causal masking is not discounted, as there). A token meets K of an experts
 // layer's E experts, so an expert's matrices count K/E of their size (the router counts whole).
-double training_flops_per_token(const CausalLM& model, int64_t T) {
+double training_flops_per_token(const CausalLM& model, int64_t T, int64_t tensor_parallel) {
   const ModelConfig& c = model.config();
   double n = 0;
   for (const auto& [name, p] : model.parameters()) {
-    const double share = name.find(".experts.") != std::string::npos
-                             ? double(c.moe.experts_per_token) / double(c.moe.num_experts)
-                             : 1.0;
+    double share = name.find(".experts.") != std::string::npos
+                       ? double(c.moe.experts_per_token) / double(c.moe.num_experts)
+                       : 1.0;
+    if (tensor_parallel_dim(name) >= 0) share *= double(tensor_parallel);  // a slice of the whole
     if (p.dim() >= 2 && !is_embedding_table(name)) n += share * double(p.numel());
   }
   if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
@@ -189,6 +190,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
     for (const std::string& line : clear_unfinished_checkpoints(run_dir_)) say(line);
   }
   run.world->set_timeout(config_.timeout_s);
+  if (config_.tensor_parallel > 1) split_for_tensor_parallelism(run);
   if (run.world->size() > 1 && config_.peak_flops > 0) {
     // Each rank measured its share of the machines while the others measured theirs: MFU is the whole
     // job's FLOP/s against their sum.
@@ -235,7 +237,7 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       const bool sampling = config_.sample_every && run.step % config_.sample_every == 0;
       // Rank 0 evaluates and samples while the others wait; with sharded parameters every rank
       // takes part, gathering each layer as a step does, and rank 0 writes.
-      const bool everyone = run.gathers != nullptr;
+      const bool everyone = run.gathers || run.tensor;
       if ((run.leader() || everyone) && evaluating) evaluate(run);
       if ((run.leader() || everyone) && sampling) sample(run);
       if ((evaluating || sampling) && !everyone) wait_for_leader(run);
@@ -271,6 +273,36 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
 
 void Trainer::say(const std::string& line) const {
   if (on_log && reports_) on_log(line);
+}
+
+// NOTE [2-D grid]: with [parallel] tensor = N, ranks N g .. N g + N - 1 split each model among them
+// (Megatron's tensor-parallel group g, CausalLM::tensor_shard) and the ranks with the same place in
+// their groups are data-parallel replicas of each other (row groups, reductions, sharding). Every
+// rank of a tensor group reads the same rows; rank 0 writes, gathering its group's slices whole.
+void Trainer::split_for_tensor_parallelism(Run& run) {
+  const int64_t N = config_.tensor_parallel, P = run.world->size();
+  DEW_REQUIRE(P % N == 0,
+              "[train] {} ranks do not form groups of [parallel] tensor = {}; run a multiple of {} ranks", P,
+              N, N);
+  DEW_REQUIRE(
+      !is_image_model_config(config_.model_json, "model config"),
+      "[train] tensor parallelism splits llama-family language models; train an image model with data "
+      "parallelism ([parallel] tensor = 1)");
+  DEW_REQUIRE(
+      config_.optimizer != "muon",
+      "[train] Muon orthogonalizes whole matrices, which tensor parallelism splits; use AdamW, Lion or SGD "
+      "with [parallel] tensor = {}, or tensor = 1",
+      N);
+  DEW_REQUIRE(config_.shard == "none" && config_.ema_decay == 0,
+              "[train] [parallel] tensor = {} with shard \"{}\" and ema_decay {}: neither sharding nor the "
+              "weights' average is combined with tensor parallelism yet; expected shard = \"none\" and "
+              "ema_decay = 0",
+              N, config_.shard, config_.ema_decay);
+  const int rank = run.world->rank();
+  run.tensor_group = run.world->split(int(rank / N), rank);
+  run.replicas = run.world->split(int(rank % N), rank);
+  run.tensor = std::make_unique<GroupTensorParallel>(*run.tensor_group);
+  run.data_parallel.world = run.replicas.get();
 }
 
 // Every rank must resume the same run at the same step with the same config, or their collectives
@@ -370,68 +402,74 @@ bool Trainer::stop_requested(Run& run, const std::atomic<bool>* stop) const {
 
 void Trainer::resume_or_initialize(Run& run) {
   run.model = TrainedModel::init(config_.model_json, config_.seed);
+  // The weights first, whole (a checkpoint is whole under any parallelism), then this rank's share.
+  const CheckpointScan scan = find_checkpoints(run_dir_);  // nothing unfinished left: run() cleared it
+  std::optional<LoadedCheckpoint> loaded;
+  if (!scan.latest.empty()) {
+    loaded = load_checkpoint(scan.latest);
+    copy_weights(loaded->model, run.model, scan.latest);
+    loaded->model = TrainedModel();  // its copy of every weight freed
+  } else if (!config_.init_from.empty()) {
+    const std::string from = model_directory(config_.init_from);
+    TrainedModel initial = TrainedModel::load(from);
+    copy_weights(initial, run.model, from);
+    say("initialized from the weights of " + from);
+  }
+  if (run.tensor) run.model = TrainedModel(run.model.language().tensor_shard(*run.tensor));
   for (auto& [name, p] : run.model.parameters())
     if (!is_buffer(name)) p.requires_grad_();
   // The master weights, the optimizer's state and every step live on the configured device.
   if (config_.device.kind != Device::Kind::cpu) run.model = run.model.to(config_.device);
   run.params = default_groups(run.model.parameters(), config_.weight_decay);
+  for (const Param& p : run.params)
+    run.tensor_split.push_back(run.tensor && tensor_parallel_dim(p.name) >= 0);
   // ZeRO-1 and 2: this rank's optimizer holds and updates only the parameters it owns (docs/parallel.md).
   std::vector<Param> updated;
-  if (config_.shard != "none" && run.world->size() > 1) {
-    run.data_parallel.owner = owners(run.params, run.world->size());
+  parallel::Communicator& replicas = *run.data_parallel.world;
+  if (config_.shard != "none" && replicas.size() > 1) {
+    run.data_parallel.owner = owners(run.params, replicas.size());
     run.data_parallel.gradients_to_owners = config_.shard == "gradients" || config_.shard == "full";
   }
-  if (config_.shard == "full" && run.world->size() > 1) {  // ZeRO-3: the parameters' bytes sharded too
+  if (config_.shard == "full" && replicas.size() > 1) {  // ZeRO-3: the parameters' bytes sharded too
     DEW_REQUIRE(config_.ema_decay == 0,
                 "[train] ema_decay {} with shard = \"full\": the weights' average would need every weight on "
                 "every rank; set ema_decay = 0, or shard \"gradients\"",
                 config_.ema_decay);
-    run.gathers = std::make_unique<ParameterGathers>(run.params, run.data_parallel.owner, *run.world);
+    run.gathers = std::make_unique<ParameterGathers>(run.params, run.data_parallel.owner, replicas);
     run.data_parallel.gathers = run.gathers.get();
     run.model.set_layer_boundaries(run.gathers.get());
+    run.gathers->release_others();  // each rank keeps the bytes of its own parameters alone
   }
-  // Once the weights are in place, each rank keeps the bytes of its own parameters alone.
-  const auto keep_own = [&] {
-    if (run.gathers) run.gathers->release_others();
-  };
   for (size_t i = 0; i < run.params.size(); ++i)
-    if (run.data_parallel.owner.empty() || run.data_parallel.owner[i] == run.world->rank())
+    if (run.data_parallel.owner.empty() || run.data_parallel.owner[i] == replicas.rank())
       updated.push_back(run.params[i]);
   run.optimizer = make_optimizer(config_, updated);
 
-  const CheckpointScan scan = find_checkpoints(run_dir_);  // nothing unfinished left: run() cleared it
-  if (scan.latest.empty()) {
-    if (!config_.init_from.empty()) {
-      const std::string from = model_directory(config_.init_from);
-      TrainedModel initial = TrainedModel::load(from);
-      copy_weights(initial, run.model, from);
-      say("initialized from the weights of " + from);
-    }
+  if (!loaded) {
     if (config_.ema_decay > 0) run.ema.emplace(run.model.parameters(), config_.ema_decay, config_.ema_warmup);
-    keep_own();
     return;
   }
-  LoadedCheckpoint loaded = load_checkpoint(scan.latest);
-  copy_weights(loaded.model, run.model, scan.latest);
-  loaded.model = TrainedModel();  // its copy of every weight freed
-  keep_own();
   if (config_.ema_decay > 0) {  // the checkpoint's average, or (kept from now on) one that starts here
     run.ema.emplace(run.model.parameters(), config_.ema_decay, config_.ema_warmup);
-    if (!loaded.ema_path.empty())
-      run.ema->load(loaded.ema_path);
+    if (!loaded->ema_path.empty())
+      run.ema->load(loaded->ema_path);
     else
       notes_.push_back(scan.latest + " holds no weight average; it starts from the resumed weights");
   }
+  // The state's entries are "<kind>.<parameter name>".
+  const auto parameter_of = [](const std::string& key) { return key.substr(key.find('.') + 1); };
   if (!run.data_parallel.owner.empty()) {  // a sharded optimizer: the state of its own parameters
     std::set<std::string> own;
     for (size_t i = 0; i < run.params.size(); ++i)
-      if (run.data_parallel.owner[i] == run.world->rank()) own.insert(run.params[i].name);
-    std::erase_if(loaded.optimizer_state, [&](const auto& entry) {
-      return !own.contains(entry.first.substr(entry.first.find('.') + 1));
-    });
+      if (run.data_parallel.owner[i] == replicas.rank()) own.insert(run.params[i].name);
+    std::erase_if(loaded->optimizer_state,
+                  [&](const auto& entry) { return !own.contains(parameter_of(entry.first)); });
   }
-  run.optimizer->load_state(loaded.optimizer_state, loaded.optimizer_steps);
-  const nlohmann::json state = parse_json(loaded.trainer_state, scan.latest + "/trainer.json");
+  if (run.tensor)  // the state of this rank's slices
+    for (auto& [key, t] : loaded->optimizer_state)
+      t = tensor_parallel_part(parameter_of(key), t, run.tensor->rank(), run.tensor->size());
+  run.optimizer->load_state(loaded->optimizer_state, loaded->optimizer_steps);
+  const nlohmann::json state = parse_json(loaded->trainer_state, scan.latest + "/trainer.json");
   DEW_REQUIRE(state.value("init_from", std::string()) == config_.init_from,
               "[train] {} already holds a run (checkpoint {}){}; a new run from {} needs a run directory "
               "of its own",
@@ -467,13 +505,16 @@ void Trainer::step(Run& run) {
   const double lr = config_.schedule.at(run.step);
   const bool profiled = profile && run.step > run.first_step;  // this process's first step warms up
   if (profiled) run.profiler.begin_step();
-  const StepOptions options{.accumulation = config_.accumulation,
-                            .lr = lr,
-                            .grad_clip = config_.grad_clip,
-                            .z_loss = config_.z_loss,
-                            .compute = config_.compute,
-                            .row_groups = row_groups(run),
-                            .data_parallel = run.world->size() > 1 ? &run.data_parallel : nullptr};
+  const StepOptions options{
+      .accumulation = config_.accumulation,
+      .lr = lr,
+      .grad_clip = config_.grad_clip,
+      .z_loss = config_.z_loss,
+      .compute = config_.compute,
+      .row_groups = row_groups(run),
+      .data_parallel = run.data_parallel.world->size() > 1 ? &run.data_parallel : nullptr,
+      .tensor_group = run.tensor_group.get(),
+      .tensor_split = run.tensor_split};
   const auto next_batch = [&] { return chain_.next_batch(); };
   const bool image = run.model.is_image();
   const StepResult result =
@@ -489,8 +530,9 @@ void Trainer::step(Run& run) {
               "[train] the data ended at step {} of {}; give its source more epochs (or 0, to repeat)",
               run.step, config_.steps);
   if (run.flops_per_token == 0)
-    run.flops_per_token = image ? training_flops_per_image(run.model.image(), config_.diffusion.objective)
-                                : training_flops_per_token(run.model.language(), result.T);
+    run.flops_per_token =
+        image ? training_flops_per_image(run.model.image(), config_.diffusion.objective)
+              : training_flops_per_token(run.model.language(), result.T, config_.tensor_parallel);
   if (result.applied) {
     run.consecutive_skips = 0;
     if (!image) update_expert_biases(run.model.language(), result.expert_tokens, config_.expert_bias_update);
@@ -511,16 +553,22 @@ void Trainer::step(Run& run) {
   const double step_s = seconds_since(start);
   if (run.step == run.first_step + 1) {
     const int64_t groups = row_groups(run);
-    say(fmt::format("training {}: {:.1f} M parameters, {} {} a step, {}, {} threads on {}{}; steps {} to {}",
-                    run.model.model_type(), double(run.model.parameter_count()) / 1e6, examples,
-                    image ? "images" : "tokens",
-                    config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute),
-                    num_threads(), config_.device.str(),
-                    run.world->size() == 1 && groups == 1
-                        ? std::string()
-                        : fmt::format(" x {} ranks, {} row groups ({} per rank)", run.world->size(), groups,
-                                      groups / run.world->size()),
-                    run.step, config_.steps));
+    double parameters = 0;  // the whole model's, where this rank holds slices of it
+    for (const auto& [name, p] : run.model.parameters())
+      parameters +=
+          double(p.numel()) * (run.tensor && tensor_parallel_dim(name) >= 0 ? run.tensor->size() : 1);
+    say(fmt::format(
+        "training {}: {:.1f} M parameters, {} {} a step, {}, {} threads on {}{}; steps {} to {}",
+        run.model.model_type(), parameters / 1e6, examples, image ? "images" : "tokens",
+        config_.compute == DType::bf16 ? "bf16 mixed precision" : dtype_name(config_.compute), num_threads(),
+        config_.device.str(),
+        run.world->size() == 1 && groups == 1
+            ? std::string()
+            : fmt::format(" x {} ranks, {} row groups ({} per rank){}", run.world->size(), groups,
+                          groups / run.data_parallel.world->size(),
+                          run.tensor ? fmt::format(", each model split over {} ranks", run.tensor->size())
+                                     : std::string()),
+        run.step, config_.steps));
     if (run.leader())  // routes now known
       write_text_file((fs::path(run_dir_) / "run.json").string(), run_description());
   }
@@ -546,7 +594,7 @@ void Trainer::step(Run& run) {
 }
 
 int64_t Trainer::row_groups(const Run& run) const {
-  return config_.row_groups > 0 ? config_.row_groups : run.world->size();
+  return config_.row_groups > 0 ? config_.row_groups : run.data_parallel.world->size();
 }
 
 void Trainer::log(Run& run, const StepResult& result, const Progress& progress, double step_s) {
@@ -668,6 +716,17 @@ std::string Trainer::checkpoint(Run& run) {
   std::map<std::string, int> weight_owner;  // ZeRO-3: each rank writes its own weights
   if (run.gathers)
     for (size_t i = 0; i < run.params.size(); ++i) weight_owner[run.params[i].name] = owner[i];
+  // Tensor parallelism: the first replicas' group makes its slices whole, and rank 0 writes them.
+  std::optional<TrainedModel> whole;
+  std::map<std::string, Tensor> whole_state;
+  if (run.tensor && run.replicas->rank() == 0) {
+    NoGrad no_grad;
+    CausalLM model = run.model.language();
+    for (auto& [name, t] : model.parameters()) t = gather_whole(*run.tensor_group, name, t);
+    for (const auto& [key, t] : run.optimizer->state())  // "<kind>.<parameter name>"
+      whole_state[key] = gather_whole(*run.tensor_group, key.substr(key.find('.') + 1), t);
+    whole.emplace(std::move(model));
+  }
   if (!run.leader() && !sharded) {
     run.world->barrier();
     return std::string();  // rank 0 names it
@@ -679,7 +738,7 @@ std::string Trainer::checkpoint(Run& run) {
   if (run.leader()) write_text_file((fs::path(run_dir_) / "run.json").string(), description);
   const std::string committed = save_checkpoint(
       run_dir_, run.step,
-      {&run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
+      {whole ? &*whole : &run.model, run.optimizer.get(), state.dump(), config_.tokenizer, description,
        run.ema ? &*run.ema : nullptr,
        run.model.is_image() ? diffusion::objective_json(config_.diffusion) : std::string(),
        sharded ? run.world.get() : nullptr,
@@ -687,7 +746,8 @@ std::string Trainer::checkpoint(Run& run) {
          const auto it = weight_owner.find(name);
          return it == weight_owner.end() ? 0 : it->second;  // a buffer: every rank holds it
        })
-                   : nullptr},
+                   : nullptr,
+       run.tensor ? &whole_state : nullptr},
       config_.keep);
   run.world->barrier();
   return committed;

@@ -14,6 +14,7 @@
 
 #include "io/file_lock.h"
 #include "train/parameter_gathers.h"
+#include "train/tensor_parallel.h"
 
 namespace dew::train {
 
@@ -26,9 +27,14 @@ inline double unix_time() {
 
 // One run's state: the model and its optimizer, the counters a checkpoint holds, and the metrics file.
 struct Trainer::Run {
-  std::unique_ptr<parallel::Communicator> world;  // the ranks of a data-parallel run, or this process
-  DataParallel data_parallel;                     // over `world`, what its steps learn
-  std::vector<int64_t> peak_bytes_per_rank;       // data parallel: gathered for each log line
+  std::unique_ptr<parallel::Communicator> world;  // every rank of the run, or this process
+  // Tensor parallelism ([parallel] tensor = N): consecutive ranks split each model among them (the
+  // tensor group); the ranks with the same place in their groups are the data-parallel replicas.
+  std::unique_ptr<parallel::Communicator> tensor_group, replicas;
+  std::unique_ptr<GroupTensorParallel> tensor;  // over tensor_group; the model's forwards use it
+  std::vector<bool> tensor_split;               // per param: split among the tensor group
+  DataParallel data_parallel;                   // over the replicas (`world` without tensor parallelism)
+  std::vector<int64_t> peak_bytes_per_rank;     // data parallel: gathered for each log line
   // Data parallel: NOTE [heartbeats] (trainer.cc); the step it reports, and the thread writing it.
   std::atomic<int64_t> reported_step{0};
   std::jthread heartbeat;

@@ -4,6 +4,7 @@
 // resumes on another rank count exactly; sharding fits a state over a per-process memory limit; and
 // row groups that do not divide among the ranks are refused. Skipped without MPI.
 #include <dew/parallel.h>
+#include <dew/safetensors.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -294,6 +295,46 @@ row_groups = 4
       on_ranks(2, "train " + dir.path("dit.toml") + " --run-dir " + full + " --set parallel.shard=full");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(losses(full), losses(dir.path("dit.toml") + ".ranks1"));
+}
+
+// Tensor parallelism on a 2-D grid (NOTE [2-D grid], trainer.cc): each model split over 2 ranks, as
+// one group (2 ranks) or two data-parallel replicas of one (4 ranks), trains the same bits either way,
+// evaluates and samples; its checkpoints hold whole tensors, as one process writes them, and move
+// between layouts. What it does not combine with is refused by name.
+TEST(DataParallelCli, TensorParallelTrainsOnATwoDimensionalGridWithWholeCheckpoints) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config("tensor_parallel");
+  const std::string config = dir + "/run.toml";
+  const std::string sets = std::string(kResumable) + "--set train.steps=4 --set parallel.tensor=2 ";
+  ASSERT_NO_FATAL_FAILURE(train_on(2, config, dir + "/one_group", sets));
+  ASSERT_NO_FATAL_FAILURE(train_on(4, config, dir + "/two_groups", sets));
+  EXPECT_EQ(losses(dir + "/two_groups"), losses(dir + "/one_group"));
+  const std::string last = "/checkpoints/step-00000004/";
+  EXPECT_TRUE(file(dir + "/two_groups" + last + "model.safetensors") ==
+              file(dir + "/one_group" + last + "model.safetensors"));
+  // Whole tensors: the names and shapes one process writes.
+  ASSERT_NO_FATAL_FAILURE(
+      train_on(1, config, dir + "/alone", std::string(kResumable) + "--set train.steps=4"));
+  for (const char* part : {"model.safetensors", "optimizer.safetensors"}) {
+    const auto split = dew::SafetensorsCheckpoint::open(dir + "/one_group" + last + part);
+    const auto whole = dew::SafetensorsCheckpoint::open(dir + "/alone" + last + part);
+    ASSERT_EQ(split.names(), whole.names()) << part;
+    for (const std::string& name : whole.names())
+      EXPECT_EQ(split.find(name)->shape, whole.find(name)->shape) << part << " " << name;
+  }
+  // On to one process, and back to a split model.
+  ASSERT_NO_FATAL_FAILURE(
+      train_on(1, config, dir + "/one_group", std::string(kResumable) + "--set train.steps=5"));
+  ASSERT_NO_FATAL_FAILURE(train_on(2, config, dir + "/one_group", sets + "--set train.steps=6"));
+  EXPECT_EQ(losses(dir + "/one_group").size(), 6u);
+  const auto muon =
+      on_ranks(2, "train " + config + " --run-dir " + dir + "/muon " + sets + "--set optimizer.kind=muon");
+  EXPECT_NE(muon.exit_code, 0);
+  EXPECT_NE(muon.out.find("Muon orthogonalizes whole matrices"), std::string::npos) << muon.out;
+  const auto three = on_ranks(
+      4, "train " + config + " --run-dir " + dir + "/three " + kResumable + "--set parallel.tensor=3");
+  EXPECT_NE(three.out.find("4 ranks do not form groups of [parallel] tensor = 3"), std::string::npos)
+      << three.out;
 }
 
 TEST(DataParallelCli, LaunchRunsTheCommandAsRanksThroughMpirun) {

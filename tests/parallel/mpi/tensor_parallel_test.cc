@@ -35,14 +35,6 @@ Pass forward_and_backward(CausalLM model, const Tensor& ids, const Tensor& posit
   return out;
 }
 
-// This rank's part of a whole tensor, as tensor_shard slices it.
-Tensor part(const std::string& name, const Tensor& whole, int rank, int ranks) {
-  const int dim = tensor_parallel_dim(name);
-  if (dim < 0) return whole;
-  const int64_t n = whole.size(dim) / ranks;
-  return whole.slice(dim, rank * n, (rank + 1) * n).contiguous();
-}
-
 // The gate's verdict on errors pooled over draws, as the op gate pools them (gate.h).
 void expect_passes_the_gate(const gate::OutputReport& r, const std::string& what) {
   EXPECT_EQ(r.unwritten, 0) << what;
@@ -95,8 +87,8 @@ TEST(TensorParallel, TwoWayLlamaPassesTheGateAgainstOneProcess) {
       pool("logits", split.logits, base.logits, truth.logits);
       for (const auto& [name, g] : split.grads) {
         ASSERT_TRUE(g.defined()) << name;
-        pool("d " + name, g, part(name, base.grads.at(name), pair->rank(), 2),
-             part(name, truth.grads.at(name), pair->rank(), 2));
+        pool("d " + name, g, tensor_parallel_part(name, base.grads.at(name), pair->rank(), 2),
+             tensor_parallel_part(name, truth.grads.at(name), pair->rank(), 2));
       }
     }
     for (const auto& [what, r] : pooled) expect_passes_the_gate(r, c.model_type + " " + what);
