@@ -11,6 +11,8 @@ Tensor GroupTensorParallel::sum(const Tensor& x) {
   const bool wide = x.dtype() == DType::f32 || x.dtype() == DType::f64;
   Tensor total = wide ? x.clone() : cast(x, DType::f32).contiguous();
   group_.all_reduce_sum(total);
+  const int64_t P = group_.size();
+  sent_bytes_ += 2 * (P - 1) * total.numel() * int64_t(dtype_size(total.dtype())) / P;
   return wide ? total : cast(total, x.dtype());
 }
 

@@ -505,6 +505,7 @@ void Trainer::step(Run& run) {
   const double lr = config_.schedule.at(run.step);
   const bool profiled = profile && run.step > run.first_step;  // this process's first step warms up
   if (profiled) run.profiler.begin_step();
+  if (run.tensor) run.tensor->take_sent_bytes();  // an evaluation's or a sample's, not the step's
   const StepOptions options{
       .accumulation = config_.accumulation,
       .lr = lr,
@@ -517,11 +518,12 @@ void Trainer::step(Run& run) {
       .tensor_split = run.tensor_split};
   const auto next_batch = [&] { return chain_.next_batch(); };
   const bool image = run.model.is_image();
-  const StepResult result =
-      image ? image_train_step(run.model.image(), run.params, *run.optimizer,
-                               {options, config_.diffusion, config_.seed, run.step}, next_batch)
-            : train_step(run.model.language(), run.params, *run.optimizer, options, next_batch);
+  StepResult result = image
+                          ? image_train_step(run.model.image(), run.params, *run.optimizer,
+                                             {options, config_.diffusion, config_.seed, run.step}, next_batch)
+                          : train_step(run.model.language(), run.params, *run.optimizer, options, next_batch);
   if (profiled) run.profiler.end_step();
+  if (run.tensor) result.communicated_bytes += run.tensor->take_sent_bytes();  // the split model's sums
   DEW_REQUIRE(
       result.complete || run.tokens > 0,
       "[train] the data chain gave no batch at all: its source holds no records, or fewer tokens than "
@@ -626,7 +628,8 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
                          {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
                          {"perplexity", std::exp(result.loss - result.router_loss)}};
   if (image) line.erase("accuracy"), line.erase("perplexity");
-  if (run.world->size() > 1) {  // data parallel: this rank's gradient traffic, and what backward did not hide
+  if (run.world->size() >
+      1) {  // this rank's traffic (gradients, gathers, split sums), and the wait after backward
     line["communicated_bytes"] = result.communicated_bytes;
     line["communication_wait_s"] = result.communication_wait_s;
     line["peak_bytes_per_rank"] = run.peak_bytes_per_rank;
