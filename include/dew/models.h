@@ -181,6 +181,11 @@ int tensor_parallel_dim(const std::string& name);
 // shape): a slice along tensor_parallel_dim with bytes of its own, or `whole` itself when not split.
 Tensor tensor_parallel_part(const std::string& name, const Tensor& whole, int64_t rank, int64_t ranks);
 
+// Which parameters a model made or loaded here holds the values of (empty: all). The others are
+// tensors of their shapes whose bytes are released (NOTE [released storage], tensor.h): parameter
+// sharding (ZeRO-3) builds each rank's own parameters alone, so no rank ever holds the whole model.
+using HeldParameters = std::function<bool(const std::string& name)>;
+
 // How a model's to(dtype) makes each floating parameter of another dtype (name, tensor, dtype); empty:
 // cast(). Parameter sharding casts the parameters a rank owns and defers the others' (deferred_cast).
 using ParameterCast = std::function<Tensor(const std::string& name, const Tensor& t, DType dtype)>;
@@ -205,10 +210,12 @@ Tensor router_z_loss(const RouterStats& stats);
 class CausalLM {
  public:
   // Random initialization (normal, std 0.02; norms at 1, biases at 0), streams named by `seed`.
-  static CausalLM init(const ModelConfig& config, DType dtype, uint64_t seed);
+  static CausalLM init(const ModelConfig& config, DType dtype, uint64_t seed,
+                       const HeldParameters& held = {});
   // Reads config.json and the safetensors checkpoint of a Hugging Face model directory. Every tensor
   // the family needs must be present with its shape, and no unexpected one may be, before any is used.
-  static CausalLM load(const std::string& directory, std::optional<DType> dtype = std::nullopt);
+  static CausalLM load(const std::string& directory, std::optional<DType> dtype = std::nullopt,
+                       const HeldParameters& held = {});
   // Writes config.json and the tensors (sharded above max_shard_bytes) under their names; with
   // `by_rank`, this rank's part of a checkpoint sharded by ranks (save_safetensors_checkpoint).
   void save(const std::string& directory, uint64_t max_shard_bytes = 5'000'000'000,

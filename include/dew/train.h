@@ -37,8 +37,10 @@ class TrainedModel {
   TrainedModel() = default;
   TrainedModel(CausalLM model) : model_(std::move(model)) {}
   TrainedModel(ImageModel model) : model_(std::move(model)) {}
-  static TrainedModel init(const std::string& model_json, uint64_t seed);  // f32
-  static TrainedModel load(const std::string& directory);                  // f32
+  // f32; with `held`, the others' bytes released (HeldParameters: a language model never holds them,
+  // an image model, small, holds them until it returns).
+  static TrainedModel init(const std::string& model_json, uint64_t seed, const HeldParameters& held = {});
+  static TrainedModel load(const std::string& directory, const HeldParameters& held = {});
   bool is_image() const { return std::holds_alternative<ImageModel>(model_); }
   CausalLM& language();  // refuses an image model, naming both
   const CausalLM& language() const;
@@ -372,7 +374,8 @@ struct LoadedCheckpoint {
   int64_t step = 0, optimizer_steps = 0;
   std::string trainer_state;
 };
-LoadedCheckpoint load_checkpoint(const std::string& directory);
+// With `held`, only those parameters' weights and optimizer state (HeldParameters).
+LoadedCheckpoint load_checkpoint(const std::string& directory, const HeldParameters& held = {});
 
 // What a run trains and how (docs/training.md has the TOML keys).
 struct TrainerConfig {
@@ -507,6 +510,7 @@ class Trainer {
   std::string checkpoint(Run& run);
   void require_same_run_on_every_rank(Run& run) const;
   void split_for_tensor_parallelism(Run& run);  // NOTE [2-D grid] (trainer.cc)
+  HeldParameters own_parameters(const parallel::Communicator& replicas) const;
   bool stop_requested(Run& run, const std::atomic<bool>* stop) const;
   int64_t row_groups(const Run& run) const;  // [parallel] row_groups, resolved
   void start_heartbeat(Run& run) const;      // NOTE [heartbeats]

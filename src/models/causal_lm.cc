@@ -87,7 +87,18 @@ const Tensor& CausalLM::parameter(const std::string& name) const {
   return models::parameter(parameters_, name);
 }
 
-CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
+namespace {
+
+// A parameter this process does not hold (HeldParameters): its shape, no bytes.
+Tensor not_held(const Shape& shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  t.release_storage();
+  return t;
+}
+
+}  // namespace
+
+CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed, const HeldParameters& held) {
   CausalLM m;
   m.config_ = config;
   m.config_.dtype = torch_dtype_name(dtype);
@@ -95,6 +106,10 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
   require_memory_for(shapes, dtype, "a " + config.model_type + " model");
   for (size_t i = 0; i < shapes.size(); ++i) {
     const auto& [name, shape] = shapes[i];
+    if (held && !held(name)) {  // each parameter draws from its own stream: the others are unchanged
+      m.parameters_[name] = not_held(shape, dtype);
+      continue;
+    }
     const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
     // Drawn in f64 and rounded once into `dtype` by the fill itself (as a cast of the f64 draws would).
     Tensor t;
@@ -116,7 +131,8 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed) {
   return m;
 }
 
-CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype) {
+CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype,
+                        const HeldParameters& held) {
   namespace fs = std::filesystem;
   const std::string config_path = (fs::path(directory) / "config.json").string();
   CausalLM m;
@@ -182,6 +198,10 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   const DType target = dtype.value_or(dtype_of_config(m.config_));
   require_memory_for(shapes, target, directory);
   for (const auto& [name, shape] : shapes) {
+    if (held && !held(name)) {
+      m.parameters_[name] = not_held(shape, target);
+      continue;
+    }
     Tensor t = quantized.count(name) ? models::decode_mxfp4(checkpoint.load(name + "_blocks"),
                                                             checkpoint.load(name + "_scales"), name)
                                      : checkpoint.load(stored(name));

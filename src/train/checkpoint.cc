@@ -202,7 +202,7 @@ std::string model_directory(const std::string& path) {
   return scan.latest;
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& directory) {
+LoadedCheckpoint load_checkpoint(const std::string& directory, const HeldParameters& held) {
   const fs::path dir(directory);
   DEW_REQUIRE(fs::is_regular_file(dir / kMarker),
               "[checkpoint] {} has no {} marker: it was not finished; resume from a committed checkpoint",
@@ -213,7 +213,7 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
   DEW_REQUIRE(fields.text_or("format", "") == kFormat && fields.number_or("version", 0) == 1,
               "[checkpoint] {}/checkpoint.json is not a version-1 {} file", directory, kFormat);
   LoadedCheckpoint out{
-      TrainedModel::load(directory),
+      TrainedModel::load(directory, held),
       fs::exists(dir / "ema.safetensors") ? (dir / "ema.safetensors").string() : std::string(),
       {},
       int64_t(fields.number_or("step", 0)),
@@ -227,8 +227,9 @@ LoadedCheckpoint load_checkpoint(const std::string& directory) {
   if (shards == 0) files.push_back((dir / "optimizer.safetensors").string());
   for (const std::string& file : files) {
     const SafetensorsFile optimizer = SafetensorsFile::open(file);
-    for (const auto& entry : optimizer.header().tensors)
-      out.optimizer_state[entry.name] = optimizer.load(entry.name);
+    for (const auto& entry : optimizer.header().tensors)  // "<kind>.<parameter name>"
+      if (!held || held(entry.name.substr(entry.name.find('.') + 1)))
+        out.optimizer_state[entry.name] = optimizer.load(entry.name);
   }
   return out;
 }

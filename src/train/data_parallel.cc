@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <limits>
 #include <numeric>
 
 #include "core/autograd.h"
@@ -106,9 +107,20 @@ GradientReducer::GradientReducer(const std::vector<Param>& params, DataParallel&
     : params_(params), group_(group), tree_(tree), out_(out) {
   const int64_t n = int64_t(params.size());
   std::vector<int64_t> order = group.ready_order;
-  if (int64_t(order.size()) != n) {  // not learned yet: backward usually ends with the first parameters
+  if (int64_t(order.size()) != n) {
+    // Not learned yet: the order backward usually takes — the head and final norm, the layers from the
+    // last (layer_of_parameter), the embedding tables — so that the first step's buckets also fill and
+    // leave in turn rather than wait for one another (each holding its gradients meanwhile).
+    const auto stage = [&](int64_t i) {  // the earlier in backward, the larger
+      const std::string& name = params[size_t(i)].name;
+      const int64_t layer = layer_of_parameter(name);
+      if (layer >= 0) return layer;
+      return is_embedding_table(name) ? std::numeric_limits<int64_t>::min()
+                                      : std::numeric_limits<int64_t>::max();
+    };
     order.clear();
     for (int64_t i = n - 1; i >= 0; --i) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return stage(a) > stage(b); });
   }
   bucket_of_.assign(size_t(n), 0), offset_of_.assign(size_t(n), 0), done_.assign(size_t(n), false);
   const auto owner_of = [&](int64_t i) { return group.gradients_to_owners ? group.owner[size_t(i)] : -1; };

@@ -38,11 +38,6 @@ ParameterGathers::~ParameterGathers() {
   }
 }
 
-void ParameterGathers::release_others() {
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (owner_[i] != world_.rank()) params_[i].tensor.release_storage();
-}
-
 void ParameterGathers::begin_pass(const std::map<std::string, Tensor>& read) {
   DEW_REQUIRE(read_.empty(), "[train] a pass over the sharded parameters began inside another");
   sent_bytes_ = 0, wait_seconds_ = 0;  // counted per pass

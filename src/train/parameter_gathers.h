@@ -1,5 +1,6 @@
 // ZeRO-3 ([parallel] shard = "full", docs/parallel.md): each rank keeps the bytes of the parameters it
-// owns (owners(), whole parameters) and of no other between their uses. Not the optimizer's or the
+// owns (owners(), whole parameters) and of no other between their uses; the others arrive released
+// (the Trainer builds and loads a rank's own alone: HeldParameters). Not the optimizer's or the
 // gradients' sharding: the gradient reducer and the owners' optimizers do that as for ZeRO-2.
 #pragma once
 
@@ -28,8 +29,6 @@ class ParameterGathers final : public LayerBoundaries {
   ParameterGathers(const ParameterGathers&) = delete;
   ParameterGathers& operator=(const ParameterGathers&) = delete;
 
-  // The bytes of every parameter this rank does not own given back (after loading or initializing).
-  void release_others();
   // A pass over the tensors the forwards read, by parameter name: the parameters themselves, or the
   // low-precision copies made with cast_for_pass(). Gathers those outside the layers.
   void begin_pass(const std::map<std::string, Tensor>& read);

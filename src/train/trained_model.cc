@@ -9,17 +9,28 @@
 
 namespace dew::train {
 
-TrainedModel TrainedModel::init(const std::string& model_json, uint64_t seed) {
-  if (is_image_model_config(model_json, "model config"))
-    return ImageModel::init(model_json, DType::f32, seed);
-  return CausalLM::init(parse_model_config(model_json, "model config"), DType::f32, seed);
+namespace {
+
+TrainedModel keeping(ImageModel model, const HeldParameters& held) {
+  if (held)
+    for (auto& [name, t] : model.parameters())
+      if (!held(name)) t.release_storage();
+  return model;
 }
 
-TrainedModel TrainedModel::load(const std::string& directory) {
+}  // namespace
+
+TrainedModel TrainedModel::init(const std::string& model_json, uint64_t seed, const HeldParameters& held) {
+  if (is_image_model_config(model_json, "model config"))
+    return keeping(ImageModel::init(model_json, DType::f32, seed), held);
+  return CausalLM::init(parse_model_config(model_json, "model config"), DType::f32, seed, held);
+}
+
+TrainedModel TrainedModel::load(const std::string& directory, const HeldParameters& held) {
   const std::string config = (std::filesystem::path(directory) / "config.json").string();
   if (std::filesystem::exists(config) && is_image_model_config(read_text_file(config), config))
-    return ImageModel::load(directory, DType::f32);
-  return CausalLM::load(directory, DType::f32);
+    return keeping(ImageModel::load(directory, DType::f32), held);
+  return CausalLM::load(directory, DType::f32, held);
 }
 
 CausalLM& TrainedModel::language() {

@@ -66,7 +66,7 @@ void copy_weights(TrainedModel& from, TrainedModel& into, const std::string& sou
         it != from.parameters().end() && it->second.shape() == p.shape() && it->second.dtype() == DType::f32,
         "[train] {} holds no f32 {} of this model's shape {}; it is a checkpoint of another model", source,
         name, p.shape());
-    p.copy_from(it->second);  // into the weights wherever they are
+    if (!p.storage_released()) p.copy_from(it->second);  // into the weights wherever they are
   }
 }
 
@@ -275,6 +275,19 @@ void Trainer::say(const std::string& line) const {
   if (on_log && reports_) on_log(line);
 }
 
+// ZeRO-3: the parameters this rank owns (owners() over the model's layout, made without values), and
+// the buffers, which every rank holds.
+HeldParameters Trainer::own_parameters(const parallel::Communicator& replicas) const {
+  TrainedModel layout =
+      TrainedModel::init(config_.model_json, config_.seed, [](const std::string&) { return false; });
+  const std::vector<Param> all = default_groups(layout.parameters(), config_.weight_decay);
+  const std::vector<int> owner = owners(all, replicas.size());
+  std::set<std::string> others;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (owner[i] != replicas.rank()) others.insert(all[i].name);
+  return [others](const std::string& name) { return !others.contains(name); };
+}
+
 // NOTE [2-D grid]: with [parallel] tensor = N, ranks N g .. N g + N - 1 split each model among them
 // (Megatron's tensor-parallel group g, CausalLM::tensor_shard) and the ranks with the same place in
 // their groups are data-parallel replicas of each other (row groups, reductions, sharding). Every
@@ -401,17 +414,21 @@ bool Trainer::stop_requested(Run& run, const std::atomic<bool>* stop) const {
 }
 
 void Trainer::resume_or_initialize(Run& run) {
-  run.model = TrainedModel::init(config_.model_json, config_.seed);
-  // The weights first, whole (a checkpoint is whole under any parallelism), then this rank's share.
+  parallel::Communicator& replicas = *run.data_parallel.world;
+  const bool zero3 = config_.shard == "full" && replicas.size() > 1;
+  const HeldParameters held = zero3 ? own_parameters(replicas) : HeldParameters();
+  run.model = TrainedModel::init(config_.model_json, config_.seed, held);
+  // The weights (a checkpoint is whole under any parallelism; ZeRO-3 reads its own alone), then this
+  // rank's share under tensor parallelism.
   const CheckpointScan scan = find_checkpoints(run_dir_);  // nothing unfinished left: run() cleared it
   std::optional<LoadedCheckpoint> loaded;
   if (!scan.latest.empty()) {
-    loaded = load_checkpoint(scan.latest);
+    loaded = load_checkpoint(scan.latest, held);
     copy_weights(loaded->model, run.model, scan.latest);
-    loaded->model = TrainedModel();  // its copy of every weight freed
+    loaded->model = TrainedModel();  // its copy of the weights freed
   } else if (!config_.init_from.empty()) {
     const std::string from = model_directory(config_.init_from);
-    TrainedModel initial = TrainedModel::load(from);
+    TrainedModel initial = TrainedModel::load(from, held);
     copy_weights(initial, run.model, from);
     say("initialized from the weights of " + from);
   }
@@ -425,12 +442,11 @@ void Trainer::resume_or_initialize(Run& run) {
     run.tensor_split.push_back(run.tensor && tensor_parallel_dim(p.name) >= 0);
   // ZeRO-1 and 2: this rank's optimizer holds and updates only the parameters it owns (docs/parallel.md).
   std::vector<Param> updated;
-  parallel::Communicator& replicas = *run.data_parallel.world;
   if (config_.shard != "none" && replicas.size() > 1) {
     run.data_parallel.owner = owners(run.params, replicas.size());
     run.data_parallel.gradients_to_owners = config_.shard == "gradients" || config_.shard == "full";
   }
-  if (config_.shard == "full" && replicas.size() > 1) {  // ZeRO-3: the parameters' bytes sharded too
+  if (zero3) {  // ZeRO-3: the parameters' bytes sharded too
     DEW_REQUIRE(config_.ema_decay == 0,
                 "[train] ema_decay {} with shard = \"full\": the weights' average would need every weight on "
                 "every rank; set ema_decay = 0, or shard \"gradients\"",
@@ -438,7 +454,6 @@ void Trainer::resume_or_initialize(Run& run) {
     run.gathers = std::make_unique<ParameterGathers>(run.params, run.data_parallel.owner, replicas);
     run.data_parallel.gathers = run.gathers.get();
     run.model.set_layer_boundaries(run.gathers.get());
-    run.gathers->release_others();  // each rank keeps the bytes of its own parameters alone
   }
   for (size_t i = 0; i < run.params.size(); ++i)
     if (run.data_parallel.owner.empty() || run.data_parallel.owner[i] == replicas.rank())

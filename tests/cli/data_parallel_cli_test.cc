@@ -272,6 +272,35 @@ TEST(DataParallelCli, ShardedParametersFitAStateOverThePerProcessMemoryLimit) {
   EXPECT_EQ(losses(dir + "/full"), losses(dir + "/alone"));
 }
 
+// ZeRO-3 builds, loads and keeps only each rank's own weights: a model whose weights alone (95 MB in
+// f32) pass an 80 MB per-process limit — one process cannot even build it — trains on 4 ranks under
+// that limit (SGD without momentum: no state beside the weights and gradients, about 65 MB a rank)
+// and resumes under it, to the same bits as one unlimited process.
+TEST(DataParallelCli, ShardedParametersTrainAModelWhoseWeightsPassThePerProcessLimit) {
+  if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
+  const std::string dir = dew::testing::train_config(
+      "data_parallel_weights", tiny_llama_with({{"hidden_size = 32", "hidden_size = 256"},
+                                                {"intermediate_size = 64", "intermediate_size = 1024"},
+                                                {"num_hidden_layers = 1", "num_hidden_layers = 24"}}));
+  const std::string config = dir + "/run.toml";
+  const std::string sets = std::string(kResumable) +
+                           "--set train.precision=f32 --set optimizer.kind=sgd --set optimizer.momentum=0 "
+                           "--set train.checkpoint_every=1 ";
+  ASSERT_NO_FATAL_FAILURE(train_on(1, config, dir + "/alone", sets + "--set train.steps=3"));
+  const std::string limited = "DEW_MEMORY_LIMIT=80000000";
+  const auto whole = on_ranks(1, "train " + config + " --run-dir " + dir + "/whole " + sets, limited);
+  EXPECT_NE(whole.exit_code, 0);
+  EXPECT_NE(whole.out.find("out of memory"), std::string::npos) << whole.out;
+  for (const int steps : {2, 3}) {  // then resumed
+    const auto r = on_ranks(4,
+                            "train " + config + " --run-dir " + dir + "/full " + sets +
+                                "--set parallel.shard=full --set train.steps=" + std::to_string(steps),
+                            limited);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+  }
+  EXPECT_EQ(losses(dir + "/full"), losses(dir + "/alone"));
+}
+
 TEST(DataParallelCli, ImageModelGivesTheSameBitsOnOneTwoAndFourRanks) {
   if (!have_mpirun()) GTEST_SKIP() << "no MPI in this build, or no mpirun";
   dew::testing::DataDir dir("data_parallel_dit");

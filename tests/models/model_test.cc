@@ -732,6 +732,28 @@ TEST_P(Family, PaddingDoesNotChangeARowsLogits) {
   EXPECT_EQ(padded.slice(0, 0, 1).slice(1, 3, 7).contiguous().to_f64_vector(), alone.to_f64_vector());
 }
 
+// HeldParameters: a model made or loaded holding some parameters has their values exactly (each draws
+// from its own stream) and only the others' shapes, their bytes never allocated for good.
+TEST(CausalLM, InitAndLoadHoldOnlyTheParametersAskedFor) {
+  const ModelConfig c = tiny("llama");
+  const CausalLM whole = CausalLM::init(c, DType::f32, 5);
+  const HeldParameters held = [](const std::string& name) {
+    return name.find("layers.1.") != std::string::npos;
+  };
+  const std::string dir = ::testing::TempDir() + "/held_parameters";
+  fs::remove_all(dir);
+  whole.save(dir);
+  for (const CausalLM& part : {CausalLM::init(c, DType::f32, 5, held), CausalLM::load(dir, DType::f32, held)})
+    for (const auto& [name, t] : whole.parameters()) {
+      const Tensor& p = part.parameters().at(name);
+      EXPECT_EQ(p.shape(), t.shape()) << name;
+      EXPECT_EQ(p.storage_released(), !held(name)) << name;
+      if (held(name)) {
+        EXPECT_EQ(p.to_f64_vector(), t.to_f64_vector()) << name;
+      }
+    }
+}
+
 // LayerBoundaries: each family's forward enters layer 0 .. L in order, and every parameter of a layer
 // is named as layer_of_parameter reads it (the gathers of parameter sharding rely on both).
 struct EnteredLayers : LayerBoundaries {
