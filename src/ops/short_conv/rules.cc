@@ -1,0 +1,61 @@
+// short_conv is linear in x (with initial), in weight and in bias, so its rules are ops: the vjp sends
+// d back through the transposed taps — x's padded time s receives sum_j weight[:,j] d[s - j], the pad
+// d shifted by j — gives weight column j as sum over (b,t) of d and the input j steps on, and bias
+// sum d; the jvp is short_conv of the tangents, one input at a time.
+#include "ops/rules_common.h"
+#include "ops/short_conv/short_conv.h"
+
+namespace dew::ops {
+namespace {
+
+// x after the W - 1 inputs before it: (B, W-1+T, C).
+Tensor padded_input(const Tensor& x, const Tensor& initial, int64_t W) {
+  return initial.defined() ? concat({initial, x}, 1) : pad(x, {0, 0, W - 1, 0});
+}
+
+}  // namespace
+
+Differentiation ShortConv::differentiation(std::string_view) {
+  return Differentiation::rules;
+}
+
+std::vector<bool> ShortConv::vjp_reads_outputs(const Args&) {
+  return {false};
+}
+
+VjpRule ShortConv::vjp(const Args& a) {
+  const SavedTensor x(a.x, "short_conv"), weight(a.weight, "short_conv"), initial(a.initial, "short_conv");
+  const bool has_bias = a.bias.defined(), has_initial = a.initial.defined();
+  return [=](const std::vector<Tensor>& d, const std::vector<Tensor>&) -> std::vector<Tensor> {
+    const Tensor &g = d[0], &xv = x.get(), &w = weight.get();
+    const int64_t T = xv.size(1), C = w.size(0), W = w.size(1);
+    const Tensor inputs = padded_input(xv, initial.get(), W);
+    Tensor d_inputs;  // (B, W-1+T, C)
+    std::vector<Tensor> columns;
+    for (int64_t j = 0; j < W; ++j) {
+      const Tensor tap = w.slice(1, j, j + 1).contiguous().reshape({C});
+      d_inputs = add_defined(d_inputs, mul(pad(g, {0, 0, j, W - 1 - j}), tap));
+      columns.push_back(sum(mul(g, inputs.slice(1, j, j + T)), {0, 1}).reshape({C, 1}));
+    }
+    std::vector<Tensor> grads{d_inputs.slice(1, W - 1, W - 1 + T).contiguous(), concat(columns, 1)};
+    if (has_bias) grads.push_back(sum(g, {0, 1}));
+    if (has_initial) grads.push_back(d_inputs.slice(1, 0, W - 1).contiguous());
+    return grads;
+  };
+}
+
+std::vector<Tensor> ShortConv::jvp(const Args& a, const std::vector<Tensor>&, const std::vector<Tensor>& t) {
+  size_t k = 0;  // t follows inputs(): x, weight, then bias and initial where given
+  const Tensor tx = t[k++], tw = t[k++];
+  const Tensor tb = a.bias.defined() ? t[k++] : Tensor();
+  const Tensor ti = a.initial.defined() ? t[k++] : Tensor();
+  Tensor out;
+  if (tx.defined() || ti.defined())
+    out = short_conv(tx.defined() ? tx : Tensor::zeros(a.x.shape(), a.x.dtype(), a.x.device()), a.weight, {},
+                     ti);
+  if (tw.defined()) out = add_defined(out, short_conv(a.x, tw, {}, a.initial));
+  if (tb.defined()) out = add_defined(out, add(Tensor::zeros(a.x.shape(), a.x.dtype(), a.x.device()), tb));
+  return {out};
+}
+
+}  // namespace dew::ops

@@ -1,0 +1,35 @@
+// short_conv: the causal depthwise convolution over time of Mamba-2's and Gated DeltaNet's layers
+// (nn.Conv1d with groups = C, a kernel of W taps, W - 1 steps of left padding):
+//   y[b,t,c] = bias[c] + sum_j weight[c,j] x[b, t - (W-1) + j, c]
+// the inputs before t = 0 taken from `initial` (B, W-1, C) — the previous call's last W - 1 inputs,
+// a decode cache — or zeros. Accumulated in f32 or wider and rounded once. The activation (SiLU in
+// these models) is its own op.
+#pragma once
+
+#include <dew/recurrence_ops.h>
+
+#include "ops/op.h"
+
+namespace dew::ops {
+
+struct ShortConvArgs {
+  Tensor x;        // (B,T,C)
+  Tensor weight;   // (C,W)
+  Tensor bias;     // (C) or undefined
+  Tensor initial;  // (B,W-1,C) or undefined: zeros
+  DType dtype() const { return x.dtype(); }
+  Device device() const { return x.device(); }
+  std::vector<const Tensor*> inputs() const;
+  std::vector<Tensor*> mutable_inputs();
+};
+
+struct ShortConv {
+  DEW_OP_TYPE_MEMBERS(ShortConvArgs);
+  static std::string_view name(const Args&) { return "short_conv"; }
+  DEW_CASE_LABEL_BY_DTYPE;
+  DEW_OP_RULES;
+};
+
+void add_short_conv_portable(select::Registry<ShortConvArgs>& r);
+
+}  // namespace dew::ops
