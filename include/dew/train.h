@@ -124,6 +124,8 @@ class Optimizer {
   // of other parameters or shapes, naming the tensor.
   std::map<std::string, Tensor> state() const;
   void load_state(const std::map<std::string, Tensor>& state, int64_t steps);
+  // The parameter a state entry belongs to: "exp_avg.model.norm.weight" -> "model.norm.weight".
+  static std::string parameter_of_state(const std::string& key) { return key.substr(key.find('.') + 1); }
 
  protected:
   explicit Optimizer(std::vector<Param> params, std::vector<std::string> buffers);

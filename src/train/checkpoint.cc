@@ -227,8 +227,8 @@ LoadedCheckpoint load_checkpoint(const std::string& directory, const HeldParamet
   if (shards == 0) files.push_back((dir / "optimizer.safetensors").string());
   for (const std::string& file : files) {
     const SafetensorsFile optimizer = SafetensorsFile::open(file);
-    for (const auto& entry : optimizer.header().tensors)  // "<kind>.<parameter name>"
-      if (!held || held(entry.name.substr(entry.name.find('.') + 1)))
+    for (const auto& entry : optimizer.header().tensors)
+      if (!held || held(Optimizer::parameter_of_state(entry.name)))
         out.optimizer_state[entry.name] = optimizer.load(entry.name);
   }
   return out;

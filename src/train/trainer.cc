@@ -107,6 +107,12 @@ double max_violation(const std::vector<std::vector<int64_t>>& expert_tokens) {
   return worst;
 }
 
+// A parameter's elements in the whole model: a tensor-parallel slice (CausalLM::tensor_shard) counts
+// for the group's.
+double whole_elements(const std::string& name, const Tensor& p, int64_t tensor_parallel) {
+  return double(p.numel()) * double(tensor_parallel_dim(name) >= 0 ? tensor_parallel : 1);
+}
+
 }  // namespace
 
 // NOTE [training FLOPs]
@@ -120,11 +126,10 @@ double training_flops_per_token(const CausalLM& model, int64_t T, int64_t tensor
   const ModelConfig& c = model.config();
   double n = 0;
   for (const auto& [name, p] : model.parameters()) {
-    double share = name.find(".experts.") != std::string::npos
-                       ? double(c.moe.experts_per_token) / double(c.moe.num_experts)
-                       : 1.0;
-    if (tensor_parallel_dim(name) >= 0) share *= double(tensor_parallel);  // a slice of the whole
-    if (p.dim() >= 2 && !is_embedding_table(name)) n += share * double(p.numel());
+    const double share = name.find(".experts.") != std::string::npos
+                             ? double(c.moe.experts_per_token) / double(c.moe.num_experts)
+                             : 1.0;
+    if (p.dim() >= 2 && !is_embedding_table(name)) n += share * whole_elements(name, p, tensor_parallel);
   }
   if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
   const double head_dim = double(c.head_dim ? c.head_dim : c.hidden_size / c.num_attention_heads);
@@ -235,8 +240,8 @@ Trainer::Outcome Trainer::run(const std::atomic<bool>* stop) {
       step(run);
       const bool evaluating = config_.eval_every && run.step % config_.eval_every == 0;
       const bool sampling = config_.sample_every && run.step % config_.sample_every == 0;
-      // Rank 0 evaluates and samples while the others wait; with sharded parameters every rank
-      // takes part, gathering each layer as a step does, and rank 0 writes.
+      // Rank 0 evaluates and samples while the others wait; with sharded parameters (gathered layer by
+      // layer as in a step) or a split model every rank takes part, and rank 0 writes.
       const bool everyone = run.gathers || run.tensor;
       if ((run.leader() || everyone) && evaluating) evaluate(run);
       if ((run.leader() || everyone) && sampling) sample(run);
@@ -471,18 +476,17 @@ void Trainer::resume_or_initialize(Run& run) {
     else
       notes_.push_back(scan.latest + " holds no weight average; it starts from the resumed weights");
   }
-  // The state's entries are "<kind>.<parameter name>".
-  const auto parameter_of = [](const std::string& key) { return key.substr(key.find('.') + 1); };
   if (!run.data_parallel.owner.empty()) {  // a sharded optimizer: the state of its own parameters
     std::set<std::string> own;
     for (size_t i = 0; i < run.params.size(); ++i)
       if (run.data_parallel.owner[i] == replicas.rank()) own.insert(run.params[i].name);
-    std::erase_if(loaded->optimizer_state,
-                  [&](const auto& entry) { return !own.contains(parameter_of(entry.first)); });
+    std::erase_if(loaded->optimizer_state, [&](const auto& entry) {
+      return !own.contains(Optimizer::parameter_of_state(entry.first));
+    });
   }
   if (run.tensor)  // the state of this rank's slices
     for (auto& [key, t] : loaded->optimizer_state)
-      t = tensor_parallel_part(parameter_of(key), t, run.tensor->rank(), run.tensor->size());
+      t = tensor_parallel_part(Optimizer::parameter_of_state(key), t, run.tensor->rank(), run.tensor->size());
   run.optimizer->load_state(loaded->optimizer_state, loaded->optimizer_steps);
   const nlohmann::json state = parse_json(loaded->trainer_state, scan.latest + "/trainer.json");
   DEW_REQUIRE(state.value("init_from", std::string()) == config_.init_from,
@@ -572,8 +576,7 @@ void Trainer::step(Run& run) {
     const int64_t groups = row_groups(run);
     double parameters = 0;  // the whole model's, where this rank holds slices of it
     for (const auto& [name, p] : run.model.parameters())
-      parameters +=
-          double(p.numel()) * (run.tensor && tensor_parallel_dim(name) >= 0 ? run.tensor->size() : 1);
+      parameters += whole_elements(name, p, config_.tensor_parallel);
     say(fmt::format(
         "training {}: {:.1f} M parameters, {} {} a step, {}, {} threads on {}{}; steps {} to {}",
         run.model.model_type(), parameters / 1e6, examples, image ? "images" : "tokens",
@@ -643,8 +646,8 @@ void Trainer::log(Run& run, const StepResult& result, const Progress& progress, 
                          {"accuracy", result.targets ? double(result.correct) / double(result.targets) : 0.0},
                          {"perplexity", std::exp(result.loss - result.router_loss)}};
   if (image) line.erase("accuracy"), line.erase("perplexity");
-  if (run.world->size() >
-      1) {  // this rank's traffic (gradients, gathers, split sums), and the wait after backward
+  // Several ranks: this rank's traffic (gradients, gathers, split sums) and its wait after backward.
+  if (run.world->size() > 1) {
     line["communicated_bytes"] = result.communicated_bytes;
     line["communication_wait_s"] = result.communication_wait_s;
     line["peak_bytes_per_rank"] = run.peak_bytes_per_rank;
@@ -741,8 +744,8 @@ std::string Trainer::checkpoint(Run& run) {
     NoGrad no_grad;
     CausalLM model = run.model.language();
     for (auto& [name, t] : model.parameters()) t = gather_whole(*run.tensor_group, name, t);
-    for (const auto& [key, t] : run.optimizer->state())  // "<kind>.<parameter name>"
-      whole_state[key] = gather_whole(*run.tensor_group, key.substr(key.find('.') + 1), t);
+    for (const auto& [key, t] : run.optimizer->state())
+      whole_state[key] = gather_whole(*run.tensor_group, Optimizer::parameter_of_state(key), t);
     whole.emplace(std::move(model));
   }
   if (!run.leader() && !sharded) {

@@ -10,6 +10,7 @@
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "gate/gate.h"
@@ -61,7 +62,13 @@ TEST(TensorParallel, TwoWayLlamaPassesTheGateAgainstOneProcess) {
             "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"sliding_window":4})"}) {
     const ModelConfig c = parse_model_config(json, "test");
     std::map<std::string, gate::OutputReport> pooled;  // "logits", then each parameter's gradient
-    const int draws = std::min(gate::gate_max_draws(), int(gate::kPooledElements / 64));  // the biases' 64
+    // Pooled as the op gate pools (gate.h): enough draws for the smallest output to reach kPooledElements.
+    int64_t fewest = gate::kPooledElements;
+    const CausalLM layout = CausalLM::init(c, DType::f32, 0).tensor_shard(group);
+    for (const auto& [name, t] : layout.parameters()) fewest = std::min(fewest, t.numel());
+    const int draws = int(
+        std::min<int64_t>(gate::gate_max_draws(),
+                          std::max<int64_t>(gate::kMinDraws, (gate::kPooledElements + fewest - 1) / fewest)));
     for (int draw = 0; draw < draws; ++draw) {
       const uint64_t s = uint64_t(seed.to_f64_vector()[0]) + uint64_t(draw);
       const CausalLM model = CausalLM::init(c, DType::f64, s).to(DType::f32);
