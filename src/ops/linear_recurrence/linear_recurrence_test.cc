@@ -1,0 +1,144 @@
+// linear_recurrence's own tests beyond OpSuite: values worked by hand for each update, a prefill then
+// single decode steps through the returned state equal to the whole, packed documents equal to separate
+// calls, the final state's derivatives against central differences, and refusals by name.
+#include <dew/autodiff.h>
+#include <dew/ops.h>
+#include <dew/recurrence_ops.h>
+#include <dew/runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "error_of.h"
+
+namespace dew {
+namespace {
+
+Tensor f64(std::vector<double> v, Shape s) {
+  return Tensor::from_values(v, s, DType::f64);
+}
+
+Tensor normal(Shape s, uint64_t stream, DType t = DType::f32, double scale = 1) {
+  Tensor x = Tensor::empty(s, t);
+  fill_normal(x, {7, stream, 0}, 0, scale);
+  return x;
+}
+
+TEST(LinearRecurrence, ValuesOfEachUpdateWorkedByHand) {
+  // One head, K = V = 1, q = k = 1, v = 1, 2, 3, scale 1.
+  const Tensor one = f64({1, 1, 1}, {1, 3, 1, 1}), v = f64({1, 2, 3}, {1, 3, 1, 1});
+  const Tensor half = f64({std::log(0.5), std::log(0.5), std::log(0.5)}, {1, 3, 1});
+  const Tensor beta = f64({0.5, 0.5, 0.5}, {1, 3, 1});
+  const RecurrenceOptions unit{.scale = 1};
+  // Additive with decay 1/2: S = 1, 1/2 + 2, 5/4 + 3.
+  EXPECT_EQ(linear_recurrence(one, one, v, half, {}, {}, unit).out.to_f64_vector(),
+            (std::vector<double>{1, 2.5, 4.25}));
+  // Delta rule, beta 1/2: S += (v - S) / 2: 1/2, 1/2 + 3/4, 5/4 + 7/8.
+  EXPECT_EQ(linear_recurrence(one, one, v, {}, beta, {}, unit).out.to_f64_vector(),
+            (std::vector<double>{0.5, 1.25, 2.125}));
+  // Gated delta rule from the state 4: S~ = S / 2, then S~ + (v - S~) / 2: 3/2, 11/8, 59/32.
+  const RecurrenceResult r = linear_recurrence(one, one, v, half, beta, f64({4}, {1, 1, 1, 1}), unit);
+  EXPECT_EQ(r.out.to_f64_vector(), (std::vector<double>{1.5, 1.375, 1.84375}));
+  EXPECT_EQ(r.state.to_f64_vector(), (std::vector<double>{1.84375}));
+  // The default scale is 1/sqrt(K): K = 4 halves the output.
+  const Tensor q4 = f64({1, 0, 0, 0}, {1, 1, 1, 4}), k4 = f64({2, 0, 0, 0}, {1, 1, 1, 4});
+  EXPECT_EQ(linear_recurrence(q4, k4, f64({3}, {1, 1, 1, 1})).out.to_f64_vector(), (std::vector<double>{3}));
+}
+
+TEST(LinearRecurrence, APrefillThenDecodeStepsThroughTheStateEqualTheWhole) {
+  const int64_t B = 2, T = 11, H = 3, K = 8, V = 5;
+  const Tensor q = normal({B, T, H, K}, 1), k = normal({B, T, H, K}, 2, DType::f32, 0.3),
+               v = normal({B, T, H, V}, 3);
+  const Tensor gate = mul(abs(normal({B, T, H, K}, 4)), Tensor::full({}, -0.1, DType::f32));
+  const Tensor beta = sigmoid(normal({B, T, H}, 5));
+  const RecurrenceResult whole = linear_recurrence(q, k, v, gate, beta);
+  const auto part = [](const Tensor& x, int64_t t0, int64_t t1) { return x.slice(1, t0, t1).contiguous(); };
+  RecurrenceResult r =
+      linear_recurrence(part(q, 0, 6), part(k, 0, 6), part(v, 0, 6), part(gate, 0, 6), part(beta, 0, 6));
+  std::vector<Tensor> outs{r.out};
+  for (int64_t t = 6; t < T; ++t) {
+    r = linear_recurrence(part(q, t, t + 1), part(k, t, t + 1), part(v, t, t + 1), part(gate, t, t + 1),
+                          part(beta, t, t + 1), r.state);
+    outs.push_back(r.out);
+  }
+  EXPECT_EQ(concat(outs, 1).to_f64_vector(), whole.out.to_f64_vector());
+  EXPECT_EQ(r.state.to_f64_vector(), whole.state.to_f64_vector());
+}
+
+TEST(LinearRecurrence, PackedDocumentsEqualSeparateCalls) {
+  // One row holding documents of 4, 1 and 6 tokens: each restarts from zero state and no decay crosses.
+  const int64_t T = 11, H = 2, K = 4, V = 3;
+  const Tensor q = normal({1, T, H, K}, 11), k = normal({1, T, H, K}, 12, DType::f32, 0.4),
+               v = normal({1, T, H, V}, 13);
+  const Tensor gate = mul(abs(normal({1, T, H}, 14)), Tensor::full({}, -0.2, DType::f32));
+  const Tensor beta = sigmoid(normal({1, T, H}, 15));
+  RecurrenceOptions packed;
+  packed.segments = Tensor::from_values({7, 7, 7, 7, 2, 9, 9, 9, 9, 9, 9}, {1, T}, DType::i64);
+  const Tensor whole = linear_recurrence(q, k, v, gate, beta, {}, packed).out;
+  std::vector<Tensor> docs;
+  for (auto [t0, t1] : {std::pair{0, 4}, {4, 5}, {5, 11}}) {
+    const auto part = [&](const Tensor& x) { return x.slice(1, t0, t1).contiguous(); };
+    docs.push_back(linear_recurrence(part(q), part(k), part(v), part(gate), part(beta)).out);
+  }
+  EXPECT_EQ(whole.to_f64_vector(), concat(docs, 1).to_f64_vector());
+}
+
+// <d state, final state> through the vjp and the jvp, against central differences in float64.
+TEST(LinearRecurrence, TheFinalStatesDerivativesMatchCentralDifferences) {
+  const int64_t B = 1, T = 9, H = 2, K = 3, V = 4;
+  std::vector<Tensor> x{normal({B, T, H, K}, 21, DType::f64),
+                        normal({B, T, H, K}, 22, DType::f64, 0.5),
+                        normal({B, T, H, V}, 23, DType::f64),
+                        mul(abs(normal({B, T, H, K}, 24, DType::f64)), Tensor::full({}, -0.1, DType::f64)),
+                        sigmoid(normal({B, T, H}, 25, DType::f64)),
+                        normal({B, H, K, V}, 26, DType::f64)};
+  std::vector<Tensor> dir;
+  for (size_t i = 0; i < x.size(); ++i) dir.push_back(normal(x[i].shape(), 30 + i, DType::f64));
+  const Tensor w = normal({B, H, K, V}, 40, DType::f64);
+  const auto state_of = [](const std::vector<Tensor>& a) {
+    return linear_recurrence(a[0], a[1], a[2], a[3], a[4], a[5]).state;
+  };
+  const auto moved = [&](double h) {
+    std::vector<Tensor> a;
+    for (size_t i = 0; i < x.size(); ++i)
+      a.push_back(add(x[i], mul(dir[i], Tensor::full({}, h, DType::f64))));
+    return sum(mul(state_of(a), w)).to_f64_vector()[0];
+  };
+  const double h = 1e-5, difference = (moved(h) - moved(-h)) / (2 * h);
+  std::vector<Tensor> leaves;
+  for (const Tensor& t : x) leaves.push_back(t.detach().requires_grad_());
+  backward(sum(mul(state_of(leaves), w)));
+  double through_vjp = 0;
+  for (size_t i = 0; i < x.size(); ++i) through_vjp += sum(mul(leaves[i].grad(), dir[i])).to_f64_vector()[0];
+  const JvpResult j =
+      jvp([&](const std::vector<Tensor>& a) { return std::vector<Tensor>{state_of(a)}; }, x, dir);
+  const double through_jvp = sum(mul(j.tangents[0], w)).to_f64_vector()[0];
+  EXPECT_NEAR(through_vjp, difference, 1e-6 * std::fabs(difference));
+  EXPECT_NEAR(through_jvp, difference, 1e-6 * std::fabs(difference));
+}
+
+TEST(LinearRecurrence, BadArgumentsAreRefusedByName) {
+  const Tensor q = Tensor::zeros({2, 5, 3, 4}, DType::f32), v = Tensor::zeros({2, 5, 3, 6}, DType::f32);
+  const auto refusal = [](auto f) { return testing::error_of(f); };
+  EXPECT_NE(refusal([&] {
+              linear_recurrence(q, q, v, Tensor::zeros({2, 5, 4}, DType::f32));
+            }).find("expected f32[2,5,3] (one log-decay per head) or f32[2,5,3,4] (one per key)"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] {
+              linear_recurrence(q, q, v, {}, {}, Tensor::zeros({2, 3, 4, 6}, DType::bf16));
+            }).find("expected f32[2,3,4,6] (B,H,K,V), the state"),
+            std::string::npos);
+  EXPECT_NE(refusal([&] {
+              linear_recurrence(q, q, Tensor::zeros({2, 4, 3, 6}, DType::f32));
+            }).find("expected f32[2,5,3,V] (B,T,H,V)"),
+            std::string::npos);
+  RecurrenceOptions o;
+  o.segments = Tensor::zeros({2, 5}, DType::f32);
+  EXPECT_NE(refusal([&] {
+              linear_recurrence(q, q, v, {}, {}, {}, o);
+            }).find("expected i64[2,5] (B,T) document ids"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace dew
