@@ -220,6 +220,8 @@ std::vector<OutputSpec> LinearRecurrenceJvp::infer(const Args& a) {
 const select::Registry<LinearRecurrenceArgs>& LinearRecurrence::registry() {
   static const select::Registry<LinearRecurrenceArgs> r = [] {
     select::Registry<LinearRecurrenceArgs> reg;
+    avx512::add_linear_recurrence_cpu(reg);
+    avx2::add_linear_recurrence_cpu(reg);
     add_linear_recurrence_portable(reg);
     return reg;
   }();

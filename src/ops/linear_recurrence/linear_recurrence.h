@@ -83,6 +83,7 @@ inline bool recurrence_reset(const int64_t* segments, int64_t T, int64_t b, int6
 }
 
 void add_linear_recurrence_portable(select::Registry<LinearRecurrenceArgs>& r);
+DEW_DECLARE_CPU_TIERS(void add_linear_recurrence_cpu(select::Registry<LinearRecurrenceArgs>& r))
 void add_linear_recurrence_backward_portable(select::Registry<LinearRecurrenceBackwardArgs>& r);
 void add_linear_recurrence_jvp_portable(select::Registry<LinearRecurrenceJvpArgs>& r);
 

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "error_of.h"
+#include "gate/rule_gate.h"
 
 namespace dew {
 namespace {
@@ -45,42 +46,71 @@ TEST(LinearRecurrence, ValuesOfEachUpdateWorkedByHand) {
   EXPECT_EQ(linear_recurrence(q4, k4, f64({3}, {1, 1, 1, 1})).out.to_f64_vector(), (std::vector<double>{3}));
 }
 
+// The inputs of one gated delta-rule call (GDN's), T tokens.
+struct Sequence {
+  Tensor q, k, v, gate, beta;
+  Sequence part(int64_t t0, int64_t t1) const {
+    const auto cut = [&](const Tensor& x) { return x.slice(1, t0, t1).contiguous(); };
+    return {cut(q), cut(k), cut(v), cut(gate), cut(beta)};
+  }
+  RecurrenceResult run(const Tensor& initial = {}, const RecurrenceOptions& o = {}) const {
+    return linear_recurrence(q, k, v, gate, beta, initial, o);
+  }
+};
+Sequence sequence(int64_t T, uint64_t stream) {
+  const int64_t B = 2, H = 3, K = 8, V = 5;
+  return {normal({B, T, H, K}, stream), normal({B, T, H, K}, stream + 1, DType::f32, 0.3),
+          normal({B, T, H, V}, stream + 2),
+          mul(abs(normal({B, T, H}, stream + 3)), Tensor::full({}, -0.1, DType::f32)),
+          sigmoid(normal({B, T, H}, stream + 4))};
+}
+
 TEST(LinearRecurrence, APrefillThenDecodeStepsThroughTheStateEqualTheWhole) {
-  const int64_t B = 2, T = 11, H = 3, K = 8, V = 5;
-  const Tensor q = normal({B, T, H, K}, 1), k = normal({B, T, H, K}, 2, DType::f32, 0.3),
-               v = normal({B, T, H, V}, 3);
-  const Tensor gate = mul(abs(normal({B, T, H, K}, 4)), Tensor::full({}, -0.1, DType::f32));
-  const Tensor beta = sigmoid(normal({B, T, H}, 5));
-  const RecurrenceResult whole = linear_recurrence(q, k, v, gate, beta);
-  const auto part = [](const Tensor& x, int64_t t0, int64_t t1) { return x.slice(1, t0, t1).contiguous(); };
-  RecurrenceResult r =
-      linear_recurrence(part(q, 0, 6), part(k, 0, 6), part(v, 0, 6), part(gate, 0, 6), part(beta, 0, 6));
+  // Token by token (the decode step's implementation), every split is the same arithmetic.
+  gate::ScopedImplOverrides pinned("linear_recurrence:portable");
+  const Sequence x = sequence(11, 1);
+  const RecurrenceResult whole = x.run();
+  RecurrenceResult r = x.part(0, 6).run();
   std::vector<Tensor> outs{r.out};
-  for (int64_t t = 6; t < T; ++t) {
-    r = linear_recurrence(part(q, t, t + 1), part(k, t, t + 1), part(v, t, t + 1), part(gate, t, t + 1),
-                          part(beta, t, t + 1), r.state);
+  for (int64_t t = 6; t < 11; ++t) {
+    r = x.part(t, t + 1).run(r.state);
     outs.push_back(r.out);
   }
   EXPECT_EQ(concat(outs, 1).to_f64_vector(), whole.out.to_f64_vector());
   EXPECT_EQ(r.state.to_f64_vector(), whole.state.to_f64_vector());
 }
 
-TEST(LinearRecurrence, PackedDocumentsEqualSeparateCalls) {
-  // One row holding documents of 4, 1 and 6 tokens: each restarts from zero state and no decay crosses.
-  const int64_t T = 11, H = 2, K = 4, V = 3;
-  const Tensor q = normal({1, T, H, K}, 11), k = normal({1, T, H, K}, 12, DType::f32, 0.4),
-               v = normal({1, T, H, V}, 13);
-  const Tensor gate = mul(abs(normal({1, T, H}, 14)), Tensor::full({}, -0.2, DType::f32));
-  const Tensor beta = sigmoid(normal({1, T, H}, 15));
+TEST(LinearRecurrence, APrefillContinuesThroughTheStateAtAChunkBoundary) {
+  // The selector's choice (chunks of 64 on the CPU tiers): a prompt of 64 tokens, then 6 more from its
+  // state, is the whole sequence's arithmetic chunk for chunk.
+  const Sequence x = sequence(70, 11);
+  const RecurrenceResult whole = x.run();
+  const RecurrenceResult first = x.part(0, 64).run(), rest = x.part(64, 70).run(first.state);
+  EXPECT_EQ(concat({first.out, rest.out}, 1).to_f64_vector(), whole.out.to_f64_vector());
+  EXPECT_EQ(rest.state.to_f64_vector(), whole.state.to_f64_vector());
+}
+
+// A row packing documents of the given lengths equals each document run alone: the state restarts at
+// each start and no decay crosses one.
+void expect_packed_equal_separate(const std::vector<int64_t>& lengths) {
+  int64_t T = 0;
+  std::vector<double> ids;
+  for (size_t d = 0; d < lengths.size(); ++d)
+    for (int64_t i = 0; i < lengths[d]; ++i, ++T) ids.push_back(double(7 * d + 3));
+  const Sequence x = sequence(T, 21).part(0, T);
   RecurrenceOptions packed;
-  packed.segments = Tensor::from_values({7, 7, 7, 7, 2, 9, 9, 9, 9, 9, 9}, {1, T}, DType::i64);
-  const Tensor whole = linear_recurrence(q, k, v, gate, beta, {}, packed).out;
+  packed.segments = Tensor::from_values(ids, {1, T}, DType::i64).expand({2, T}).contiguous();
+  const Tensor whole = x.run({}, packed).out;
   std::vector<Tensor> docs;
-  for (auto [t0, t1] : {std::pair{0, 4}, {4, 5}, {5, 11}}) {
-    const auto part = [&](const Tensor& x) { return x.slice(1, t0, t1).contiguous(); };
-    docs.push_back(linear_recurrence(part(q), part(k), part(v), part(gate), part(beta)).out);
-  }
+  int64_t t0 = 0;
+  for (int64_t n : lengths) docs.push_back(x.part(t0, t0 + n).run().out), t0 += n;
   EXPECT_EQ(whole.to_f64_vector(), concat(docs, 1).to_f64_vector());
+}
+
+TEST(LinearRecurrence, PackedDocumentsEqualSeparateCalls) {
+  expect_packed_equal_separate({4, 2, 5});  // the selector's choice
+  gate::ScopedImplOverrides pinned("linear_recurrence:portable");
+  expect_packed_equal_separate({4, 1, 6});
 }
 
 // <d state, final state> through the vjp and the jvp, against central differences in float64.
