@@ -9,8 +9,10 @@ namespace dew {
 
 // Causal depthwise convolution over time: x (B,T,C), weight (C,W) (nn.Conv1d's (C,1,W) without the
 // middle axis), bias (C) or undefined, initial (B,W-1,C) the inputs before t = 0 (a decode cache: the
-// previous call's last W - 1 inputs) or undefined for zeros -> (B,T,C).
-Tensor short_conv(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Tensor& initial = {});
+// previous call's last W - 1 inputs) or undefined for zeros -> (B,T,C). segments (B,T) i64, optional:
+// packed documents, whose windows never reach back past their start (initial belongs to the first).
+Tensor short_conv(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Tensor& initial = {},
+                  const Tensor& segments = {});
 
 struct RecurrenceOptions {
   double scale = 0;  // out_t = scale * S_t^T q_t; 0: 1/sqrt(K)

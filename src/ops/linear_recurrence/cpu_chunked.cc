@@ -139,9 +139,9 @@ void chunked(const LinearRecurrenceArgs& args, std::vector<Tensor>& outs, int64_
       else
         std::fill(S, S + KV, 0.0f);
       for (int64_t t0 = 0; t0 < T_;) {
-        if (recurrence_reset(segments, T_, b, t0)) std::fill(S, S + KV, 0.0f);
+        if (document_starts(segments, T_, b, t0)) std::fill(S, S + KV, 0.0f);
         int64_t n = 1;  // the chunk: up to C tokens of one document
-        while (t0 + n < T_ && n < C && !recurrence_reset(segments, T_, b, t0 + n)) ++n;
+        while (t0 + n < T_ && n < C && !document_starts(segments, T_, b, t0 + n)) ++n;
         // Widen the chunk's rows; G the decays' running sum (zero without a gate), summed in f64 and
         // rounded once: an exponent's error is a relative error of its decay.
         for (int64_t s = 0; s < n; ++s) {

@@ -8,6 +8,7 @@
 
 #include <dew/recurrence_ops.h>
 
+#include "ops/document_starts.h"
 #include "ops/op.h"
 
 namespace dew::ops {
@@ -75,12 +76,6 @@ struct LinearRecurrenceJvp {
   static double flops(const Args& a) { return 2 * LinearRecurrence::flops(a.forward); }
   static Differentiation differentiation(std::string_view) { return Differentiation::composite; }
 };
-
-// Whether token t of batch row b starts a new document (the state before it is dropped): t > 0 and its
-// segment id differs from the previous token's. segments is (B,T) i64 contiguous, or null.
-inline bool recurrence_reset(const int64_t* segments, int64_t T, int64_t b, int64_t t) {
-  return segments && t > 0 && segments[b * T + t] != segments[b * T + t - 1];
-}
 
 void add_linear_recurrence_portable(select::Registry<LinearRecurrenceArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_linear_recurrence_cpu(select::Registry<LinearRecurrenceArgs>& r))

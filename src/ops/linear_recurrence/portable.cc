@@ -49,7 +49,7 @@ struct Inputs {
   int64_t at_v(int64_t b, int64_t t, int64_t h) const { return ((b * T_ + t) * H + h) * V; }
   int64_t at_head(int64_t b, int64_t t, int64_t h) const { return (b * T_ + t) * H + h; }
   int64_t at_state(int64_t b, int64_t h) const { return (b * H + h) * K * V; }
-  bool reset(int64_t b, int64_t t) const { return recurrence_reset(segments, T_, b, t); }
+  bool reset(int64_t b, int64_t t) const { return document_starts(segments, T_, b, t); }
   // exp(gate) for key i's row (1 without a gate).
   Acc decay(int64_t b, int64_t t, int64_t h, int64_t i) const {
     if (!gate) return Acc(1);

@@ -64,7 +64,7 @@ struct Sequences {
   size_t at_head(int64_t b, int64_t t, int64_t h) const { return size_t((b * T + t) * H + h); }
   size_t at_state(int64_t b, int64_t h) const { return size_t((b * H + h) * K * V); }
   bool reset(int64_t b, int64_t t) const {
-    return recurrence_reset(segments.empty() ? nullptr : segments.data(), T, b, t);
+    return document_starts(segments.empty() ? nullptr : segments.data(), T, b, t);
   }
   N decay(int64_t b, int64_t t, int64_t h, int64_t i) const {
     return exp_of(gate[key_gate ? at_k(b, t, h) + size_t(i) : at_head(b, t, h)]);

@@ -17,6 +17,11 @@ void short_conv_rows(const ShortConvArgs& a, Tensor& out) {
   const Tensor ic = a.initial.defined() ? a.initial.contiguous() : Tensor();
   const T *x = xc.data<T>(), *w = wc.data<T>(), *bias = bc.defined() ? bc.data<T>() : nullptr;
   const T* init = ic.defined() ? ic.data<T>() : nullptr;
+  const Tensor sc = a.segments.defined() ? a.segments.contiguous() : Tensor();
+  std::vector<std::vector<int64_t>> starts;  // per row, where segment ids are given
+  if (sc.defined())
+    for (int64_t b = 0; b < B; ++b) starts.push_back(document_start_of(sc.data<int64_t>(), T_, b));
+  const std::vector<int64_t> none;
   T* y = out.data<T>();
   parallel_for(B * T_, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, C * W)), [&](int64_t r0, int64_t r1) {
     std::vector<Acc> acc(static_cast<size_t>(C));
@@ -25,6 +30,7 @@ void short_conv_rows(const ShortConvArgs& a, Tensor& out) {
       for (int64_t c = 0; c < C; ++c) acc[size_t(c)] = bias ? widen<Acc>(bias[c]) : Acc(0);
       for (int64_t j = 0; j < W; ++j) {
         const int64_t s = t - (W - 1) + j;  // the input's time; before 0, from initial (or zero)
+        if (!short_conv_reaches(starts.empty() ? none : starts[size_t(b)], s, t)) continue;
         const T* in = s >= 0 ? x + (b * T_ + s) * C : init ? init + (b * (W - 1) + (W - 1 + s)) * C : nullptr;
         if (!in) continue;
         for (int64_t c = 0; c < C; ++c) acc[size_t(c)] += widen<Acc>(w[c * W + j]) * widen<Acc>(in[c]);

@@ -12,24 +12,30 @@ std::vector<Truth> ShortConv::reference(const Args& a) {
   const std::vector<double> bias =
       a.bias.defined() ? a.bias.to_f64_vector() : std::vector<double>(size_t(C), 0.0);
   const std::vector<double> init = a.initial.defined() ? a.initial.to_f64_vector() : std::vector<double>();
+  const Tensor seg = a.segments.defined() ? a.segments.contiguous() : Tensor();
   // The input at time s (s < 0: from initial, or zero).
   const auto input = [&](int64_t b, int64_t s, int64_t c) {
     if (s >= 0) return x[size_t((b * T + s) * C + c)];
     return init.empty() ? 0.0 : init[size_t((b * (W - 1) + (W - 1 + s)) * C + c)];
   };
   std::vector<double> out(x.size()), m(x.size());
-  for (int64_t b = 0; b < B; ++b)
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int64_t> start =
+        seg.defined() ? document_start_of(seg.data<int64_t>(), T, b) : std::vector<int64_t>();
     for (int64_t t = 0; t < T; ++t)
       for (int64_t c = 0; c < C; ++c) {
         double y = bias[size_t(c)], mag = std::fabs(bias[size_t(c)]);
         for (int64_t j = 0; j < W; ++j) {
-          const double term = w[size_t(c * W + j)] * input(b, t - (W - 1) + j, c);
+          const int64_t s = t - (W - 1) + j;
+          if (!short_conv_reaches(start, s, t)) continue;
+          const double term = w[size_t(c * W + j)] * input(b, s, c);
           y += term;
           mag += std::fabs(term);
         }
         out[size_t((b * T + t) * C + c)] = y;
         m[size_t((b * T + t) * C + c)] = mag;
       }
+  }
   return {{Tensor::from_values(out, a.x.shape(), DType::f64), Tensor::from_values(m, a.x.shape(), DType::f64),
            W + 1}};
 }

@@ -1,7 +1,8 @@
 // short_conv is linear in x (with initial), in weight and in bias, so its rules are ops: the vjp sends
 // d back through the transposed taps — x's padded time s receives sum_j weight[:,j] d[s - j], the pad
 // d shifted by j — gives weight column j as sum over (b,t) of d and the input j steps on, and bias
-// sum d; the jvp is short_conv of the tangents, one input at a time.
+// sum d; the jvp is short_conv of the tangents, one input at a time. With segment ids, tap j's share of
+// each output is masked where its input lies before the output's document (the same mask in both).
 #include "ops/rules_common.h"
 #include "ops/short_conv/short_conv.h"
 
@@ -11,6 +12,20 @@ namespace {
 // x after the W - 1 inputs before it: (B, W-1+T, C).
 Tensor padded_input(const Tensor& x, const Tensor& initial, int64_t W) {
   return initial.defined() ? concat({initial, x}, 1) : pad(x, {0, 0, W - 1, 0});
+}
+
+// Tap j's mask (B,T,1) in `dtype`: 1 where output t's input t - (W-1) + j reaches it (short_conv_reaches),
+// 0 where it lies before t's document; undefined without segments (every tap reaches).
+Tensor tap_mask(const Tensor& segments, int64_t W, int64_t j, DType dtype, Device device) {
+  if (!segments.defined()) return Tensor();
+  const Tensor seg = segments.to(Device::cpu()).contiguous();
+  const int64_t B = seg.size(0), T = seg.size(1);
+  std::vector<double> m;
+  for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int64_t> start = document_start_of(seg.data<int64_t>(), T, b);
+    for (int64_t t = 0; t < T; ++t) m.push_back(short_conv_reaches(start, t - (W - 1) + j, t) ? 1.0 : 0.0);
+  }
+  return Tensor::from_values(m, {B, T, 1}, dtype).to(device);
 }
 
 }  // namespace
@@ -24,7 +39,8 @@ std::vector<bool> ShortConv::vjp_reads_outputs(const Args&) {
 }
 
 VjpRule ShortConv::vjp(const Args& a) {
-  const SavedTensor x(a.x, "short_conv"), weight(a.weight, "short_conv"), initial(a.initial, "short_conv");
+  const SavedTensor x(a.x, "short_conv"), weight(a.weight, "short_conv"), initial(a.initial, "short_conv"),
+      segments(a.segments, "short_conv");
   const bool has_bias = a.bias.defined(), has_initial = a.initial.defined();
   return [=](const std::vector<Tensor>& d, const std::vector<Tensor>&) -> std::vector<Tensor> {
     const Tensor &g = d[0], &xv = x.get(), &w = weight.get();
@@ -34,12 +50,15 @@ VjpRule ShortConv::vjp(const Args& a) {
     std::vector<Tensor> columns;
     for (int64_t j = 0; j < W; ++j) {
       const Tensor tap = w.slice(1, j, j + 1).contiguous().reshape({C});
-      d_inputs = add_defined(d_inputs, mul(pad(g, {0, 0, j, W - 1 - j}), tap));
-      columns.push_back(sum(mul(g, inputs.slice(1, j, j + T)), {0, 1}).reshape({C, 1}));
+      const Tensor mask = tap_mask(segments.get(), W, j, g.dtype(), g.device());
+      const Tensor gj = mask.defined() ? mul(g, mask) : g;  // the outputs tap j reaches
+      d_inputs = add_defined(d_inputs, mul(pad(gj, {0, 0, j, W - 1 - j}), tap));
+      columns.push_back(sum(mul(gj, inputs.slice(1, j, j + T)), {0, 1}).reshape({C, 1}));
     }
     std::vector<Tensor> grads{d_inputs.slice(1, W - 1, W - 1 + T).contiguous(), concat(columns, 1)};
     if (has_bias) grads.push_back(sum(g, {0, 1}));
     if (has_initial) grads.push_back(d_inputs.slice(1, 0, W - 1).contiguous());
+    if (segments.get().defined()) grads.push_back(Tensor());  // integer ids: no gradient
     return grads;
   };
 }
@@ -52,8 +71,8 @@ std::vector<Tensor> ShortConv::jvp(const Args& a, const std::vector<Tensor>&, co
   Tensor out;
   if (tx.defined() || ti.defined())
     out = short_conv(tx.defined() ? tx : Tensor::zeros(a.x.shape(), a.x.dtype(), a.x.device()), a.weight, {},
-                     ti);
-  if (tw.defined()) out = add_defined(out, short_conv(a.x, tw, {}, a.initial));
+                     ti, a.segments);
+  if (tw.defined()) out = add_defined(out, short_conv(a.x, tw, {}, a.initial, a.segments));
   if (tb.defined()) out = add_defined(out, add(Tensor::zeros(a.x.shape(), a.x.dtype(), a.x.device()), tb));
   return {out};
 }

@@ -5,13 +5,13 @@ namespace dew::ops {
 
 std::vector<const Tensor*> ShortConvArgs::inputs() const {
   std::vector<const Tensor*> v;
-  for (const Tensor* t : {&x, &weight, &bias, &initial})
+  for (const Tensor* t : {&x, &weight, &bias, &initial, &segments})
     if (t->defined()) v.push_back(t);
   return v;
 }
 std::vector<Tensor*> ShortConvArgs::mutable_inputs() {
   std::vector<Tensor*> v;
-  for (Tensor* t : {&x, &weight, &bias, &initial})
+  for (Tensor* t : {&x, &weight, &bias, &initial, &segments})
     if (t->defined()) v.push_back(t);
   return v;
 }
@@ -32,6 +32,10 @@ std::vector<OutputSpec> ShortConv::infer(const Args& a) {
       !a.initial.defined() || (a.initial.shape() == Shape({B, W - 1, C}) && a.initial.dtype() == a.dtype()),
       "[short_conv] initial is {}; expected {}[{},{},{}] (B,W-1,C): the W - 1 inputs before the first",
       a.initial.describe(), dtype_name(a.dtype()), B, W - 1, C);
+  DEW_REQUIRE(!a.segments.defined() ||
+                  (a.segments.dtype() == DType::i64 && a.segments.shape() == Shape({B, a.x.size(1)})),
+              "[short_conv] segments is {}; expected i64[{},{}] (B,T) document ids", a.segments.describe(), B,
+              a.x.size(1));
   return {{a.x.shape(), a.dtype()}};
 }
 
@@ -45,13 +49,18 @@ const select::Registry<ShortConvArgs>& ShortConv::registry() {
 }
 
 std::vector<Case<ShortConvArgs>> ShortConv::cases(std::string_view) {
-  auto make = [](int64_t B, int64_t T, int64_t C, int64_t W, bool bias, bool initial) {
+  auto make = [](int64_t B, int64_t T, int64_t C, int64_t W, bool bias, bool initial, bool packed = false) {
     return [=](DType t, RandomKey k) {
       ShortConvArgs a;
       a.x = random_input({B, T, C}, t, k);
       a.weight = random_input({C, W}, t, {k.seed, k.stream + 1}, 0.5);
       if (bias) a.bias = random_input({C}, t, {k.seed, k.stream + 2}, 0.5);
       if (initial) a.initial = random_input({B, W - 1, C}, t, {k.seed, k.stream + 3});
+      if (packed) {  // documents of 5 tokens
+        std::vector<double> ids;
+        for (int64_t i = 0; i < B * T; ++i) ids.push_back(double((i % T) / 5));
+        a.segments = Tensor::from_values(ids, {B, T}, DType::i64);
+      }
       return a;
     };
   };
@@ -60,6 +69,7 @@ std::vector<Case<ShortConvArgs>> ShortConv::cases(std::string_view) {
           {"decode_step_cached", {"ci", "edge"}, all, make(3, 1, 40, 4, false, true)},
           {"chunk_after_cache", {"ci"}, all, make(2, 9, 24, 4, true, true)},
           {"shorter_than_kernel", {"ci", "edge"}, all, make(1, 2, 7, 4, true, false)},
+          {"packed_documents", {"ci", "edge"}, all, make(2, 17, 12, 4, true, true, true)},
           {"prefill_2k", {"bench"}, {DType::f32, DType::bf16}, make(1, 2048, 1024, 4, true, false)}};
 }
 
@@ -67,9 +77,10 @@ std::vector<Case<ShortConvArgs>> ShortConv::cases(std::string_view) {
 
 namespace dew {
 
-Tensor short_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& initial) {
+Tensor short_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& initial,
+                  const Tensor& segments) {
   ops::ShortConvArgs a;
-  a.x = x, a.weight = weight, a.bias = bias, a.initial = initial;
+  a.x = x, a.weight = weight, a.bias = bias, a.initial = initial, a.segments = segments;
   return ops::run_op<ops::ShortConv>(a)[0];
 }
 

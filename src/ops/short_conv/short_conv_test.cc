@@ -32,6 +32,18 @@ TEST(ShortConv, APrefillThenSingleStepsThroughTheCacheEqualTheWhole) {
   EXPECT_EQ(concat(parts, 1).to_f64_vector(), whole.to_f64_vector());
 }
 
+TEST(ShortConv, PackedDocumentsEqualSeparateCalls) {
+  // Documents of 2, 5 and 3 tokens in one row: no window reaches back past its document's start.
+  Tensor x = Tensor::empty({1, 10, 6}, DType::f32), w = Tensor::empty({6, 4}, DType::f32);
+  fill_normal(x, {5, 0, 0}, 0, 1);
+  fill_normal(w, {5, 1, 0}, 0, 1);
+  const Tensor segments = Tensor::from_values({4, 4, 1, 1, 1, 1, 1, 4, 4, 4}, {1, 10}, DType::i64);
+  std::vector<Tensor> docs;
+  for (auto [t0, t1] : {std::pair{0, 2}, {2, 7}, {7, 10}})
+    docs.push_back(short_conv(x.slice(1, t0, t1).contiguous(), w));
+  EXPECT_EQ(short_conv(x, w, {}, {}, segments).to_f64_vector(), concat(docs, 1).to_f64_vector());
+}
+
 TEST(ShortConv, BadArgumentsAreRefusedByName) {
   const Tensor x = Tensor::zeros({2, 3, 4}, DType::f32);
   EXPECT_NE(testing::error_of([&] {
