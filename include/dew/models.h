@@ -2,8 +2,8 @@
 // model_type, the parameters under their Hugging Face names, and the forward pass to logits written
 // with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3, mixtral, qwen3_moe,
 // gpt_oss, glm4_moe, gemma, gemma2, gemma3_text (gemma3's text half) and olmo2 (one decoder with
-// switches, four of them with experts) and gpt2. A config field that changes the mathematics and is
-// not supported is refused by name; nothing is silently ignored.
+// switches, four of them with experts), gpt2, and mamba2 (state space layers, no attention). A config field
+// that changes the mathematics and is not supported is refused by name; nothing is silently ignored.
 #pragma once
 
 #include <dew/ops.h>
@@ -85,9 +85,23 @@ struct DecoderSwitches {
   bool attention_sinks = false;         // gpt_oss: a learned logit per head joins each softmax
 };
 
+// Mamba-2's selective state space layers (mamba2; docs/models.md): in-projection to the gate z, the
+// convolved x, B, C and dt; a short convolution; the SSD recurrence over a state of state_size per
+// head dimension (linear_recurrence with one decay per head, dt A); the skip D x; a gated RMSNorm; the
+// out-projection. intermediate_size = expand x hidden_size = num_heads x head_dim.
+struct SsmConfig {
+  int64_t state_size = 0;  // N; 0: not a state space model
+  int64_t num_heads = 0, head_dim = 0, n_groups = 1, conv_kernel = 4;
+  bool use_bias = false, use_conv_bias = true;
+  bool residual_in_fp32 = true;  // the residual stream in f32 when the weights are 16-bit
+  double time_step_min = 0.001, time_step_max = 0.1, time_step_floor = 1e-4;  // dt_bias's initialization
+  double time_step_limit_low = 0, time_step_limit_high = 0;                   // dt clamped; 0, 0: none
+  int64_t conv_dim() const { return num_heads * head_dim + 2 * n_groups * state_size; }
+};
+
 struct ModelConfig {
   std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, glm4_moe,
-                           // gemma, gemma2, gemma3_text, olmo2, gpt2
+                           // gemma, gemma2, gemma3_text, olmo2, gpt2, mamba2
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
   int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;
@@ -101,6 +115,7 @@ struct ModelConfig {
   int64_t sliding_window = 0;  // 0 = full attention; on the layers sliding() names
   MoeConfig moe;
   DecoderSwitches decoder;
+  SsmConfig ssm;  // mamba2
   // "gemma3" when the model is the text half of a gemma3 (image and text) config: its text_config,
   // the weights under language_model. or model.language_model., the image half left unread.
   std::string wrapper_type;
@@ -128,8 +143,12 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t sequence_len
 // forward given the cache. The keys and values live in per-layer buffers written in place (NOTE [kv
 // cache], causal_lm.cc), so a forward with a cache must not record gradients (run it under NoGrad).
 // With padded rows, `segments` holds the cached positions' segment ids.
+// A recurrent family (mamba2) keeps no keys: per layer, its short convolution's last inputs and its
+// recurrence's state, replaced by every forward given the cache.
 struct KvCache {
   std::vector<Tensor> keys, values;  // per layer (B, capacity, Hkv, D); [0, length()) are cached
+  std::vector<Tensor> conv_inputs;   // recurrent layers: (B, W-1, conv channels), the last W-1 inputs
+  std::vector<Tensor> states;        // recurrent layers: (B, H, N, head_dim) f32 (f64 for f64)
   Tensor segments;                   // (B, length()) i64, or undefined when no call was padded
   int64_t tokens = 0;
   int64_t length() const { return tokens; }

@@ -94,8 +94,8 @@ nlohmann::json score_text(const CausalLM& model, const Tokenizer& tokenizer, con
   }
   const size_t count = whole.size() - std::min(whole.size(), context_ids.size());
   DEW_REQUIRE(count > 0, "{}: the continuation adds no tokens to the context; expected some text", where);
-  const size_t limit = size_t(model.config().max_position_embeddings) + 1;
-  if (whole.size() > limit) whole.erase(whole.begin(), whole.end() - int64_t(limit));
+  const size_t limit = size_t(model.config().max_position_embeddings) + 1;  // 0 + 1: no limit (mamba2)
+  if (limit > 1 && whole.size() > limit) whole.erase(whole.begin(), whole.end() - int64_t(limit));
   for (int64_t id : whole)
     DEW_REQUIRE(id < model.config().vocab_size, "{}: token id {} is outside the model's vocabulary of {}",
                 where, id, model.config().vocab_size);

@@ -41,6 +41,10 @@ bool is_gpt2(const ModelConfig& c) {
   return c.model_type == "gpt2";
 }
 
+bool is_mamba2(const ModelConfig& c) {
+  return c.model_type == "mamba2";
+}
+
 // Buffers some checkpoints carry that are not parameters (recomputed from the config).
 bool is_known_buffer(const std::string& name) {
   return name.ends_with("rotary_emb.inv_freq") || name.ends_with(".attn.bias") ||
@@ -80,6 +84,7 @@ const Tensor& parameter(const Parameters& p, const std::string& name) {
 }  // namespace models
 
 std::vector<std::pair<std::string, Shape>> parameter_shapes(const ModelConfig& config) {
+  if (is_mamba2(config)) return models::mamba2_parameter_shapes(config);
   return is_gpt2(config) ? models::gpt2_parameter_shapes(config) : models::llama_parameter_shapes(config);
 }
 
@@ -113,7 +118,12 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed, c
     const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
     // Drawn in f64 and rounded once into `dtype` by the fill itself (as a cast of the f64 draws would).
     Tensor t;
-    if (name.ends_with(".bias") || name.ends_with("_bias"))
+    const std::optional<Tensor> family_value =
+        is_mamba2(config) ? models::mamba2_initial_value(config, name, shape, dtype, {seed, uint64_t(i), 0})
+                          : std::nullopt;
+    if (family_value)
+      t = *family_value;
+    else if (name.ends_with(".bias") || name.ends_with("_bias"))
       t = Tensor::zeros(shape, dtype);
     else if (is_norm)
       t = Tensor::full(shape, 1.0, dtype);
@@ -347,6 +357,11 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
       "[model] the cache holds {} layers of batch {}; expected {} layers of the ids' batch {}",
       cache ? cache->keys.size() : 0, cache && !cache->keys.empty() ? cache->keys[0].size(0) : 0,
       config_.num_hidden_layers, ids.size(0));
+  if (is_mamba2(config_)) {  // no attention: the cache holds each layer's recurrent state
+    Tensor logits = models::mamba2_forward(config_, parameters_, ids, segments, cache, Tensor(), boundaries_);
+    if (cache) cache->tokens += ids.size(1);
+    return logits;
+  }
   AttentionOptions mask;
   mask.causal = true;
   const bool cached_segments = cache && cache->segments.defined();
@@ -370,6 +385,10 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
 Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
                          const Tensor& logit_rows) const {
   check_ids_and_positions(ids, positions);
+  DEW_REQUIRE(
+      !is_mamba2(config_),
+      "[model] mamba2 keeps a recurrent state per sequence, not keys and values: it runs through "
+      "forward() with a KvCache (dew generate); the paged serving engine does not hold such states yet");
   DEW_REQUIRE(!logit_rows.defined() || (logit_rows.dim() == 1 && logit_rows.dtype() == DType::i64),
               "[model] logit_rows is {}; expected (K) i64 positions of the call", logit_rows.describe());
   AttentionOptions mask;

@@ -285,6 +285,54 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   return c;
 }
 
+// mamba2: Mamba2Config's fields and defaults.
+ModelConfig parse_mamba2(const JsonFields& f) {
+  ModelConfig c;
+  c.model_type = "mamba2";
+  SsmConfig& s = c.ssm;
+  c.vocab_size = f.size_or("vocab_size", 32768);
+  c.hidden_size = f.size_or("hidden_size", 4096);
+  c.num_hidden_layers = f.size_or("num_hidden_layers", 64);
+  s.state_size = f.size_or("state_size", 128);
+  s.num_heads = f.size_or("num_heads", 128);
+  s.head_dim = f.size_or("head_dim", 64);
+  s.n_groups = f.size_or("n_groups", 8);
+  s.conv_kernel = f.size_or("conv_kernel", 4);
+  const int64_t expand = f.size_or("expand", 2);
+  c.intermediate_size = expand * c.hidden_size;
+  c.norm_eps = f.number_or("layer_norm_epsilon", 1e-5);
+  c.tie_word_embeddings = f.flag_or("tie_word_embeddings", false);
+  s.use_bias = f.flag_or("use_bias", false);
+  s.use_conv_bias = f.flag_or("use_conv_bias", true);
+  s.residual_in_fp32 = f.flag_or("residual_in_fp32", true);
+  s.time_step_min = f.number_or("time_step_min", 0.001);
+  s.time_step_max = f.number_or("time_step_max", 0.1);
+  s.time_step_floor = f.number_or("time_step_floor", 1e-4);
+  c.max_position_embeddings = 0;  // a recurrence has no context limit
+  f.refuse_unless("hidden_act", "silu", {"silu", "swish"},
+                  "the convolution's and the gate's activation is SiLU");
+  f.refuse_unless("rms_norm", "true", {"true"}, "the mixer's output norm is a gated RMSNorm");
+  if (f.has("time_step_limit")) {
+    const nlohmann::json& limit = f.json["time_step_limit"];
+    DEW_REQUIRE(limit.is_array() && limit.size() == 2 && limit[0].is_number() && limit[1].is_number(),
+                "{}: time_step_limit is {}; expected [low, high], two numbers", f.source, limit.dump());
+    s.time_step_limit_low = limit[0].get<double>();
+    s.time_step_limit_high = limit[1].get<double>();
+    DEW_REQUIRE(s.time_step_limit_low >= 0 && s.time_step_limit_high > s.time_step_limit_low,
+                "{}: time_step_limit is {}; expected 0 <= low < high", f.source, limit.dump());
+  }
+  DEW_REQUIRE(s.num_heads * s.head_dim == c.intermediate_size,
+              "{}: num_heads {} x head_dim {} is {}; expected expand x hidden_size = {}", f.source,
+              s.num_heads, s.head_dim, s.num_heads * s.head_dim, c.intermediate_size);
+  DEW_REQUIRE(s.num_heads % s.n_groups == 0, "{}: num_heads {} is not a multiple of n_groups {}", f.source,
+              s.num_heads, s.n_groups);
+  DEW_REQUIRE(
+      s.time_step_min > 0 && s.time_step_max >= s.time_step_min && s.time_step_floor >= 0,
+      "{}: time_step_min {}, time_step_max {}, time_step_floor {}; expected 0 < min <= max and floor >= 0",
+      f.source, s.time_step_min, s.time_step_max, s.time_step_floor);
+  return c;
+}
+
 ModelConfig parse_gpt2(const JsonFields& f) {
   ModelConfig c;
   c.model_type = "gpt2";
@@ -311,7 +359,7 @@ ModelConfig parse_gpt2(const JsonFields& f) {
 // Values no model computes with, refused by field before anything is sized from them (an op's
 // error deep inside the first forward would name neither the file nor the field).
 void check_values(const ModelConfig& c, const JsonFields& f) {
-  const bool gpt2 = c.model_type == "gpt2";
+  const bool gpt2 = c.model_type == "gpt2", mamba2 = c.model_type == "mamba2";
   // Sizes past any model's, refused before a table of parameters is laid out from them.
   const auto at_most = [&](const char* field, int64_t value, int64_t limit) {
     DEW_REQUIRE(value <= limit, "{}: {} is {}; expected at most {} (no model has more)", f.source, field,
@@ -319,6 +367,9 @@ void check_values(const ModelConfig& c, const JsonFields& f) {
   };
   at_most(gpt2 ? "n_layer" : "num_hidden_layers", c.num_hidden_layers, 10'000);
   at_most(gpt2 ? "n_head" : "num_attention_heads", c.num_attention_heads, 65'536);
+  at_most("num_heads", c.ssm.num_heads, 65'536);
+  at_most("state_size", c.ssm.state_size, 65'536);
+  at_most("conv_kernel", c.ssm.conv_kernel, 1024);
   at_most(gpt2 ? "n_embd" : "hidden_size", c.hidden_size, int64_t(1) << 22);
   at_most(gpt2 ? "n_inner" : "intermediate_size", c.intermediate_size, int64_t(1) << 24);
   at_most("head_dim", c.head_dim, 65'536);
@@ -326,7 +377,7 @@ void check_values(const ModelConfig& c, const JsonFields& f) {
   at_most(gpt2 ? "n_positions" : "max_position_embeddings", c.max_position_embeddings, int64_t(1) << 28);
   DEW_REQUIRE(c.norm_eps > 0 && std::isfinite(c.norm_eps), "{}: {} is {}; expected a positive number",
               f.source, gpt2 ? "layer_norm_epsilon" : "rms_norm_eps", c.norm_eps);
-  if (!gpt2) {  // gpt2 learns its positions
+  if (!gpt2 && !mamba2) {  // gpt2 learns its positions; mamba2 has none
     DEW_REQUIRE(c.rope.theta > 0 && std::isfinite(c.rope.theta),
                 "{}: rope_theta is {}; expected a positive number", f.source, c.rope.theta);
     const double factor = c.rope.partial_rotary_factor;
@@ -368,10 +419,12 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     c = parse_llama_family(f, type);
   else if (type == "gpt2")
     c = parse_gpt2(f);
+  else if (type == "mamba2")
+    c = parse_mamba2(f);
   else
     fail(
         "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
-        "qwen3_moe, gpt_oss, glm4_moe, gemma, gemma2, gemma3_text, gemma3, olmo2 or gpt2",
+        "qwen3_moe, gpt_oss, glm4_moe, gemma, gemma2, gemma3_text, gemma3, olmo2, gpt2 or mamba2",
         source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);

@@ -17,7 +17,28 @@ std::string model_config_json(const ModelConfig& c) {
   nlohmann::ordered_json j;
   j["model_type"] = c.model_type;
   j["vocab_size"] = c.vocab_size;
-  if (c.model_type == "gpt2") {
+  if (c.model_type == "mamba2") {
+    const SsmConfig& s = c.ssm;
+    j["architectures"] = {"Mamba2ForCausalLM"};
+    j["hidden_size"] = c.hidden_size;
+    j["num_hidden_layers"] = c.num_hidden_layers;
+    j["state_size"] = s.state_size;
+    j["num_heads"] = s.num_heads;
+    j["head_dim"] = s.head_dim;
+    j["n_groups"] = s.n_groups;
+    j["conv_kernel"] = s.conv_kernel;
+    j["expand"] = c.intermediate_size / c.hidden_size;
+    j["layer_norm_epsilon"] = c.norm_eps;
+    j["use_bias"] = s.use_bias;
+    j["use_conv_bias"] = s.use_conv_bias;
+    j["residual_in_fp32"] = s.residual_in_fp32;
+    j["hidden_act"] = "silu";
+    j["rms_norm"] = true;
+    j["time_step_min"] = s.time_step_min;
+    j["time_step_max"] = s.time_step_max;
+    j["time_step_floor"] = s.time_step_floor;
+    if (s.time_step_limit_high > 0) j["time_step_limit"] = {s.time_step_limit_low, s.time_step_limit_high};
+  } else if (c.model_type == "gpt2") {
     j["architectures"] = {"GPT2LMHeadModel"};
     j["n_embd"] = c.hidden_size;
     j["n_layer"] = c.num_hidden_layers;

@@ -4,10 +4,12 @@
 
 #include <dew/models.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,6 +58,18 @@ ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                     LayerAttention& attend, const AttentionOptions& mask, const Tensor& logit_rows,
                     LayerBoundaries* boundaries = nullptr);
+
+// mamba2: Mamba-2's state space layers (SsmConfig). `segments` (B,T) i64 or undefined: each packed
+// document (or a left-padded row's real tokens) starts from zero state; with `cache`, every layer's
+// convolution inputs and state continue from it and replace it.
+ParameterShapes mamba2_parameter_shapes(const ModelConfig& c);
+Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& segments,
+                      KvCache* cache, const Tensor& logit_rows, LayerBoundaries* boundaries = nullptr);
+// transformers' initialization of the parameters it does not draw as std-0.02 normals: A_log (A = -1 to
+// -H), D (ones), dt_bias (softplus^-1 of a log-uniform dt), the convolution (U(-1/sqrt(W), 1/sqrt(W)));
+// nothing for the others.
+std::optional<Tensor> mamba2_initial_value(const ModelConfig& c, const std::string& name, const Shape& shape,
+                                           DType dtype, RandomKey key);
 
 // x past layer `layer`'s boundary: boundaries->enter(layer, x), or x when there are none.
 inline Tensor enter_layer(LayerBoundaries* boundaries, int64_t layer, const Tensor& x) {

@@ -26,8 +26,8 @@ CausalLM CausalLM::tensor_shard(TensorParallel& group) const {
   const ModelConfig& c = config_;
   const int64_t P = group.size(), r = group.rank();
   DEW_REQUIRE(!tensor_, "[model] tensor_shard of a model that is already one rank's part");
-  DEW_REQUIRE(c.model_type != "gpt2",
-              "[model] tensor parallelism covers the llama-family blocks, not gpt2's");
+  DEW_REQUIRE(c.model_type != "gpt2" && c.model_type != "mamba2",
+              "[model] tensor parallelism covers the llama-family blocks, not {}'s", c.model_type);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     DEW_REQUIRE(
         !c.moe.is_sparse(i),

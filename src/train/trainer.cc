@@ -132,6 +132,9 @@ double training_flops_per_token(const CausalLM& model, int64_t T, int64_t tensor
     if (p.dim() >= 2 && !is_embedding_table(name)) n += share * whole_elements(name, p, tensor_parallel);
   }
   if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
+  if (c.ssm.state_size > 0)  // a recurrence's state stands where attention's T keys do: N per head dim
+    return 6 * n +
+           12 * double(c.num_hidden_layers) * double(c.ssm.num_heads * c.ssm.head_dim * c.ssm.state_size);
   const double head_dim = double(c.head_dim ? c.head_dim : c.hidden_size / c.num_attention_heads);
   return 6 * n + 12 * double(c.num_hidden_layers) * double(c.num_attention_heads) * head_dim * double(T);
 }

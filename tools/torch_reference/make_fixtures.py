@@ -65,6 +65,10 @@ CONFIGS = {
                      num_experts_per_tok=2, n_group=4, topk_group=2, routed_scaling_factor=2.5, n_shared_experts=1,
                      first_k_dense_replace=1, norm_topk_prob=True, partial_rotary_factor=0.5, attention_bias=True,
                      use_qk_norm=True, rope_theta=10000.0),
+    # Mamba-2: 4 heads of 16 sharing B and C in 2 groups, a state of 8, biases on both projections
+    "mamba2": {"model_type": "mamba2", "vocab_size": 61, "hidden_size": 32, "num_hidden_layers": 2, "expand": 2,
+               "num_heads": 4, "head_dim": 16, "state_size": 8, "n_groups": 2, "conv_kernel": 4, "use_bias": True,
+               "use_conv_bias": True, "layer_norm_epsilon": 1e-5, "tie_word_embeddings": False},
 }
 
 
@@ -448,7 +452,62 @@ def gpt2(c, w, ids, positions, dtype):
     return norm(h, "ln_f") @ w["wte.weight"].T
 
 
+def mamba2(c, w, ids, positions, dtype):
+    """Mamba2ForCausalLM's torch_forward, its SSD written as the plain recurrence, token by token."""
+    C, H, P, N, G, W = (c["hidden_size"], c["num_heads"], c["head_dim"], c["state_size"], c["n_groups"],
+                        c["conv_kernel"])
+    I = c["expand"] * C
+    conv = I + 2 * G * N
+    eps = c["layer_norm_epsilon"]
+    B, T = ids.shape
+    silu = torch.nn.functional.silu
+    x = w["backbone.embeddings.weight"][ids]
+    for layer in range(c["num_hidden_layers"]):
+        p = f"backbone.layers.{layer}.mixer."
+        h = rms_norm(x, w[f"backbone.layers.{layer}.norm.weight"], eps)
+        z, xbc, dt = (h @ w[p + "in_proj.weight"].T + w[p + "in_proj.bias"]).split([I, conv, H], dim=-1)
+        xbc = torch.nn.functional.conv1d(xbc.transpose(1, 2), w[p + "conv1d.weight"], w[p + "conv1d.bias"],
+                                         padding=W - 1, groups=conv)[..., :T].transpose(1, 2)
+        xs, b, cc = silu(xbc).split([I, G * N, G * N], dim=-1)
+        xs = xs.reshape(B, T, H, P)
+        b = b.reshape(B, T, G, N).repeat_interleave(H // G, dim=2)
+        cc = cc.reshape(B, T, G, N).repeat_interleave(H // G, dim=2)
+        dt = torch.nn.functional.softplus(dt + w[p + "dt_bias"])  # (B, T, H)
+        A = -torch.exp(w[p + "A_log"])
+        state = torch.zeros(B, H, P, N, dtype=dtype)  # transformers' layout: (head_dim, state_size)
+        ys = []
+        for t in range(T):
+            state = state * torch.exp(dt[:, t] * A)[..., None, None] + \
+                (dt[:, t, :, None] * xs[:, t])[..., None] * b[:, t, :, None, :]
+            ys.append((state * cc[:, t, :, None, :]).sum(-1) + w[p + "D"][:, None] * xs[:, t])
+        y = torch.stack(ys, 1).reshape(B, T, I) * silu(z)
+        x = x + rms_norm(y, w[p + "norm.weight"], eps) @ w[p + "out_proj.weight"].T + w[p + "out_proj.bias"]
+    x = rms_norm(x, w["backbone.norm_f.weight"], eps)
+    return x @ (w["backbone.embeddings.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]).T
+
+
+def mamba2_shapes(c):
+    C, H, N, G, W, V = c["hidden_size"], c["num_heads"], c["state_size"], c["n_groups"], c["conv_kernel"], c["vocab_size"]
+    I = c["expand"] * C
+    conv = I + 2 * G * N
+    shapes = {"backbone.embeddings.weight": (V, C)}
+    for layer in range(c["num_hidden_layers"]):
+        p = f"backbone.layers.{layer}."
+        shapes[p + "norm.weight"] = (C,)
+        shapes[p + "mixer.in_proj.weight"], shapes[p + "mixer.in_proj.bias"] = (I + conv + H, C), (I + conv + H,)
+        shapes[p + "mixer.conv1d.weight"], shapes[p + "mixer.conv1d.bias"] = (conv, 1, W), (conv,)
+        shapes[p + "mixer.dt_bias"] = shapes[p + "mixer.A_log"] = shapes[p + "mixer.D"] = (H,)
+        shapes[p + "mixer.norm.weight"] = (I,)
+        shapes[p + "mixer.out_proj.weight"], shapes[p + "mixer.out_proj.bias"] = (C, I), (C,)
+    shapes["backbone.norm_f.weight"] = (C,)
+    if not c["tie_word_embeddings"]:
+        shapes["lm_head.weight"] = (V, C)
+    return shapes
+
+
 def parameter_shapes(c):
+    if c["model_type"] == "mamba2":
+        return mamba2_shapes(c)
     if c["model_type"] == "gpt2":
         C, V = c["n_embd"], c["vocab_size"]
         shapes = {"wte.weight": (V, C), "wpe.weight": (c["n_positions"], C), "ln_f.weight": (C,), "ln_f.bias": (C,)}
@@ -511,6 +570,10 @@ def gradient_names(c):
     """The parameters whose gradients the fixture keeps: attention, MLP or experts and router, norms."""
     if c["model_type"] == "gpt2":
         return ["h.0.attn.c_attn.weight", "h.1.mlp.c_fc.bias", "ln_f.weight"]
+    if c["model_type"] == "mamba2":
+        return ["backbone.layers.0.mixer.in_proj.weight", "backbone.layers.0.mixer.conv1d.weight",
+                "backbone.layers.1.mixer.A_log", "backbone.layers.1.mixer.dt_bias", "backbone.layers.1.mixer.D",
+                "backbone.layers.1.mixer.norm.weight", "backbone.norm_f.weight"]
     last = c["num_hidden_layers"] - 1
     names = ["model.layers.0.self_attn.q_proj.weight", f"model.layers.{last}.post_attention_layernorm.weight",
              "model.norm.weight"]
@@ -606,13 +669,18 @@ def write_safetensors(path, tensors):
 
 
 def main():
+    # Families named on the command line only (all without): the others' files stay as committed.
+    import sys
+    chosen = sys.argv[1:]
     for index, (family, c) in enumerate(CONFIGS.items()):
+        if chosen and family not in chosen:
+            continue
         directory = os.path.join(OUT, family)
         os.makedirs(directory, exist_ok=True)
         generator = torch.Generator().manual_seed(100 + index)
         weights = {}
         for name, shape in parameter_shapes(c).items():
-            is_norm = name.endswith("norm.weight") or ".ln_" in name and name.endswith(".weight") or name == "ln_f.weight"
+            is_norm = name.endswith("norm.weight") or ".ln_" in name and name.endswith(".weight") or name in ("ln_f.weight", "backbone.norm_f.weight")
             t = torch.randn(shape, generator=generator, dtype=torch.float64) * (0.1 if is_norm else 0.3)
             weights[name] = (t + 1 if is_norm else t).to(torch.bfloat16)
         with open(os.path.join(directory, "config.json"), "w") as f:
@@ -627,7 +695,7 @@ def main():
         B, T = 2, 11
         ids = torch.randint(0, c["vocab_size"], (B, T), generator=generator)
         positions = torch.arange(T)[None, :] + torch.tensor([[0], [3]])  # rows start at different offsets
-        forward = {"gpt2": gpt2, "gpt_oss": gpt_oss}.get(
+        forward = {"gpt2": gpt2, "gpt_oss": gpt_oss, "mamba2": mamba2}.get(
             family, gemma_or_olmo2 if family in GEMMAS + ("olmo2",) else llama_family)
         # Gradients of <logits, cotangent> with respect to a few parameters of each kind.
         cotangent = torch.randn((B, T, c["vocab_size"]), generator=generator, dtype=torch.float64)
