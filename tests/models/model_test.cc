@@ -92,6 +92,10 @@ ModelConfig tiny(const std::string& family) {
         R"({"model_type":"qwen3_moe","vocab_size":97,"hidden_size":64,"intermediate_size":96,
       "moe_intermediate_size":32,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,
       "head_dim":24,"num_experts":6,"num_experts_per_tok":3,"mlp_only_layers":[1]})";
+  else if (family == "mamba2")  // B and C shared by groups of 4 heads, biases on both projections
+    json =
+        R"({"model_type":"mamba2","vocab_size":97,"hidden_size":64,"num_hidden_layers":2,"expand":2,"num_heads":8,
+      "head_dim":16,"state_size":16,"n_groups":2,"conv_kernel":4,"use_bias":true})";
   else
     json = R"({"model_type":"gpt2","vocab_size":97,"n_embd":64,"n_layer":2,"n_head":4,"n_positions":32})";
   return parse_model_config(json, family + " config");
@@ -181,6 +185,43 @@ TEST(ModelConfig, FieldsThatChangeTheMathematicsAreRefusedByName) {
   EXPECT_NE(refusal(R"({"model_type":"gpt2","vocab_size":10,"scale_attn_by_inverse_layer_idx":true})")
                 .find("scale_attn_by_inverse_layer_idx"),
             std::string::npos);
+}
+
+// mamba2: heads that do not fill the expanded width, groups that do not divide the heads, an
+// activation or norm it does not compute, a malformed dt limit: each refused by field.
+TEST(ModelConfig, Mamba2FieldsAreCheckedByName) {
+  const std::string base = R"("model_type":"mamba2","vocab_size":10,"hidden_size":16,"num_hidden_layers":1,
+                              "state_size":4,"expand":2)";
+  auto refusal = [&](const std::string& fields) {
+    return error_of([&] { parse_model_config("{" + base + "," + fields + "}", "c.json"); });
+  };
+  EXPECT_NE(refusal(R"("num_heads":4,"head_dim":4,"n_groups":1)")
+                .find("num_heads 4 x head_dim 4 is 16; expected expand x hidden_size = 32"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("num_heads":4,"head_dim":8,"n_groups":3)").find("not a multiple of n_groups 3"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("num_heads":4,"head_dim":8,"n_groups":1,"hidden_act":"gelu")").find("hidden_act"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("num_heads":4,"head_dim":8,"n_groups":1,"rms_norm":false)").find("rms_norm"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("num_heads":4,"head_dim":8,"n_groups":1,"time_step_limit":[0.5,0.1])")
+                .find("expected 0 <= low < high"),
+            std::string::npos);
+}
+
+// mamba2's state space parameters start as transformers starts them: A = -1 .. -H, D = 1, and
+// softplus(dt_bias) within [time_step_min, time_step_max].
+TEST(CausalLM, Mamba2InitializesItsStateSpaceParametersAsTransformersDoes) {
+  const CausalLM model = CausalLM::init(tiny("mamba2"), DType::f64, 3);
+  const std::string p = "backbone.layers.1.mixer.";
+  const std::vector<double> A_log = model.parameter(p + "A_log").to_f64_vector();
+  for (size_t h = 0; h < A_log.size(); ++h) EXPECT_EQ(A_log[h], std::log(double(h + 1)));
+  for (double d : model.parameter(p + "D").to_f64_vector()) EXPECT_EQ(d, 1.0);
+  for (double b : model.parameter(p + "dt_bias").to_f64_vector()) {
+    const double dt = std::log1p(std::exp(b));
+    EXPECT_GE(dt, 0.001 * (1 - 1e-12));
+    EXPECT_LE(dt, 0.1 * (1 + 1e-12));
+  }
 }
 
 // Experts: more experts a token than experts, a dense-layer index past the layers, router noise,
@@ -462,7 +503,7 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
 INSTANTIATE_TEST_SUITE_P(Models, Family,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
                                            "gpt_oss", "glm4_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
-                                           "gpt2"));
+                                           "gpt2", "mamba2"));
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);
@@ -472,7 +513,7 @@ std::string fresh_dir(const std::string& name) {
 }
 
 TEST(CausalLM, SaveThenLoadGivesByteIdenticalTensorsAndLogits) {
-  for (const std::string family : {"qwen3", "gpt2"}) {
+  for (const std::string family : {"qwen3", "gpt2", "mamba2"}) {
     const CausalLM model = CausalLM::init(tiny(family), DType::bf16, 21);
     const std::string dir = fresh_dir("round_trip_" + family);
     model.save(dir, 20'000);  // sharded
@@ -488,7 +529,9 @@ TEST(CausalLM, SaveThenLoadGivesByteIdenticalTensorsAndLogits) {
     EXPECT_EQ(back.forward(in.ids, in.positions).to_f64_vector(),
               model.forward(in.ids, in.positions).to_f64_vector());
     EXPECT_EQ(CausalLM::load(dir, DType::f32)
-                  .parameter(family == "gpt2" ? "wte.weight" : "model.norm.weight")
+                  .parameter(family == "gpt2"     ? "wte.weight"
+                             : family == "mamba2" ? "backbone.norm_f.weight"
+                                                  : "model.norm.weight")
                   .dtype(),
               DType::f32);
   }
@@ -765,7 +808,7 @@ struct EnteredLayers : LayerBoundaries {
 };
 
 TEST(CausalLM, ForwardEntersEachLayerInOrderAndParametersNameTheirLayer) {
-  for (const std::string family : {"llama", "gpt2", "mistral"}) {
+  for (const std::string family : {"llama", "gpt2", "mistral", "mamba2"}) {
     CausalLM model = CausalLM::init(tiny(family), DType::f32, 1);
     EnteredLayers boundaries;
     model.set_layer_boundaries(&boundaries);

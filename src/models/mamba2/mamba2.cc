@@ -11,6 +11,7 @@
 
 #include "models/families.h"
 #include "models/linear.h"
+#include "ops/document_starts.h"
 
 namespace dew::models {
 namespace {
@@ -109,6 +110,19 @@ Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& i
   for (int64_t h = 0; h < H; ++h) group_of_head.push_back(double(h / (H / G)));
   const Tensor head_groups = Tensor::from_values(group_of_head, {H}, DType::i64).to(device);
   if (cache && cache->states.empty()) cache->states.resize(size_t(L)), cache->conv_inputs.resize(size_t(L));
+  // With a cache and segments (left padding, or packed documents), the convolution inputs kept for the
+  // next call are the row's last document's: (B, W-1+T, 1), 1 from its first token on (before the call
+  // too when it began there), 0 before — the zeros that row would have had alone.
+  Tensor last_document;
+  if (cache && segments.defined()) {
+    const Tensor seg = segments.to(Device::cpu()).contiguous();
+    std::vector<double> keep;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t start = ops::document_start_of(seg.data<int64_t>(), T, b).back();
+      for (int64_t t = -(W - 1); t < T; ++t) keep.push_back(t >= start || (t < 0 && start == 0) ? 1.0 : 0.0);
+    }
+    last_document = Tensor::from_values(keep, {B, W - 1 + T, 1}, dtype).to(device);
+  }
 
   Tensor x = as_dtype(embedding(embed, ids), stream);  // (B,T,C)
   for (int64_t i = 0; i < L; ++i) {
@@ -122,8 +136,9 @@ Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& i
     const Tensor xbc = silu(short_conv(xbc_in, w(i, "mixer.conv1d.weight").reshape({conv, W}),
                                        optional_w(i, "mixer.conv1d.bias"), before, segments));
     if (cache) {
-      const Tensor window = concat(
+      Tensor window = concat(
           {before.defined() ? before : Tensor::zeros({B, W - 1, conv}, xbc_in.dtype(), device), xbc_in}, 1);
+      if (last_document.defined()) window = mul(window, last_document);
       cache->conv_inputs[size_t(i)] = window.slice(1, T, T + W - 1).contiguous();
     }
     const std::vector<Tensor> xs_b_c = split(xbc, {I, G * N, G * N}, -1);
