@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""PyTorch's side of `dew bench train`: trains the architecture of a Dew config.json (gpt2 or the
-llama family, as Dew computes them) with the same batch, objective, optimizer and clipping as
+"""PyTorch's side of `dew bench train`: trains the architecture of a Dew config.json (gpt2, the
+llama family or mamba2, as Dew computes them) with the same batch, objective, optimizer and clipping as
 Dew's train_step: next-token cross-entropy over (B, T) random ids, AdamW (betas 0.9/0.95, weight
 decay 0.1 on matrices but the embeddings), global-norm clipping at 1.0, f32. Written as PyTorch is
 used at its best on a CPU (docs/perf.md, "Training against PyTorch"): nn.Linear (one addmm with the bias), q, k and v
@@ -179,6 +179,85 @@ class Model(nn.Module):
         return self.c["aux_loss_coef"] * load_balancing_loss(self.router_logits, self.c["experts_per_token"])
 
 
+def segment_sums(a):
+    """(..., l) -> (..., l, l): the sum of a over (s, t] at [t, s] for s <= t, -inf above (mamba_ssm's segsum)."""
+    l = a.shape[-1]
+    x = a[..., None].expand(*a.shape, l).masked_fill(~torch.ones(l, l, dtype=torch.bool).tril(-1), 0)
+    return torch.cumsum(x, dim=-2).masked_fill(~torch.ones(l, l, dtype=torch.bool).tril(0), float("-inf"))
+
+
+def ssd(x, dt, A, B, C, chunk):
+    """Mamba-2's SSD in chunks as transformers' torch_forward computes it (mamba_ssm's ssd_minimal):
+    x (b, L, h, p), dt (b, L, h), A (h), B and C (b, L, h, n) -> y (b, L, h, p)."""
+    b, L, h, p = x.shape
+    pad = (chunk - L % chunk) % chunk
+
+    def chunks(t):
+        t = F.pad(t, (0, 0) * (t.dim() - 2) + (0, pad))
+        return t.reshape(b, -1, chunk, *t.shape[2:])
+
+    x, a, B, C = chunks(x * dt[..., None]), chunks(A * dt).permute(0, 3, 1, 2), chunks(B), chunks(C)
+    a_sum = torch.cumsum(a, dim=-1)  # (b, h, c, l)
+    y_diag = torch.einsum("bclhn,bcshn,bhcls,bcshp->bclhp", C, B, torch.exp(segment_sums(a)), x)
+    states = torch.einsum("bclhn,bhcl,bclhp->bchpn", B, torch.exp(a_sum[..., -1:] - a_sum), x)
+    states = torch.cat([torch.zeros_like(states[:, :1]), states], dim=1)
+    decay = torch.exp(segment_sums(F.pad(a_sum[..., -1], (1, 0))))  # (b, h, c + 1, c + 1)
+    states = torch.einsum("bhzc,bchpn->bzhpn", decay, states)[:, :-1]
+    y_off = torch.einsum("bclhn,bchpn,bhcl->bclhp", C, states, torch.exp(a_sum))
+    return (y_diag + y_off).reshape(b, -1, h, p)[:, :L]
+
+
+class Mamba2Mixer(nn.Module):
+    """transformers' Mamba2Mixer.torch_forward without a cache: in_proj, the depthwise causal conv1d and
+    SiLU, the SSD in chunks of 256, the D skip, the gated RMSNorm, out_proj."""
+
+    def __init__(self, c):
+        super().__init__()
+        C, self.I, self.H, self.P, self.N, self.G = c["hidden"], c["inner"], c["heads"], c["head_dim"], c["state"], c["groups"]
+        self.conv_dim = self.I + 2 * self.G * self.N
+        self.in_proj = nn.Linear(C, self.I + self.conv_dim + self.H, bias=c["bias"])
+        self.conv1d = nn.Conv1d(self.conv_dim, self.conv_dim, c["conv_kernel"], groups=self.conv_dim,
+                                padding=c["conv_kernel"] - 1, bias=c["conv_bias"])
+        self.dt_bias = nn.Parameter(torch.zeros(self.H))
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, self.H + 1, dtype=torch.float32)))
+        self.D = nn.Parameter(torch.ones(self.H))
+        self.norm = RMSNorm(self.I, c["eps"])
+        self.out_proj = nn.Linear(self.I, C, bias=c["bias"])
+
+    def forward(self, h):
+        b, L, _ = h.shape
+        z, xbc, dt = self.in_proj(h).split([self.I, self.conv_dim, self.H], dim=-1)
+        xbc = F.silu(self.conv1d(xbc.transpose(1, 2))[..., :L].transpose(1, 2))
+        x, B, C = xbc.split([self.I, self.G * self.N, self.G * self.N], dim=-1)
+        x = x.reshape(b, L, self.H, self.P).float()
+        B = B.reshape(b, L, self.G, self.N).repeat_interleave(self.H // self.G, dim=2).float()
+        C = C.reshape(b, L, self.G, self.N).repeat_interleave(self.H // self.G, dim=2).float()
+        dt = F.softplus(dt + self.dt_bias).float()
+        y = ssd(x, dt, -torch.exp(self.A_log.float()), B, C, 256) + self.D[:, None] * x
+        y = y.reshape(b, L, self.I) * F.silu(z.float())
+        return self.out_proj(self.norm(y).to(h.dtype))
+
+
+class Mamba2(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed = nn.Embedding(c["vocab"], c["hidden"])
+        self.norms = nn.ModuleList(RMSNorm(c["hidden"], c["eps"]) for _ in range(c["layers"]))
+        self.mixers = nn.ModuleList(Mamba2Mixer(c) for _ in range(c["layers"]))
+        self.norm = RMSNorm(c["hidden"], c["eps"])
+        self.head = None if c["tied"] else nn.Linear(c["hidden"], c["vocab"], bias=False)
+
+    def forward(self, ids):
+        x = self.embed(ids).float()  # residual_in_fp32
+        for norm, mixer in zip(self.norms, self.mixers):
+            x = x + mixer(norm(x)).float()
+        return F.linear(self.norm(x), self.embed.weight if self.head is None else self.head.weight)
+
+    def router_loss(self):
+        return 0.0
+
+
 def read_config(path):
     with open(path) as f:
         j = json.load(f)
@@ -188,6 +267,12 @@ def read_config(path):
                 "layers": j["n_layer"], "heads": H, "kv_heads": H, "head_dim": C // H,
                 "max_positions": j["n_positions"], "eps": j["layer_norm_epsilon"],
                 "tied": j.get("tie_word_embeddings", True)}
+    if j["model_type"] == "mamba2":
+        return {"model_type": "mamba2", "vocab": j["vocab_size"], "hidden": j["hidden_size"],
+                "inner": j["expand"] * j["hidden_size"], "layers": j["num_hidden_layers"], "heads": j["num_heads"],
+                "head_dim": j["head_dim"], "state": j["state_size"], "groups": j["n_groups"],
+                "conv_kernel": j["conv_kernel"], "bias": j["use_bias"], "conv_bias": j["use_conv_bias"],
+                "eps": j["layer_norm_epsilon"], "tied": j.get("tie_word_embeddings", False)}
     if j["model_type"] not in ("llama", "mistral", "qwen2", "qwen3", "mixtral") or j.get("rope_scaling"):
         raise SystemExit(f"train_pytorch.py: model_type {j['model_type']} with these fields is not written here")
     C, H = j["hidden_size"], j["num_attention_heads"]
@@ -343,7 +428,7 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     c = read_config(config_path)
-    model = Model(c)
+    model = Mamba2(c) if c["model_type"] == "mamba2" else Model(c)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n and "positions" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "positions" not in n)]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
