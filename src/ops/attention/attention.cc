@@ -281,7 +281,11 @@ std::vector<NamedAttentionCase> attention_case_table() {
           {"past_one_key_block", {"ci"}, {1, 300, 600, 2, 1, 8}, scaled, false, false},
           {"causal_past_one_key_block", {"ci"}, {1, 600, 600, 1, 1, 8}, causal, false, false},
           {"gpt2_layer", {"bench"}, {4, 1024, 1024, 12, 12, 64}, causal, false, false},
-          {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false}};
+          {"llama8b_layer", {"bench"}, {1, 512, 512, 32, 8, 128}, causal, false, false},
+          // The width of linear_recurrence's gdn_* cases (8 heads of 128), where recurrence overtakes it.
+          {"causal_h8_d128_1k", {"bench"}, {1, 1024, 1024, 8, 8, 128}, causal, false, false},
+          {"causal_h8_d128_4k", {"bench"}, {1, 4096, 4096, 8, 8, 128}, causal, false, false},
+          {"causal_h8_d128_16k", {"bench"}, {1, 16384, 16384, 8, 8, 128}, causal, false, false}};
 }
 
 // Benchmark cases at the training dtypes; the others at every floating dtype.

@@ -122,6 +122,8 @@ const std::vector<RecurrenceCase>& recurrence_case_table() {
       {"packed_documents", {"ci", "edge"}, all, 2, 40, 2, 8, 8, GateKind::head, true, true, true},
       {"decode_step", {"ci", "edge"}, all, 3, 1, 4, 16, 16, GateKind::head, true, true, false},
       {"gdn_1k", {"bench"}, fast, 1, 1024, 8, 128, 128, GateKind::head, true, false, false},
+      {"gdn_4k", {"bench"}, fast, 1, 4096, 8, 128, 128, GateKind::head, true, false, false},
+      {"gdn_16k", {"bench"}, fast, 1, 16384, 8, 128, 128, GateKind::head, true, false, false},
       {"gla_1k", {"bench"}, fast, 1, 1024, 8, 128, 128, GateKind::key, false, false, false},
       {"gdn_decode_32", {"bench"}, fast, 32, 1, 16, 128, 128, GateKind::head, true, true, false}};
   return table;
@@ -220,6 +222,10 @@ std::vector<OutputSpec> LinearRecurrenceJvp::infer(const Args& a) {
 const select::Registry<LinearRecurrenceArgs>& LinearRecurrence::registry() {
   static const select::Registry<LinearRecurrenceArgs> r = [] {
     select::Registry<LinearRecurrenceArgs> reg;
+    // Token by token first: on the CPUs measured (docs/perf.md) it is as fast as the chunks, and
+    // faster with per-key decays; the chunks stay selectable (DEW_IMPL) and gated.
+    avx512::add_linear_recurrence_token_by_token(reg);
+    avx2::add_linear_recurrence_token_by_token(reg);
     avx512::add_linear_recurrence_cpu(reg);
     avx2::add_linear_recurrence_cpu(reg);
     add_linear_recurrence_portable(reg);
@@ -231,6 +237,8 @@ const select::Registry<LinearRecurrenceArgs>& LinearRecurrence::registry() {
 const select::Registry<LinearRecurrenceBackwardArgs>& LinearRecurrenceBackward::registry() {
   static const select::Registry<LinearRecurrenceBackwardArgs> r = [] {
     select::Registry<LinearRecurrenceBackwardArgs> reg;
+    avx512::add_linear_recurrence_backward_cpu(reg);
+    avx2::add_linear_recurrence_backward_cpu(reg);
     add_linear_recurrence_backward_portable(reg);
     return reg;
   }();
@@ -240,6 +248,8 @@ const select::Registry<LinearRecurrenceBackwardArgs>& LinearRecurrenceBackward::
 const select::Registry<LinearRecurrenceJvpArgs>& LinearRecurrenceJvp::registry() {
   static const select::Registry<LinearRecurrenceJvpArgs> r = [] {
     select::Registry<LinearRecurrenceJvpArgs> reg;
+    avx512::add_linear_recurrence_jvp_cpu(reg);
+    avx2::add_linear_recurrence_jvp_cpu(reg);
     add_linear_recurrence_jvp_portable(reg);
     return reg;
   }();

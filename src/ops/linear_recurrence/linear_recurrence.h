@@ -79,6 +79,10 @@ struct LinearRecurrenceJvp {
 
 void add_linear_recurrence_portable(select::Registry<LinearRecurrenceArgs>& r);
 DEW_DECLARE_CPU_TIERS(void add_linear_recurrence_cpu(select::Registry<LinearRecurrenceArgs>& r))
+DEW_DECLARE_CPU_TIERS(void add_linear_recurrence_token_by_token(select::Registry<LinearRecurrenceArgs>& r))
+DEW_DECLARE_CPU_TIERS(
+    void add_linear_recurrence_backward_cpu(select::Registry<LinearRecurrenceBackwardArgs>& r))
+DEW_DECLARE_CPU_TIERS(void add_linear_recurrence_jvp_cpu(select::Registry<LinearRecurrenceJvpArgs>& r))
 void add_linear_recurrence_backward_portable(select::Registry<LinearRecurrenceBackwardArgs>& r);
 void add_linear_recurrence_jvp_portable(select::Registry<LinearRecurrenceJvpArgs>& r);
 

@@ -11,6 +11,8 @@
 
 #include "error_of.h"
 #include "gate/rule_gate.h"
+#include "routes.h"
+#include "select/requirements.h"
 
 namespace dew {
 namespace {
@@ -66,26 +68,38 @@ Sequence sequence(int64_t T, uint64_t stream) {
 }
 
 TEST(LinearRecurrence, APrefillThenDecodeStepsThroughTheStateEqualTheWhole) {
-  // Token by token (the decode step's implementation), every split is the same arithmetic.
-  gate::ScopedImplOverrides pinned("linear_recurrence:portable");
-  const Sequence x = sequence(11, 1);
-  const RecurrenceResult whole = x.run();
-  RecurrenceResult r = x.part(0, 6).run();
-  std::vector<Tensor> outs{r.out};
-  for (int64_t t = 6; t < 11; ++t) {
-    r = x.part(t, t + 1).run(r.state);
-    outs.push_back(r.out);
+  // Token by token (the selector's choice, and portable), every split is the same arithmetic.
+  for (const std::string pin : {"", "linear_recurrence:portable"}) {
+    gate::ScopedImplOverrides pinned(pin);
+    const Sequence x = sequence(11, 1);
+    const RecurrenceResult whole = x.run();
+    RecurrenceResult r = x.part(0, 6).run();
+    std::vector<Tensor> outs{r.out};
+    for (int64_t t = 6; t < 11; ++t) {
+      r = x.part(t, t + 1).run(r.state);
+      outs.push_back(r.out);
+    }
+    EXPECT_EQ(concat(outs, 1).to_f64_vector(), whole.out.to_f64_vector()) << pin;
+    EXPECT_EQ(r.state.to_f64_vector(), whole.state.to_f64_vector()) << pin;
   }
-  EXPECT_EQ(concat(outs, 1).to_f64_vector(), whole.out.to_f64_vector());
-  EXPECT_EQ(r.state.to_f64_vector(), whole.state.to_f64_vector());
+}
+
+// The chunked implementation of this CPU's best tier, or empty where it has none.
+std::string chunked_tier() {
+  if (select::cpu_supports(select::Isa::avx512)) return "cpu.avx512.chunked_64";
+  if (select::cpu_supports(select::Isa::avx2)) return "cpu.avx2.chunked_64";
+  return "";
 }
 
 TEST(LinearRecurrence, APrefillContinuesThroughTheStateAtAChunkBoundary) {
-  // The selector's choice (chunks of 64 on the CPU tiers): a prompt of 64 tokens, then 6 more from its
-  // state, is the whole sequence's arithmetic chunk for chunk.
+  // In chunks of 64: a prompt of 64 tokens, then 6 more from its state, is the whole sequence's
+  // arithmetic chunk for chunk.
+  if (chunked_tier().empty()) GTEST_SKIP() << "no CPU tier here";
+  gate::ScopedImplOverrides pinned("linear_recurrence:" + chunked_tier());
   const Sequence x = sequence(70, 11);
-  const RecurrenceResult whole = x.run();
-  const RecurrenceResult first = x.part(0, 64).run(), rest = x.part(64, 70).run(first.state);
+  RecurrenceResult whole, first, rest;
+  EXPECT_ROUTE("linear_recurrence", chunked_tier(), whole = x.run());
+  first = x.part(0, 64).run(), rest = x.part(64, 70).run(first.state);
   EXPECT_EQ(concat({first.out, rest.out}, 1).to_f64_vector(), whole.out.to_f64_vector());
   EXPECT_EQ(rest.state.to_f64_vector(), whole.state.to_f64_vector());
 }
@@ -108,9 +122,15 @@ void expect_packed_equal_separate(const std::vector<int64_t>& lengths) {
 }
 
 TEST(LinearRecurrence, PackedDocumentsEqualSeparateCalls) {
-  expect_packed_equal_separate({4, 2, 5});  // the selector's choice
-  gate::ScopedImplOverrides pinned("linear_recurrence:portable");
-  expect_packed_equal_separate({4, 1, 6});
+  expect_packed_equal_separate({4, 1, 6});  // the selector's choice, token by token
+  {
+    gate::ScopedImplOverrides pinned("linear_recurrence:portable");
+    expect_packed_equal_separate({4, 1, 6});
+  }
+  if (chunked_tier().empty()) return;
+  // In chunks, a document of one token runs token by token alone: documents of 2 and more here.
+  gate::ScopedImplOverrides pinned("linear_recurrence:" + chunked_tier());
+  expect_packed_equal_separate({4, 2, 5});
 }
 
 // <d state, final state> through the vjp and the jvp, against central differences in float64.
