@@ -235,6 +235,11 @@ void chunked(const LinearRecurrenceArgs& args, std::vector<Tensor>& outs, int64_
 #endif
 
 }  // namespace
+}  // namespace dew::ops::DEW_KERNEL_NS
+DEW_ISA_END
+
+// Registration runs on every CPU before the selector has asked for this tier: outside the region.
+namespace dew::ops::DEW_KERNEL_NS {
 
 void add_linear_recurrence_cpu(select::Registry<LinearRecurrenceArgs>& r) {
 #if DEW_HAS_FLOAT_VEC
@@ -257,4 +262,3 @@ void add_linear_recurrence_cpu(select::Registry<LinearRecurrenceArgs>& r) {
 }
 
 }  // namespace dew::ops::DEW_KERNEL_NS
-DEW_ISA_END
