@@ -24,6 +24,10 @@ namespace {
 
 // The pool's blocks: as given, or as many as kv_memory holds (at least one).
 int64_t pool_blocks(const ModelConfig& c, const EngineOptions& o) {
+  DEW_REQUIRE(c.ssm.state_size == 0,
+              "[serve] {} keeps a recurrent state per sequence, not keys and values; the engine's paged KV "
+              "cache cannot hold it yet (dew generate runs it)",
+              c.model_type);
   if (o.kv_blocks > 0) return o.kv_blocks;
   const int64_t block = KvBlockPool::block_bytes(c, o.kv_dtype, o.block_size);
   DEW_REQUIRE(

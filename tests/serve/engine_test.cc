@@ -336,6 +336,15 @@ TEST(Engine, RefusesWhatCouldNeverRun) {
             }).find("KV memory of 1000 bytes holds no block of 16 tokens"),
             std::string::npos);
   EXPECT_TRUE(engine.idle());
+  // A recurrent model has no keys to page (its cache is a state per sequence).
+  const ModelConfig mamba2 = parse_model_config(
+      R"({"model_type":"mamba2","vocab_size":97,"hidden_size":32,"num_hidden_layers":1,"num_heads":4,
+        "head_dim":16,"state_size":8,"n_groups":1})",
+      "mamba2 config");
+  EXPECT_NE(error_of([&] {
+              Engine(CausalLM::init(mamba2, DType::f32, 1), EngineOptions{});
+            }).find("mamba2 keeps a recurrent state per sequence"),
+            std::string::npos);
 }
 
 }  // namespace

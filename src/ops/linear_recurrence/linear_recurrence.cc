@@ -34,6 +34,7 @@ std::vector<OutputSpec> check_forward(const LinearRecurrenceArgs& a, const char*
       a.v.dim() == 4 && a.v.size(0) == B && a.v.size(1) == T && a.v.size(2) == H && a.v.dtype() == a.dtype(),
       "[{}] v is {}; expected {}[{},{},{},V] (B,T,H,V)", op, a.v.describe(), dt, B, T, H);
   const int64_t V = a.v.size(3);
+  DEW_REQUIRE(K >= 1 && V >= 1, "[{}] K {} and V {}; expected a state of at least 1 x 1 per head", op, K, V);
   DEW_REQUIRE(
       !a.gate.defined() || (a.gate.dtype() == a.dtype() &&
                             (a.gate.shape() == Shape({B, T, H}) || a.gate.shape() == a.q.shape())),
