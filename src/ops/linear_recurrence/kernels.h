@@ -62,6 +62,10 @@ struct Inputs {
     if (!gate) return Acc(1);
     return std::exp(widen<Acc>(gate[key_gate ? at_k(b, t, h) + i : at_head(b, t, h)]));
   }
+  // Key i's decay given the head's, computed once a token (`head`: decay(b, t, h, 0) for a head's gate).
+  Acc row_decay(int64_t b, int64_t t, int64_t h, int64_t i, Acc head) const {
+    return key_gate ? decay(b, t, h, i) : head;
+  }
 };
 
 // One token's first half on S (K x V) in place: the decay; then u receives the update's row (v, or the
@@ -69,9 +73,10 @@ struct Inputs {
 template <class T, class Acc>
 void decay_and_row(const Inputs<T>& x, int64_t b, int64_t t, int64_t h, Acc* S, Acc* u, Acc* w) {
   const int64_t K = x.K, V = x.V;
+  const Acc head = x.gate && !x.key_gate ? x.decay(b, t, h, 0) : Acc(1);
   if (x.gate)
     for (int64_t i = 0; i < K; ++i) {
-      const Acc a = x.decay(b, t, h, i);
+      const Acc a = x.row_decay(b, t, h, i, head);
       for (int64_t j = 0; j < V; ++j) S[i * V + j] *= a;
     }
   const T *k = x.k + x.at_k(b, t, h), *v = x.v + x.at_v(b, t, h);
@@ -221,6 +226,7 @@ void backward(const LinearRecurrenceBackwardArgs& args, std::vector<Tensor>& out
           }
           for (int64_t i = 0; i < K; ++i) dk[kt + i] = narrow<T>(dk_row[size_t(i)]);
           if (x.gate) {  // the decay
+            const Acc head_decay = x.key_gate ? Acc(1) : x.decay(b, t, h, 0);
             Acc head = 0;
             for (int64_t i = 0; i < K; ++i) {
               const Acc s = dot<L>(dS.data() + i * V, decayed.data() + i * V, V);
@@ -228,7 +234,7 @@ void backward(const LinearRecurrenceBackwardArgs& args, std::vector<Tensor>& out
                 dg[kt + i] = narrow<T>(s);
               else
                 head += s;
-              const Acc a_i = x.decay(b, t, h, i);
+              const Acc a_i = x.row_decay(b, t, h, i, head_decay);
               for (int64_t j = 0; j < V; ++j) dS[size_t(i * V + j)] *= a_i;
             }
             if (!x.key_gate) dg[ht] = narrow<T>(head);
@@ -272,9 +278,10 @@ void tangent(const LinearRecurrenceJvpArgs& args, std::vector<Tensor>& outs) {
       for (int64_t t = 0; t < x.T_; ++t) {
         if (x.reset(b, t)) std::fill(S.begin(), S.end(), Acc(0)), std::fill(dS, dS + KV, Acc(0));
         const int64_t kt = x.at_k(b, t, h), vt = x.at_v(b, t, h), ht = x.at_head(b, t, h);
+        const Acc head_decay = x.gate && !x.key_gate ? x.decay(b, t, h, 0) : Acc(1);
         if (x.gate)
           for (int64_t i = 0; i < K; ++i) {
-            const Acc a_i = x.decay(b, t, h, i);
+            const Acc a_i = x.row_decay(b, t, h, i, head_decay);
             const Acc dg = widen<Acc>(d.gate[x.key_gate ? kt + i : ht]);
             for (int64_t j = 0; j < V; ++j) dS[i * V + j] = a_i * (dS[i * V + j] + dg * S[size_t(i * V + j)]);
           }
