@@ -3,6 +3,7 @@
 // causal convolution. Differentiable in both modes, like every op (ops.h).
 #pragma once
 
+#include <dew/activation.h>
 #include <dew/tensor.h>
 
 namespace dew {
@@ -11,8 +12,9 @@ namespace dew {
 // middle axis), bias (C) or undefined, initial (B,W-1,C) the inputs before t = 0 (a decode cache: the
 // previous call's last W - 1 inputs) or undefined for zeros -> (B,T,C). segments (B,T) i64, optional:
 // packed documents, whose windows never reach back past their start (initial belongs to the first).
+// activation: none, or silu applied to the sum (Mamba-2's and Gated DeltaNet's), rounded once.
 Tensor short_conv(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Tensor& initial = {},
-                  const Tensor& segments = {});
+                  const Tensor& segments = {}, Activation activation = Activation::none);
 
 struct RecurrenceOptions {
   double scale = 0;  // out_t = scale * S_t^T q_t; 0: 1/sqrt(K)

@@ -133,8 +133,8 @@ Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& i
     // The short convolution over x, B and C, from the cached inputs before this call.
     const Tensor before = cache ? cache->conv_inputs[size_t(i)] : Tensor();
     const Tensor xbc_in = zxd[1].contiguous();
-    const Tensor xbc = silu(short_conv(xbc_in, w(i, "mixer.conv1d.weight").reshape({conv, W}),
-                                       optional_w(i, "mixer.conv1d.bias"), before, segments));
+    const Tensor xbc = short_conv(xbc_in, w(i, "mixer.conv1d.weight").reshape({conv, W}),
+                                  optional_w(i, "mixer.conv1d.bias"), before, segments, Activation::silu);
     if (cache) {
       Tensor window = concat(
           {before.defined() ? before : Tensor::zeros({B, W - 1, conv}, xbc_in.dtype(), device), xbc_in}, 1);

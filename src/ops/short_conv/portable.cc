@@ -35,6 +35,8 @@ void short_conv_rows(const ShortConvArgs& a, Tensor& out) {
         if (!in) continue;
         for (int64_t c = 0; c < C; ++c) acc[size_t(c)] += widen<Acc>(w[c * W + j]) * widen<Acc>(in[c]);
       }
+      if (a.activation == Activation::silu)
+        for (int64_t c = 0; c < C; ++c) acc[size_t(c)] = short_conv_silu(acc[size_t(c)]);
       for (int64_t c = 0; c < C; ++c) y[r * C + c] = narrow<T>(acc[size_t(c)]);
     }
   });

@@ -32,12 +32,16 @@ std::vector<Truth> ShortConv::reference(const Args& a) {
           y += term;
           mag += std::fabs(term);
         }
+        if (a.activation == Activation::silu) {  // y s(y): its slope is at most 1.1, its rounding |y|
+          y = short_conv_silu(y);
+          mag = 1.1 * mag + std::fabs(y);
+        }
         out[size_t((b * T + t) * C + c)] = y;
         m[size_t((b * T + t) * C + c)] = mag;
       }
   }
   return {{Tensor::from_values(out, a.x.shape(), DType::f64), Tensor::from_values(m, a.x.shape(), DType::f64),
-           W + 1}};
+           W + 5}};
 }
 
 }  // namespace dew::ops

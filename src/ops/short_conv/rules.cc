@@ -3,6 +3,7 @@
 // d shifted by j — gives weight column j as sum over (b,t) of d and the input j steps on, and bias
 // sum d; the jvp is short_conv of the tangents, one input at a time. With segment ids, tap j's share of
 // each output is masked where its input lies before the output's document (the same mask in both).
+// With SiLU fused, both rules take its slope at the sums, recomputed.
 #include "ops/rules_common.h"
 #include "ops/short_conv/short_conv.h"
 
@@ -28,6 +29,12 @@ Tensor tap_mask(const Tensor& segments, int64_t W, int64_t j, DType dtype, Devic
   return Tensor::from_values(m, {B, T, 1}, dtype).to(device);
 }
 
+// d silu(p) / dp = s + p s (1 - s), s = sigmoid(p), at the pre-activation sums p (recomputed).
+Tensor silu_slope(const Tensor& p) {
+  const Tensor s = sigmoid(p);
+  return add(s, mul(mul(p, s), sub(Tensor::full({}, 1.0, p.dtype(), p.device()), s)));
+}
+
 }  // namespace
 
 Differentiation ShortConv::differentiation(std::string_view) {
@@ -40,10 +47,14 @@ std::vector<bool> ShortConv::vjp_reads_outputs(const Args&) {
 
 VjpRule ShortConv::vjp(const Args& a) {
   const SavedTensor x(a.x, "short_conv"), weight(a.weight, "short_conv"), initial(a.initial, "short_conv"),
-      segments(a.segments, "short_conv");
+      segments(a.segments, "short_conv"), bias(a.bias, "short_conv");
   const bool has_bias = a.bias.defined(), has_initial = a.initial.defined();
+  const bool silu = a.activation == Activation::silu;
   return [=](const std::vector<Tensor>& d, const std::vector<Tensor>&) -> std::vector<Tensor> {
-    const Tensor &g = d[0], &xv = x.get(), &w = weight.get();
+    const Tensor &xv = x.get(), &w = weight.get();
+    // With SiLU, the gradient reaching the sums: d times the slope at the recomputed sums.
+    const Tensor g =
+        silu ? mul(d[0], silu_slope(short_conv(xv, w, bias.get(), initial.get(), segments.get()))) : d[0];
     const int64_t T = xv.size(1), C = w.size(0), W = w.size(1);
     const Tensor inputs = padded_input(xv, initial.get(), W);
     Tensor d_inputs;  // (B, W-1+T, C)
@@ -74,6 +85,8 @@ std::vector<Tensor> ShortConv::jvp(const Args& a, const std::vector<Tensor>&, co
                      ti, a.segments);
   if (tw.defined()) out = add_defined(out, short_conv(a.x, tw, {}, a.initial, a.segments));
   if (tb.defined()) out = add_defined(out, add(Tensor::zeros(a.x.shape(), a.x.dtype(), a.x.device()), tb));
+  if (a.activation == Activation::silu && out.defined())  // the sums' tangent times SiLU's slope there
+    out = mul(out, silu_slope(short_conv(a.x, a.weight, a.bias, a.initial, a.segments)));
   return {out};
 }
 

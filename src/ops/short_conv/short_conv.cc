@@ -36,6 +36,8 @@ std::vector<OutputSpec> ShortConv::infer(const Args& a) {
                   (a.segments.dtype() == DType::i64 && a.segments.shape() == Shape({B, a.x.size(1)})),
               "[short_conv] segments is {}; expected i64[{},{}] (B,T) document ids", a.segments.describe(), B,
               a.x.size(1));
+  DEW_REQUIRE(a.activation == Activation::none || a.activation == Activation::silu,
+              "[short_conv] activation {}; expected none or silu", int(a.activation));
   return {{a.x.shape(), a.dtype()}};
 }
 
@@ -49,13 +51,15 @@ const select::Registry<ShortConvArgs>& ShortConv::registry() {
 }
 
 std::vector<Case<ShortConvArgs>> ShortConv::cases(std::string_view) {
-  auto make = [](int64_t B, int64_t T, int64_t C, int64_t W, bool bias, bool initial, bool packed = false) {
+  auto make = [](int64_t B, int64_t T, int64_t C, int64_t W, bool bias, bool initial, bool packed = false,
+                 bool silu = false) {
     return [=](DType t, RandomKey k) {
       ShortConvArgs a;
       a.x = random_input({B, T, C}, t, k);
       a.weight = random_input({C, W}, t, {k.seed, k.stream + 1}, 0.5);
       if (bias) a.bias = random_input({C}, t, {k.seed, k.stream + 2}, 0.5);
       if (initial) a.initial = random_input({B, W - 1, C}, t, {k.seed, k.stream + 3});
+      if (silu) a.activation = Activation::silu;
       if (packed) {  // documents of 5 tokens
         std::vector<double> ids;
         for (int64_t i = 0; i < B * T; ++i) ids.push_back(double((i % T) / 5));
@@ -70,6 +74,8 @@ std::vector<Case<ShortConvArgs>> ShortConv::cases(std::string_view) {
           {"chunk_after_cache", {"ci"}, all, make(2, 9, 24, 4, true, true)},
           {"shorter_than_kernel", {"ci", "edge"}, all, make(1, 2, 7, 4, true, false)},
           {"packed_documents", {"ci", "edge"}, all, make(2, 17, 12, 4, true, true, true)},
+          {"mamba2_silu", {"ci"}, all, make(2, 21, 40, 4, true, false, false, true)},
+          {"decode_step_silu", {"ci", "edge"}, all, make(3, 1, 24, 4, true, true, false, true)},
           {"prefill_2k", {"bench"}, {DType::f32, DType::bf16}, make(1, 2048, 1024, 4, true, false)}};
 }
 
@@ -78,9 +84,10 @@ std::vector<Case<ShortConvArgs>> ShortConv::cases(std::string_view) {
 namespace dew {
 
 Tensor short_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& initial,
-                  const Tensor& segments) {
+                  const Tensor& segments, Activation activation) {
   ops::ShortConvArgs a;
   a.x = x, a.weight = weight, a.bias = bias, a.initial = initial, a.segments = segments;
+  a.activation = activation;
   return ops::run_op<ops::ShortConv>(a)[0];
 }
 

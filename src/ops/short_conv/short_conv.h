@@ -3,8 +3,8 @@
 //   y[b,t,c] = bias[c] + sum_j weight[c,j] x[b, t - (W-1) + j, c]
 // the inputs before t = 0 taken from `initial` (B, W-1, C) — the previous call's last W - 1 inputs,
 // a decode cache — or zeros; with segment ids, a packed document's window starts at its first token
-// (document_starts.h). Accumulated in f32 or wider and rounded once. The activation (SiLU in these
-// models) is its own op.
+// (document_starts.h). Accumulated in f32 or wider; with `activation` silu, SiLU of the sum (these
+// models' activation) before the one rounding.
 #pragma once
 
 #include <dew/recurrence_ops.h>
@@ -15,11 +15,12 @@
 namespace dew::ops {
 
 struct ShortConvArgs {
-  Tensor x;         // (B,T,C)
-  Tensor weight;    // (C,W)
-  Tensor bias;      // (C) or undefined
-  Tensor initial;   // (B,W-1,C) or undefined: zeros
-  Tensor segments;  // (B,T) i64 document ids, or undefined: one document per row
+  Tensor x;                                  // (B,T,C)
+  Tensor weight;                             // (C,W)
+  Tensor bias;                               // (C) or undefined
+  Tensor initial;                            // (B,W-1,C) or undefined: zeros
+  Tensor segments;                           // (B,T) i64 document ids, or undefined: one document per row
+  Activation activation = Activation::none;  // none or silu
   DType dtype() const { return x.dtype(); }
   Device device() const { return x.device(); }
   std::vector<const Tensor*> inputs() const;
@@ -29,11 +30,19 @@ struct ShortConvArgs {
 struct ShortConv {
   DEW_OP_TYPE_MEMBERS(ShortConvArgs);
   static std::string_view name(const Args&) { return "short_conv"; }
-  DEW_CASE_LABEL_BY_DTYPE;
+  static std::string case_label(const Args& a) {
+    return std::string(dtype_name(a.dtype())) + (a.activation == Activation::silu ? " silu" : "");
+  }
   DEW_OP_RULES;
 };
 
 void add_short_conv_portable(select::Registry<ShortConvArgs>& r);
+
+// x sigmoid(x), the fused activation, in the accumulator's precision.
+template <class Acc>
+inline Acc short_conv_silu(Acc x) {
+  return x / (Acc(1) + std::exp(-x));
+}
 
 // Whether input time s (< 0: from initial) reaches output t of a row whose document starts are
 // `start` (document_start_of): in t's document, or before the row when t's document is the first.
