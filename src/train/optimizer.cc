@@ -9,7 +9,7 @@
 namespace dew::train {
 
 bool is_embedding_table(const std::string& name) {
-  for (const char* table : {"embed_tokens", "wte", "wpe"})
+  for (const char* table : {"embed_tokens", "wte", "wpe", "backbone.embeddings"})
     if (name.find(table) != std::string::npos) return true;
   return false;
 }

@@ -59,5 +59,23 @@ TEST(LmObjective, TrainingFlopsCountEveryMatrixAndAttention) {
   EXPECT_EQ(training_flops_per_token(tiny_model(), 7), 6.0 * 2816 + 12.0 * 1 * 2 * 8 * 7);
 }
 
+// mamba2: its matrices but the embedding table (backbone.embeddings, a lookup that multiplies nothing
+// and takes no weight decay), the tied head once, and its state where attention's keys would be.
+TEST(LmObjective, Mamba2FlopsCountItsStateAndNotItsEmbeddingTable) {
+  CausalLM model = CausalLM::init(
+      parse_model_config(R"({"model_type":"mamba2","vocab_size":10,"hidden_size":32,"num_hidden_layers":1,
+        "num_heads":4,"head_dim":16,"state_size":8,"n_groups":1,"tie_word_embeddings":true})",
+                         "mamba2 config"),
+      DType::f32, 1);
+  // in_proj (64 + 80 + 4) x 32 = 4736, the convolution 80 x 4 = 320, out_proj 32 x 64 = 2048, the
+  // tied head 10 x 32 = 320; the state: 12 L H P N = 12 x 4 x 16 x 8.
+  EXPECT_EQ(training_flops_per_token(model, 7), 6.0 * (4736 + 320 + 2048 + 320) + 12.0 * 4 * 16 * 8);
+  for (const Param& p : default_groups(model.parameters(), 0.1)) {
+    if (p.name == "backbone.embeddings.weight") {
+      EXPECT_EQ(p.weight_decay, 0.0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dew::train
