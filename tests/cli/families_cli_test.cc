@@ -35,7 +35,9 @@ const std::vector<std::pair<std::string, std::string>> kFamilies = {
     {"gemma2", R"("model_type":"gemma2","intermediate_size":48,"head_dim":16,"sliding_window":4)"},
     {"gemma3_text", R"("model_type":"gemma3_text","intermediate_size":48,"head_dim":16,"sliding_window":4,
         "sliding_window_pattern":2)"},
-    {"olmo2", R"("model_type":"olmo2","intermediate_size":48)"}};
+    {"olmo2", R"("model_type":"olmo2","intermediate_size":48)"},
+    // no attention (its fields below are read by the others only): generation through its state
+    {"mamba2", R"("model_type":"mamba2","num_heads":4,"head_dim":16,"state_size":8,"n_groups":1)"}};
 constexpr const char* kShape = R"("hidden_size":32,"num_hidden_layers":2,"num_attention_heads":2,
     "num_key_value_heads":1,"max_position_embeddings":64)";
 
