@@ -102,15 +102,52 @@ void step(const Inputs<T>& x, int64_t b, int64_t t, int64_t h, Acc* S, Acc* u, A
   }
 }
 
-// out_t = scale * S^T q_t, accumulated in `acc` (V) and rounded once.
+// One token of the forward, fused: the state's rows are read and written once for the decay and the
+// update and the output (twice with the delta rule, whose prediction w needs the whole decayed state
+// before u exists), where decay_and_row, step and emit pass over them four times. Each element gets
+// the same operations in the same order as theirs, so the values are the same bits.
 template <class T, class Acc>
-void emit(const Inputs<T>& x, const T* q, const Acc* S, Acc* acc, T* out) {
-  std::fill(acc, acc + x.V, Acc(0));
-  for (int64_t i = 0; i < x.K; ++i) {
-    const Acc qi = widen<Acc>(q[i]);
-    for (int64_t j = 0; j < x.V; ++j) acc[j] += qi * S[i * x.V + j];
+void fused_token(const Inputs<T>& x, int64_t b, int64_t t, int64_t h, Acc* S, Acc* u, Acc* w, Acc* acc,
+                 T* out) {
+  const int64_t K = x.K, V = x.V;
+  const int64_t kt = x.at_k(b, t, h), vt = x.at_v(b, t, h);
+  const T *k = x.k + kt, *q = x.q + kt, *v = x.v + vt;
+  const Acc head = x.gate && !x.key_gate ? x.decay(b, t, h, 0) : Acc(1);
+  for (int64_t j = 0; j < V; ++j) u[j] = widen<Acc>(v[j]);
+  const bool decay_in_update = x.gate && !x.beta;  // the delta rule decays in its first pass
+  if (x.beta) {
+    std::fill(w, w + V, Acc(0));
+    for (int64_t i = 0; i < K; ++i) {
+      Acc* row = S + i * V;
+      const Acc ki = widen<Acc>(k[i]);
+      if (x.gate) {
+        const Acc a = x.row_decay(b, t, h, i, head);
+        for (int64_t j = 0; j < V; ++j) row[j] *= a;
+      }
+      for (int64_t j = 0; j < V; ++j) w[j] += ki * row[j];
+    }
+    const Acc beta = widen<Acc>(x.beta[x.at_head(b, t, h)]);
+    for (int64_t j = 0; j < V; ++j) u[j] = beta * (u[j] - w[j]);
   }
-  for (int64_t j = 0; j < x.V; ++j) out[j] = narrow<T>(x.scale * acc[j]);
+  std::fill(acc, acc + V, Acc(0));
+  for (int64_t i = 0; i < K; ++i) {
+    Acc* row = S + i * V;
+    const Acc ki = widen<Acc>(k[i]), qi = widen<Acc>(q[i]);
+    if (decay_in_update) {
+      const Acc a = x.row_decay(b, t, h, i, head);
+      for (int64_t j = 0; j < V; ++j) {
+        row[j] *= a;
+        row[j] += ki * u[j];
+        acc[j] += qi * row[j];
+      }
+    } else {
+      for (int64_t j = 0; j < V; ++j) {
+        row[j] += ki * u[j];
+        acc[j] += qi * row[j];
+      }
+    }
+  }
+  for (int64_t j = 0; j < V; ++j) out[vt + j] = narrow<T>(x.scale * acc[j]);
 }
 
 template <int L, class T>
@@ -131,8 +168,7 @@ void forward(const LinearRecurrenceArgs& a, std::vector<Tensor>& outs) {
         std::fill(S, S + KV, Acc(0));
       for (int64_t t = 0; t < x.T_; ++t) {
         if (x.reset(b, t)) std::fill(S, S + KV, Acc(0));
-        step(x, b, t, h, S, u.data(), w.data());
-        emit(x, x.q + x.at_k(b, t, h), S, acc.data(), out + x.at_v(b, t, h));
+        fused_token(x, b, t, h, S, u.data(), w.data(), acc.data(), out);
       }
     }
   });
