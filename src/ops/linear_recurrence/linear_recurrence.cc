@@ -123,7 +123,7 @@ const std::vector<RecurrenceCase>& recurrence_case_table() {
       {"packed_documents", {"ci", "edge"}, all, 2, 40, 2, 8, 8, GateKind::head, true, true, true},
       {"decode_step", {"ci", "edge"}, all, 3, 1, 4, 16, 16, GateKind::head, true, true, false},
       // Rows wider than two vectors of lanes with a tail: the tiers' lane sums reassociate here.
-      {"wide_rows", {"ci"}, all, 1, 24, 2, 40, 40, GateKind::head, true, true, false},
+      {"wide_rows", {"ci"}, all, 1, 12, 1, 8, 40, GateKind::head, true, true, false},
       {"gdn_1k", {"bench"}, fast, 1, 1024, 8, 128, 128, GateKind::head, true, false, false},
       {"gdn_4k", {"bench"}, fast, 1, 4096, 8, 128, 128, GateKind::head, true, false, false},
       {"gdn_16k", {"bench"}, fast, 1, 16384, 8, 128, 128, GateKind::head, true, false, false},
