@@ -15,18 +15,24 @@ Tensor padded_input(const Tensor& x, const Tensor& initial, int64_t W) {
   return initial.defined() ? concat({initial, x}, 1) : pad(x, {0, 0, W - 1, 0});
 }
 
-// Tap j's mask (B,T,1) in `dtype`: 1 where output t's input t - (W-1) + j reaches it (short_conv_reaches),
-// 0 where it lies before t's document; undefined without segments (every tap reaches).
-Tensor tap_mask(const Tensor& segments, int64_t W, int64_t j, DType dtype, Device device) {
-  if (!segments.defined()) return Tensor();
+// Each tap's mask (B,T,1) in `dtype`, tap j's 1 where output t's input t - (W-1) + j reaches it
+// (short_conv_reaches), 0 where it lies before t's document; none without segments (every tap reaches).
+// The rows' document starts are found once for all W taps.
+std::vector<Tensor> tap_masks(const Tensor& segments, int64_t W, DType dtype, Device device) {
+  if (!segments.defined()) return std::vector<Tensor>(static_cast<size_t>(W));
   const Tensor seg = segments.to(Device::cpu()).contiguous();
   const int64_t B = seg.size(0), T = seg.size(1);
-  std::vector<double> m;
+  std::vector<std::vector<double>> m(static_cast<size_t>(W));
   for (int64_t b = 0; b < B; ++b) {
     const std::vector<int64_t> start = document_start_of(seg.data<int64_t>(), T, b);
-    for (int64_t t = 0; t < T; ++t) m.push_back(short_conv_reaches(start, t - (W - 1) + j, t) ? 1.0 : 0.0);
+    for (int64_t j = 0; j < W; ++j)
+      for (int64_t t = 0; t < T; ++t)
+        m[size_t(j)].push_back(short_conv_reaches(start, t - (W - 1) + j, t) ? 1.0 : 0.0);
   }
-  return Tensor::from_values(m, {B, T, 1}, dtype).to(device);
+  std::vector<Tensor> masks;
+  for (const std::vector<double>& tap : m)
+    masks.push_back(Tensor::from_values(tap, {B, T, 1}, dtype).to(device));
+  return masks;
 }
 
 // d silu(p) / dp = s + p s (1 - s), s = sigmoid(p), at the pre-activation sums p (recomputed).
@@ -59,9 +65,10 @@ VjpRule ShortConv::vjp(const Args& a) {
     const Tensor inputs = padded_input(xv, initial.get(), W);
     Tensor d_inputs;  // (B, W-1+T, C)
     std::vector<Tensor> columns;
+    const std::vector<Tensor> masks = tap_masks(segments.get(), W, g.dtype(), g.device());
     for (int64_t j = 0; j < W; ++j) {
       const Tensor tap = w.slice(1, j, j + 1).contiguous().reshape({C});
-      const Tensor mask = tap_mask(segments.get(), W, j, g.dtype(), g.device());
+      const Tensor& mask = masks[size_t(j)];
       const Tensor gj = mask.defined() ? mul(g, mask) : g;  // the outputs tap j reaches
       d_inputs = add_defined(d_inputs, mul(pad(gj, {0, 0, j, W - 1 - j}), tap));
       columns.push_back(sum(mul(gj, inputs.slice(1, j, j + T)), {0, 1}).reshape({C, 1}));
