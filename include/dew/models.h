@@ -1,8 +1,9 @@
 // Language-model families from Hugging Face checkpoints: the config read from config.json by
 // model_type, the parameters under their Hugging Face names, and the forward pass to logits written
 // with Dew's ops (so it differentiates). Families: llama, mistral, qwen2, qwen3, mixtral, qwen3_moe,
-// gpt_oss, glm4_moe, gemma, gemma2, gemma3_text (gemma3's text half) and olmo2 (one decoder with
-// switches, four of them with experts), gpt2, and mamba2 (state space layers, no attention). A config field
+// gpt_oss, glm4_moe, gemma, gemma2, gemma3_text (gemma3's text half), olmo2 and qwen3_next (one
+// decoder with switches, five of them with experts, qwen3_next with Gated DeltaNet layers between its
+// attention layers), gpt2, and mamba2 (state space layers, no attention). A config field
 // that changes the mathematics and is not supported is refused by name; nothing is silently ignored.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <dew/safetensors.h>
 #include <dew/tensor.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -60,7 +62,10 @@ struct MoeConfig {
   int64_t groups = 1, groups_kept = 1;
   double routed_scaling = 1;
   int64_t shared_intermediate_size = 0;  // shared experts' MLP beside the routed ones (0: none)
-  int64_t first_dense_layers = 0;        // glm4_moe first_k_dense_replace
+  // qwen3_next: the shared expert (mlp.shared_expert) scaled per token by sigmoid(mlp.shared_expert_gate
+  // x); glm4_moe's (mlp.shared_experts) is not gated.
+  bool shared_expert_gate = false;
+  int64_t first_dense_layers = 0;  // glm4_moe first_k_dense_replace
   bool is_sparse(int64_t layer) const;
 };
 
@@ -83,6 +88,23 @@ struct DecoderSwitches {
   std::vector<uint8_t> sliding_layers;  // per layer, 1 where sliding_window applies (empty: all)
   double local_rope_theta = 0;          // gemma3: sliding layers rotate with this base, unscaled
   bool attention_sinks = false;         // gpt_oss: a learned logit per head joins each softmax
+  // qwen3_next: q_proj yields each head's queries and as many gate logits; the attention's output is
+  // multiplied by their sigmoid before o_proj.
+  bool attention_output_gate = false;
+};
+
+// Gated DeltaNet token mixers in place of attention on some layers (qwen3_next's linear_attention
+// layers; docs/models.md): in-projections to q, k, v, the output gate z, beta's and the decay's logits;
+// a short convolution with SiLU over q, k and v; q and k L2-normalized per head; the gated delta rule
+// (linear_recurrence with beta = sigmoid(b) and one log-decay per head, -exp(A_log) softplus(a +
+// dt_bias)); an RMSNorm of each head's output times silu(z); the out-projection.
+struct GatedDeltaNetConfig {
+  int64_t num_key_heads = 0, num_value_heads = 0, key_head_dim = 0, value_head_dim = 0, conv_kernel = 4;
+  std::vector<uint8_t> layers;  // per layer, 1 where the mixer replaces attention (empty: on no layer)
+  bool replaces_attention(int64_t layer) const { return !layers.empty() && layers[size_t(layer)]; }
+  int64_t key_dim() const { return num_key_heads * key_head_dim; }
+  int64_t value_dim() const { return num_value_heads * value_head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // q, k, v convolved together
 };
 
 // Mamba-2's selective state space layers (mamba2; docs/models.md): in-projection to the gate z, the
@@ -101,7 +123,7 @@ struct SsmConfig {
 
 struct ModelConfig {
   std::string model_type;  // llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, glm4_moe,
-                           // gemma, gemma2, gemma3_text, olmo2, gpt2, mamba2
+                           // gemma, gemma2, gemma3_text, olmo2, qwen3_next, gpt2, mamba2
   int64_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_hidden_layers = 0;
   int64_t num_attention_heads = 0, num_key_value_heads = 0, head_dim = 0;
   int64_t max_position_embeddings = 0;
@@ -115,7 +137,8 @@ struct ModelConfig {
   int64_t sliding_window = 0;  // 0 = full attention; on the layers sliding() names
   MoeConfig moe;
   DecoderSwitches decoder;
-  SsmConfig ssm;  // mamba2
+  SsmConfig ssm;                  // mamba2
+  GatedDeltaNetConfig delta_net;  // qwen3_next
   // "gemma3" when the model is the text half of a gemma3 (image and text) config: its text_config,
   // the weights under language_model. or model.language_model., the image half left unread.
   std::string wrapper_type;
@@ -123,6 +146,11 @@ struct ModelConfig {
     return sliding_window > 0 && (decoder.sliding_layers.empty() || decoder.sliding_layers[size_t(layer)]);
   }
   std::string dtype = "float32";  // torch_dtype / dtype: what the checkpoint holds
+  // Does any layer carry a recurrent state (mamba2's, qwen3_next's Gated DeltaNet layers)?
+  bool has_recurrent_layers() const {
+    return ssm.state_size > 0 ||
+           std::find(delta_net.layers.begin(), delta_net.layers.end(), 1) != delta_net.layers.end();
+  }
 };
 
 // Parses config.json text; `source` names it in errors.
@@ -143,12 +171,13 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int64_t sequence_len
 // forward given the cache. The keys and values live in per-layer buffers written in place (NOTE [kv
 // cache], causal_lm.cc), so a forward with a cache must not record gradients (run it under NoGrad).
 // With padded rows, `segments` holds the cached positions' segment ids.
-// A recurrent family (mamba2) keeps no keys: per layer, its short convolution's last inputs and its
-// recurrence's state, replaced by every forward given the cache.
+// A recurrent layer (mamba2's, qwen3_next's Gated DeltaNet) keeps no keys but its short convolution's
+// last inputs and its recurrence's state, replaced by every forward given the cache; a hybrid keeps
+// keys on its attention layers and states on the others.
 struct KvCache {
   std::vector<Tensor> keys, values;  // per layer (B, capacity, Hkv, D); [0, length()) are cached
   std::vector<Tensor> conv_inputs;   // recurrent layers: (B, W-1, conv channels), the last W-1 inputs
-  std::vector<Tensor> states;        // recurrent layers: (B, H, N, head_dim) f32 (f64 for f64)
+  std::vector<Tensor> states;        // recurrent layers: (B, H, K, V) f32 (f64 for f64), linear_recurrence's
   Tensor segments;                   // (B, length()) i64, or undefined when no call was padded
   int64_t tokens = 0;
   int64_t length() const { return tokens; }
@@ -273,7 +302,8 @@ class CausalLM {
  private:
   void check_ids_and_positions(const Tensor& ids, const Tensor& positions) const;
   Tensor run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
-                    const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router) const;
+                    const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router,
+                    KvCache* cache) const;
 
   ModelConfig config_;
   std::string config_text_;  // config.json as read, written back but for its dtype (save())

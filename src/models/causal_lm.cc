@@ -118,22 +118,24 @@ CausalLM CausalLM::init(const ModelConfig& config, DType dtype, uint64_t seed, c
     const bool is_norm = name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
     // Drawn in f64 and rounded once into `dtype` by the fill itself (as a cast of the f64 draws would).
     Tensor t;
+    const RandomKey key{seed, uint64_t(i), 0};
     const std::optional<Tensor> family_value =
-        is_mamba2(config) ? models::mamba2_initial_value(config, name, shape, dtype, {seed, uint64_t(i), 0})
-                          : std::nullopt;
+        is_mamba2(config)                  ? models::mamba2_initial_value(config, name, shape, dtype, key)
+        : !config.delta_net.layers.empty() ? models::gated_delta_net_initial_value(name, shape, dtype, key)
+                                           : std::nullopt;
     if (family_value)
       t = *family_value;
     else if (name.ends_with(".bias") || name.ends_with("_bias"))
       t = Tensor::zeros(shape, dtype);
-    else if (is_norm)
-      t = Tensor::full(shape, 1.0, dtype);
+    else if (is_norm)  // a norm scaling by 1 + w (gemma's, qwen3_next's) starts at w = 0
+      t = Tensor::full(shape, config.decoder.norm_plus_one ? 0.0 : 1.0, dtype);
     else {
       // std 0.02 (transformers' initializer_range); GPT-2 scales residual projections by 1/sqrt(2L).
       double stddev = 0.02;
       if (is_gpt2(config) && name.ends_with("c_proj.weight"))
         stddev /= std::sqrt(2.0 * config.num_hidden_layers);
       t = Tensor::empty(shape, dtype);
-      fill_normal(t, {seed, uint64_t(i), 0}, 0.0, stddev);
+      fill_normal(t, key, 0.0, stddev);
     }
     m.parameters_[name] = t;
   }
@@ -161,10 +163,15 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
     return newer_gemma3 && name.starts_with("model.") ? "model.language_model." + name.substr(6)
                                                       : prefix + name;
   };
+  // Left unread as transformers leaves them: gemma3's image half; qwen3_next's multi-token prediction
+  // head (mtp.), which only speculative decoding uses.
   const auto image_half = [&](const std::string& name) {
     return gemma3 &&
            (name.starts_with("vision_tower.") || name.starts_with("multi_modal_projector.") ||
             name.starts_with("model.vision_tower.") || name.starts_with("model.multi_modal_projector."));
+  };
+  const auto unread = [&](const std::string& name) {
+    return image_half(name) || (m.config_.model_type == "qwen3_next" && name.starts_with("mtp."));
   };
   // Saved, the text model is a gemma3_text checkpoint of its own.
   if (gemma3) m.config_text_ = models::model_config_json(m.config_);
@@ -199,7 +206,7 @@ CausalLM CausalLM::load(const std::string& directory, std::optional<DType> dtype
   for (const std::string& name : checkpoint.names()) {
     const bool tied_head =
         m.config_.tie_word_embeddings && (name == "lm_head.weight" || name == prefix + "lm_head.weight");
-    if (!expected.count(name) && !is_known_buffer(name) && !tied_head && !image_half(name))
+    if (!expected.count(name) && !is_known_buffer(name) && !tied_head && !unread(name))
       problems.push_back(
           fmt::format("\"{}\" is not a parameter of this {} config", name, m.config_.model_type));
   }
@@ -335,6 +342,13 @@ class DenseAttention final : public LayerAttention {
 
 }  // namespace
 
+int64_t cached_batch(const KvCache& cache) {
+  for (const auto* per_layer : {&cache.keys, &cache.states})
+    for (const Tensor& t : *per_layer)
+      if (t.defined()) return t.size(0);
+  return 0;
+}
+
 Tensor logit_positions(const Tensor& x, const Tensor& rows) {
   return rows.defined() ? index_select(x, 1, rows) : x;
 }
@@ -351,12 +365,14 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
   DEW_REQUIRE(!segments.defined() || (segments.shape() == ids.shape() && segments.dtype() == DType::i64),
               "[model] segments is {}; expected i64 of the ids' shape {}", segments.describe(),
               shape_str(ids.shape()));
-  DEW_REQUIRE(
-      !cache || cache->keys.empty() ||
-          (int64_t(cache->keys.size()) == config_.num_hidden_layers && cache->keys[0].size(0) == ids.size(0)),
-      "[model] the cache holds {} layers of batch {}; expected {} layers of the ids' batch {}",
-      cache ? cache->keys.size() : 0, cache && !cache->keys.empty() ? cache->keys[0].size(0) : 0,
-      config_.num_hidden_layers, ids.size(0));
+  if (cache) {
+    const int64_t layers = int64_t(std::max(cache->keys.size(), cache->states.size())),
+                  batch = models::cached_batch(*cache);
+    DEW_REQUIRE(
+        layers <= config_.num_hidden_layers && (batch == 0 || batch == ids.size(0)),
+        "[model] the cache holds {} layers of batch {}; expected at most {} layers of the ids' batch {}",
+        layers, batch, config_.num_hidden_layers, ids.size(0));
+  }
   if (is_mamba2(config_)) {  // no attention: the cache holds each layer's recurrent state
     Tensor logits = models::mamba2_forward(config_, parameters_, ids, segments, cache, Tensor(), boundaries_);
     if (cache) cache->tokens += ids.size(1);
@@ -377,7 +393,7 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
     }
   }
   models::DenseAttention dense(cache);
-  Tensor logits = run_family(ids, positions, dense, mask, Tensor(), router);
+  Tensor logits = run_family(ids, positions, dense, mask, Tensor(), router, cache);
   if (cache) cache->tokens += ids.size(1);  // every layer wrote at the same offset (with_cache)
   return logits;
 }
@@ -386,19 +402,20 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttent
                          const Tensor& logit_rows) const {
   check_ids_and_positions(ids, positions);
   DEW_REQUIRE(
-      !is_mamba2(config_),
-      "[model] mamba2 keeps a recurrent state per sequence, not keys and values: it runs through "
-      "forward() with a KvCache (dew generate); the paged serving engine does not hold such states yet");
+      !config_.has_recurrent_layers(),
+      "[model] {} keeps a recurrent state per sequence, not only keys and values: it runs through "
+      "forward() with a KvCache (dew generate); the paged serving engine does not hold such states yet",
+      config_.model_type);
   DEW_REQUIRE(!logit_rows.defined() || (logit_rows.dim() == 1 && logit_rows.dtype() == DType::i64),
               "[model] logit_rows is {}; expected (K) i64 positions of the call", logit_rows.describe());
   AttentionOptions mask;
   mask.causal = true;
-  return run_family(ids, positions, attention, mask, logit_rows, nullptr);
+  return run_family(ids, positions, attention, mask, logit_rows, nullptr, nullptr);
 }
 
 Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
-                            const AttentionOptions& mask, const Tensor& logit_rows,
-                            RouterStats* router) const {
+                            const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router,
+                            KvCache* cache) const {
   if (is_gpt2(config_))
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
@@ -407,7 +424,7 @@ Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAtt
   return is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask,
                                                  logit_rows, boundaries_)
                           : models::llama_forward(config_, parameters_, ids, positions, attention, mask,
-                                                  logit_rows, boundaries_, router, tensor_);
+                                                  logit_rows, boundaries_, router, tensor_, cache);
 }
 
 void CausalLM::check_ids_and_positions(const Tensor& ids, const Tensor& positions) const {

@@ -59,23 +59,31 @@ RopeConfig parse_rope(const JsonFields& f, double default_theta, double default_
   return r;
 }
 
-// mixtral, qwen3_moe, gpt_oss and glm4_moe: the experts' fields, checked against the layers they name.
+// mixtral, qwen3_moe, gpt_oss, glm4_moe and qwen3_next: the experts' fields, checked against the
+// layers they name.
 MoeConfig parse_moe(const JsonFields& f, const std::string& type, int64_t layers) {
   MoeConfig m;
-  const bool mixtral = type == "mixtral", glm = type == "glm4_moe";
+  const bool mixtral = type == "mixtral", glm = type == "glm4_moe", next = type == "qwen3_next";
   m.gpt_oss = type == "gpt_oss";
   const char* experts_field = mixtral || m.gpt_oss ? "num_local_experts"
                               : glm                ? "n_routed_experts"
                                                    : "num_experts";
-  m.num_experts = f.size_or(experts_field, mixtral ? 8 : 128);
-  m.experts_per_token = f.size_or("num_experts_per_tok", mixtral ? 2 : m.gpt_oss ? 4 : 8);
-  DEW_REQUIRE(m.experts_per_token <= m.num_experts,
+  // Qwen3NextConfig: 512 experts, 10 a token, renormalized, a gated shared expert; num_experts 0 makes
+  // every MLP dense.
+  const bool dense = next && f.has(experts_field) && f.json[experts_field] == 0;
+  m.num_experts = dense ? 0 : f.size_or(experts_field, mixtral ? 8 : next ? 512 : 128);
+  m.experts_per_token = f.size_or("num_experts_per_tok", mixtral ? 2 : m.gpt_oss ? 4 : next ? 10 : 8);
+  if (next) {
+    m.shared_expert_gate = true;
+    m.shared_intermediate_size = f.size_or("shared_expert_intermediate_size", 512);
+  }
+  DEW_REQUIRE(m.experts_per_token <= m.num_experts || (next && m.num_experts == 0),
               "{}: num_experts_per_tok is {} but {} is {}; expected at most as many experts per token as "
               "there are experts",
               f.source, m.experts_per_token, experts_field, m.num_experts);
-  m.intermediate_size =
-      mixtral || m.gpt_oss ? f.size("intermediate_size") : f.size_or("moe_intermediate_size", 768);
-  m.normalize_top_k = mixtral || f.flag_or("norm_topk_prob", glm);
+  m.intermediate_size = mixtral || m.gpt_oss ? f.size("intermediate_size")
+                                             : f.size_or("moe_intermediate_size", next ? 512 : 768);
+  m.normalize_top_k = mixtral || f.flag_or("norm_topk_prob", glm || next);
   m.router_losses = f.flag_or("output_router_logits", false);
   m.aux_loss_coef = f.number_or("router_aux_loss_coef", 0.001);
   m.z_loss_coef = f.number_or("router_z_loss_coef", 0);
@@ -134,25 +142,28 @@ bool is_gemma(const std::string& type) {
   return type == "gemma" || type == "gemma2" || type == "gemma3_text";
 }
 
-// gemma2, gemma3_text and gpt_oss: which layers slide, from `layer_types`, else every layer but each
-// `pattern`-th (gemma2 and gpt_oss alternate, 2; gemma3 keeps every sixth global).
-std::vector<uint8_t> parse_layer_types(const JsonFields& f, int64_t layers, int64_t pattern) {
-  std::vector<uint8_t> sliding;
+// Which layers are of `kind` rather than full attention (gemma2's, gemma3_text's and gpt_oss's sliding
+// layers, qwen3_next's linear_attention ones), from `layer_types`, else every layer but each
+// `pattern`-th (gemma2 and gpt_oss alternate, 2; gemma3 keeps every sixth global, qwen3_next every
+// fourth).
+std::vector<uint8_t> parse_layer_types(const JsonFields& f, int64_t layers, int64_t pattern,
+                                       const std::string& kind = "sliding_attention") {
+  std::vector<uint8_t> of_kind;
   if (f.has("layer_types")) {
     const nlohmann::json& list = f.json["layer_types"];
     DEW_REQUIRE(list.is_array() && int64_t(list.size()) == layers,
                 "{}: \"layer_types\" is {}; expected a list of {} entries (num_hidden_layers)", f.source,
                 list.dump(), layers);
     for (const nlohmann::json& t : list) {
-      DEW_REQUIRE(t == "sliding_attention" || t == "full_attention",
-                  "{}: \"layer_types\" holds {}; expected \"sliding_attention\" or \"full_attention\"",
-                  f.source, t.dump());
-      sliding.push_back(t == "sliding_attention");
+      DEW_REQUIRE(t == kind || t == "full_attention",
+                  "{}: \"layer_types\" holds {}; expected \"{}\" or \"full_attention\"", f.source, t.dump(),
+                  kind);
+      of_kind.push_back(t == kind);
     }
-    return sliding;
+    return of_kind;
   }
-  for (int64_t i = 0; i < layers; ++i) sliding.push_back((i + 1) % pattern != 0);
-  return sliding;
+  for (int64_t i = 0; i < layers; ++i) of_kind.push_back((i + 1) % pattern != 0);
+  return of_kind;
 }
 
 // gpt_oss: biases on every projection, sinks, alternating windows, and MXFP4 as the only quantization.
@@ -174,6 +185,26 @@ void parse_gpt_oss(const JsonFields& f, ModelConfig& c) {
     c.rope.original_max_position_embeddings = 4096;
     c.rope.truncate = false;
   }
+}
+
+// qwen3_next: per-head q/k norms and every norm scaling by 1 + w, the attention's output gate, and
+// Gated DeltaNet in place of attention on every layer but each full_attention_interval-th (or where
+// layer_types says linear_attention).
+void parse_qwen3_next(const JsonFields& f, ModelConfig& c) {
+  c.attention_bias = c.attention_output_bias = f.flag_or("attention_bias", false);
+  c.qk_norm = c.decoder.norm_plus_one = c.decoder.attention_output_gate = true;
+  f.refuse_unless("use_sliding_window", "false", {"false"}, "per-layer sliding windows");
+  GatedDeltaNetConfig& g = c.delta_net;
+  g.num_key_heads = f.size_or("linear_num_key_heads", 16);
+  g.num_value_heads = f.size_or("linear_num_value_heads", 32);
+  g.key_head_dim = f.size_or("linear_key_head_dim", 128);
+  g.value_head_dim = f.size_or("linear_value_head_dim", 128);
+  g.conv_kernel = f.size_or("linear_conv_kernel_dim", 4);
+  DEW_REQUIRE(g.num_value_heads % g.num_key_heads == 0,
+              "{}: linear_num_value_heads {} is not a multiple of linear_num_key_heads {}", f.source,
+              g.num_value_heads, g.num_key_heads);
+  g.layers =
+      parse_layer_types(f, c.num_hidden_layers, f.size_or("full_attention_interval", 4), "linear_attention");
 }
 
 // gemma, gemma2, gemma3_text and olmo2: the switches of DecoderSwitches, by family.
@@ -230,11 +261,12 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   c.num_attention_heads = sized("num_attention_heads", 8);
   c.num_key_value_heads = f.size_or("num_key_value_heads", gemma3 ? 4 : c.num_attention_heads);
   // The config classes' defaults.
-  c.head_dim = f.size_or("head_dim", type == "qwen3"     ? 128
-                                     : is_gemma(type)    ? 256
-                                     : type == "gpt_oss" ? 64
-                                                         : c.hidden_size / c.num_attention_heads);
-  c.max_position_embeddings = f.size_or("max_position_embeddings", 2048);
+  const bool next = type == "qwen3_next";
+  c.head_dim = f.size_or("head_dim", type == "qwen3"          ? 128
+                                     : is_gemma(type) || next ? 256
+                                     : type == "gpt_oss"      ? 64
+                                                              : c.hidden_size / c.num_attention_heads);
+  c.max_position_embeddings = f.size_or("max_position_embeddings", next ? 32768 : 2048);
   c.norm_eps = f.number_or(
       "rms_norm_eps",
       type == "mixtral" || type == "olmo2" || type == "gpt_oss" || type == "glm4_moe" ? 1e-5 : 1e-6);
@@ -243,8 +275,11 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
                       type == "mixtral" || type == "gemma3_text" ? 1e6
                       : type == "gpt_oss"                        ? 150000
                                                                  : 10000,
-                      type == "glm4_moe" ? 0.5 : 1.0);  // Glm4MoeConfig rotates half of each head
-  if (type == "mixtral" || type == "qwen3_moe" || type == "gpt_oss" || type == "glm4_moe")
+                      // Glm4MoeConfig rotates half of each head, Qwen3NextConfig a quarter
+                      type == "glm4_moe" ? 0.5
+                      : next             ? 0.25
+                                         : 1.0);
+  if (type == "mixtral" || type == "qwen3_moe" || type == "gpt_oss" || type == "glm4_moe" || next)
     c.moe = parse_moe(f, type, c.num_hidden_layers);
   DEW_REQUIRE(c.num_attention_heads % c.num_key_value_heads == 0,
               "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", f.source,
@@ -257,6 +292,10 @@ ModelConfig parse_llama_family(const JsonFields& f, const std::string& type) {
   }
   if (type == "gpt_oss") {
     parse_gpt_oss(f, c);
+    return c;
+  }
+  if (next) {
+    parse_qwen3_next(f, c);
     return c;
   }
   if (type == "glm4_moe") {  // q, k, v biases (not o), optional per-head q/k norms, partial rotary
@@ -370,6 +409,10 @@ void check_values(const ModelConfig& c, const JsonFields& f) {
   at_most("num_heads", c.ssm.num_heads, 65'536);
   at_most("state_size", c.ssm.state_size, 65'536);
   at_most("conv_kernel", c.ssm.conv_kernel, 1024);
+  at_most("linear_conv_kernel_dim", c.delta_net.conv_kernel, 1024);
+  at_most("linear_num_value_heads", c.delta_net.num_value_heads, 65'536);
+  at_most("linear_key_head_dim", c.delta_net.key_head_dim, 65'536);
+  at_most("linear_value_head_dim", c.delta_net.value_head_dim, 65'536);
   at_most(gpt2 ? "n_embd" : "hidden_size", c.hidden_size, int64_t(1) << 22);
   at_most(gpt2 ? "n_inner" : "intermediate_size", c.intermediate_size, int64_t(1) << 24);
   at_most("head_dim", c.head_dim, 65'536);
@@ -415,7 +458,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     return c;
   }
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" ||
-      type == "qwen3_moe" || type == "gpt_oss" || type == "glm4_moe" || is_gemma(type) || type == "olmo2")
+      type == "qwen3_moe" || type == "gpt_oss" || type == "glm4_moe" || is_gemma(type) || type == "olmo2" ||
+      type == "qwen3_next")
     c = parse_llama_family(f, type);
   else if (type == "gpt2")
     c = parse_gpt2(f);
@@ -424,7 +468,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   else
     fail(
         "{}: model_type \"{}\" is not a family Dew has; expected llama, mistral, qwen2, qwen3, mixtral, "
-        "qwen3_moe, gpt_oss, glm4_moe, gemma, gemma2, gemma3_text, gemma3, olmo2, gpt2 or mamba2",
+        "qwen3_moe, gpt_oss, glm4_moe, gemma, gemma2, gemma3_text, gemma3, olmo2, qwen3_next, gpt2 or mamba2",
         source, type);
   c.dtype = f.text_or("dtype", f.text_or("torch_dtype", "float32"));
   check_values(c, f);

@@ -49,12 +49,13 @@ std::string model_config_json(const ModelConfig& c) {
     j["activation_function"] = "gelu_new";
   } else {
     static const std::map<std::string, std::string> architecture = {
-        {"llama", "LlamaForCausalLM"},        {"mistral", "MistralForCausalLM"},
-        {"qwen2", "Qwen2ForCausalLM"},        {"qwen3", "Qwen3ForCausalLM"},
-        {"mixtral", "MixtralForCausalLM"},    {"qwen3_moe", "Qwen3MoeForCausalLM"},
-        {"gemma", "GemmaForCausalLM"},        {"gemma2", "Gemma2ForCausalLM"},
-        {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
-        {"gpt_oss", "GptOssForCausalLM"},     {"glm4_moe", "Glm4MoeForCausalLM"}};
+        {"llama", "LlamaForCausalLM"},         {"mistral", "MistralForCausalLM"},
+        {"qwen2", "Qwen2ForCausalLM"},         {"qwen3", "Qwen3ForCausalLM"},
+        {"mixtral", "MixtralForCausalLM"},     {"qwen3_moe", "Qwen3MoeForCausalLM"},
+        {"gemma", "GemmaForCausalLM"},         {"gemma2", "Gemma2ForCausalLM"},
+        {"gemma3_text", "Gemma3ForCausalLM"},  {"olmo2", "Olmo2ForCausalLM"},
+        {"gpt_oss", "GptOssForCausalLM"},      {"glm4_moe", "Glm4MoeForCausalLM"},
+        {"qwen3_next", "Qwen3NextForCausalLM"}};
     j["architectures"] = {architecture.at(c.model_type)};
     j["hidden_size"] = c.hidden_size;
     j["intermediate_size"] = c.intermediate_size;
@@ -84,11 +85,24 @@ std::string model_config_json(const ModelConfig& c) {
       j["layer_types"] = types;
     }
     if (d.local_rope_theta > 0) j["rope_local_base_freq"] = d.local_rope_theta;
+    const bool next = c.model_type == "qwen3_next";
     if (c.model_type.starts_with("gemma") || c.model_type == "olmo2" || c.model_type == "gpt_oss" ||
-        c.model_type == "glm4_moe")
+        c.model_type == "glm4_moe" || next)
       j["attention_bias"] = c.attention_bias;
     j["rope_theta"] = c.rope.theta;
-    if (c.rope.partial_rotary_factor != 1) j["partial_rotary_factor"] = c.rope.partial_rotary_factor;
+    j["partial_rotary_factor"] =
+        c.rope.partial_rotary_factor;  // always: glm4_moe's and qwen3_next's default is not 1
+    if (next) {
+      const GatedDeltaNetConfig& g = c.delta_net;
+      j["linear_num_key_heads"] = g.num_key_heads;
+      j["linear_num_value_heads"] = g.num_value_heads;
+      j["linear_key_head_dim"] = g.key_head_dim;
+      j["linear_value_head_dim"] = g.value_head_dim;
+      j["linear_conv_kernel_dim"] = g.conv_kernel;
+      std::vector<std::string> types;
+      for (const uint8_t linear : g.layers) types.push_back(linear ? "linear_attention" : "full_attention");
+      j["layer_types"] = types;
+    }
     if (c.rope.type != "default") {
       nlohmann::ordered_json r = {{"rope_type", c.rope.type}, {"factor", c.rope.factor}};
       if (c.rope.original_max_position_embeddings > 0)
@@ -110,7 +124,7 @@ std::string model_config_json(const ModelConfig& c) {
     if (c.model_type == "llama" || c.model_type == "qwen3" || c.model_type == "qwen3_moe")
       j["attention_bias"] = c.attention_bias;
     if (c.model_type == "llama") j["mlp_bias"] = c.mlp_bias;
-    if (c.moe.num_experts > 0) {
+    if (c.moe.num_experts > 0 || next) {  // qwen3_next: 0 experts is a dense model, not the default
       const bool mixtral = c.model_type == "mixtral", gpt_oss = c.moe.gpt_oss, glm = c.moe.sigmoid_scores;
       j[mixtral || gpt_oss ? "num_local_experts"
         : glm              ? "n_routed_experts"
@@ -133,6 +147,7 @@ std::string model_config_json(const ModelConfig& c) {
         j["norm_topk_prob"] = c.moe.normalize_top_k;
         j["decoder_sparse_step"] = c.moe.sparse_step;
         j["mlp_only_layers"] = c.moe.dense_layers;
+        if (next) j["shared_expert_intermediate_size"] = c.moe.shared_intermediate_size;
       }
       j["output_router_logits"] = c.moe.router_losses;
       j["router_aux_loss_coef"] = c.moe.aux_loss_coef;

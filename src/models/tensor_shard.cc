@@ -26,7 +26,7 @@ CausalLM CausalLM::tensor_shard(TensorParallel& group) const {
   const ModelConfig& c = config_;
   const int64_t P = group.size(), r = group.rank();
   DEW_REQUIRE(!tensor_, "[model] tensor_shard of a model that is already one rank's part");
-  DEW_REQUIRE(c.model_type != "gpt2" && c.model_type != "mamba2",
+  DEW_REQUIRE(c.model_type != "gpt2" && !c.has_recurrent_layers(),
               "[model] tensor parallelism covers the llama-family blocks, not {}'s", c.model_type);
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     DEW_REQUIRE(

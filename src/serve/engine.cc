@@ -24,7 +24,7 @@ namespace {
 
 // The pool's blocks: as given, or as many as kv_memory holds (at least one).
 int64_t pool_blocks(const ModelConfig& c, const EngineOptions& o) {
-  DEW_REQUIRE(c.ssm.state_size == 0,
+  DEW_REQUIRE(!c.has_recurrent_layers(),
               "[serve] {} keeps a recurrent state per sequence, not keys and values; the engine's paged KV "
               "cache cannot hold it yet (dew generate runs it)",
               c.model_type);

@@ -121,7 +121,10 @@ double whole_elements(const std::string& name, const Tensor& p, int64_t tensor_p
 // embedding lookups, which multiply nothing. Attention adds its two products, QKᵀ and PV, each
 // 2·D per head per key: 4 L H D T forward and twice that backward, 12 L H D T at sequence length T
 // (PaLM's appendix B; causal masking is not discounted, as there). A token meets K of an experts
-// layer's E experts, so an expert's matrices count K/E of their size (the router counts whole).
+// layer's E experts, so an expert's matrices count K/E of their size (the router counts whole). A
+// recurrent layer's state (K x V per head) stands where attention's T keys do: Mamba-2's SSD reads and
+// writes it twice a token (4 H K V forward, 12 with backward), a Gated DeltaNet's three times (S^T k
+// besides, 18 H K V).
 double training_flops_per_token(const CausalLM& model, int64_t T, int64_t tensor_parallel) {
   const ModelConfig& c = model.config();
   double n = 0;
@@ -132,11 +135,16 @@ double training_flops_per_token(const CausalLM& model, int64_t T, int64_t tensor
     if (p.dim() >= 2 && !is_embedding_table(name)) n += share * whole_elements(name, p, tensor_parallel);
   }
   if (c.tie_word_embeddings) n += double(c.vocab_size) * double(c.hidden_size);  // the head is the table
-  if (c.ssm.state_size > 0)  // a recurrence's state stands where attention's T keys do: N per head dim
+  if (c.ssm.state_size > 0)
     return 6 * n +
            12 * double(c.num_hidden_layers) * double(c.ssm.num_heads * c.ssm.head_dim * c.ssm.state_size);
   const double head_dim = double(c.head_dim ? c.head_dim : c.hidden_size / c.num_attention_heads);
-  return 6 * n + 12 * double(c.num_hidden_layers) * double(c.num_attention_heads) * head_dim * double(T);
+  const GatedDeltaNetConfig& g = c.delta_net;
+  double mixers = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+    mixers += g.replaces_attention(i) ? 18 * double(g.num_value_heads * g.key_head_dim * g.value_head_dim)
+                                      : 12 * double(c.num_attention_heads) * head_dim * double(T);
+  return 6 * n + mixers;
 }
 
 Trainer::Trainer(TrainerConfig config, data::Chain chain, std::string run_dir,

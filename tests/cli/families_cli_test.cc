@@ -37,7 +37,12 @@ const std::vector<std::pair<std::string, std::string>> kFamilies = {
         "sliding_window_pattern":2)"},
     {"olmo2", R"("model_type":"olmo2","intermediate_size":48)"},
     // no attention (its fields below are read by the others only): generation through its state
-    {"mamba2", R"("model_type":"mamba2","num_heads":4,"head_dim":16,"state_size":8,"n_groups":1)"}};
+    {"mamba2", R"("model_type":"mamba2","num_heads":4,"head_dim":16,"state_size":8,"n_groups":1)"},
+    // a Gated DeltaNet layer, then gated attention: generation through a state and keys
+    {"qwen3_next", R"("model_type":"qwen3_next","intermediate_size":48,"head_dim":16,"num_experts":4,
+        "num_experts_per_tok":2,"moe_intermediate_size":16,"shared_expert_intermediate_size":16,
+        "linear_num_key_heads":1,"linear_num_value_heads":2,"linear_key_head_dim":8,"linear_value_head_dim":8,
+        "full_attention_interval":2)"}};
 constexpr const char* kShape = R"("hidden_size":32,"num_hidden_layers":2,"num_attention_heads":2,
     "num_key_value_heads":1,"max_position_embeddings":64)";
 

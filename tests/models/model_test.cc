@@ -92,6 +92,15 @@ ModelConfig tiny(const std::string& family) {
         R"({"model_type":"qwen3_moe","vocab_size":97,"hidden_size":64,"intermediate_size":96,
       "moe_intermediate_size":32,"num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,
       "head_dim":24,"num_experts":6,"num_experts_per_tok":3,"mlp_only_layers":[1]})";
+  else if (family == "qwen3_next")  // Gated DeltaNet around a gated attention layer, 2 value heads a key
+                                    // head, K != V; experts with a gated shared expert, the middle MLP dense
+    json =
+        R"({"model_type":"qwen3_next","vocab_size":97,"hidden_size":64,"intermediate_size":96,
+      "num_hidden_layers":3,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,
+      "layer_types":["linear_attention","full_attention","linear_attention"],"linear_num_key_heads":2,
+      "linear_num_value_heads":4,"linear_key_head_dim":8,"linear_value_head_dim":12,"num_experts":4,
+      "num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":48,
+      "mlp_only_layers":[1],"rope_theta":10000.0})";
   else if (family == "mamba2")  // B and C shared by groups of 4 heads, biases on both projections
     json =
         R"({"model_type":"mamba2","vocab_size":97,"hidden_size":64,"num_hidden_layers":2,"expand":2,"num_heads":8,
@@ -158,6 +167,57 @@ TEST(ModelConfig, RealConfigsParse) {
       "gpt2");
   EXPECT_EQ(gpt2.intermediate_size, 3072);
   EXPECT_TRUE(gpt2.tie_word_embeddings);
+  // Qwen3-Next-80B-A3B: attention on every fourth layer (full_attention_interval), a quarter of each
+  // head rotated, 512 experts with a gated shared expert.
+  const ModelConfig next = parse_model_config(
+      R"({"architectures":["Qwen3NextForCausalLM"],"attention_bias":false,"decoder_sparse_step":1,
+        "full_attention_interval":4,"head_dim":256,"hidden_act":"silu","hidden_size":2048,"intermediate_size":5120,
+        "linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_num_key_heads":16,"linear_num_value_heads":32,
+        "linear_value_head_dim":128,"max_position_embeddings":262144,"mlp_only_layers":[],"model_type":"qwen3_next",
+        "moe_intermediate_size":512,"norm_topk_prob":true,"num_attention_heads":16,"num_experts":512,
+        "num_experts_per_tok":10,"num_hidden_layers":48,"num_key_value_heads":2,"output_router_logits":false,
+        "partial_rotary_factor":0.25,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":10000000,
+        "router_aux_loss_coef":0.001,"shared_expert_intermediate_size":512,"tie_word_embeddings":false,
+        "torch_dtype":"bfloat16","use_sliding_window":false,"vocab_size":151936})",
+      "qwen3-next-80b-a3b");
+  ASSERT_EQ(next.delta_net.layers.size(), 48u);
+  for (int64_t i = 0; i < 48; ++i) EXPECT_EQ(next.delta_net.replaces_attention(i), (i + 1) % 4 != 0) << i;
+  EXPECT_EQ(next.delta_net.conv_dim(), 2 * 16 * 128 + 32 * 128);
+  EXPECT_EQ(int64_t(rope_frequencies(next, 1).inv_freq.size()), 32);  // 64 of 256 dims rotate
+  EXPECT_TRUE(next.decoder.norm_plus_one && next.decoder.attention_output_gate && next.qk_norm);
+  EXPECT_TRUE(next.moe.shared_expert_gate && next.moe.normalize_top_k && next.moe.is_sparse(3));
+  EXPECT_EQ(next.moe.shared_intermediate_size, 512);
+  EXPECT_TRUE(next.has_recurrent_layers());
+}
+
+// qwen3_next: value heads that key heads do not divide, and a layer type it does not have, refused by
+// field; a dense model (num_experts 0) and its written config read back as the same model.
+TEST(ModelConfig, Qwen3NextFieldsAreCheckedByName) {
+  const std::string base =
+      R"("model_type":"qwen3_next","vocab_size":10,"hidden_size":16,"intermediate_size":32,
+                              "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":8)";
+  auto refusal = [&](const std::string& fields) {
+    return error_of([&] { parse_model_config("{" + base + "," + fields + "}", "c.json"); });
+  };
+  EXPECT_NE(refusal(R"("linear_num_key_heads":2,"linear_num_value_heads":3)")
+                .find("linear_num_value_heads 3 is not a multiple of linear_num_key_heads 2"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("layer_types":["linear_attention","sliding_attention"])")
+                .find(R"(expected "linear_attention" or "full_attention")"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"("layer_types":["linear_attention"])").find("a list of 2 entries"), std::string::npos);
+  const ModelConfig dense = parse_model_config(
+      "{" + base +
+          R"(,"num_experts":0,"layer_types":["full_attention","linear_attention"],"linear_num_key_heads":1,
+        "linear_num_value_heads":2,"linear_key_head_dim":4,"linear_value_head_dim":6,"partial_rotary_factor":1.0})",
+      "c.json");
+  EXPECT_FALSE(dense.moe.is_sparse(0));
+  const ModelConfig again = parse_model_config(models::model_config_json(dense), "written");
+  EXPECT_EQ(again.moe.num_experts, 0);
+  EXPECT_EQ(again.delta_net.layers, (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(again.delta_net.value_head_dim, 6);
+  EXPECT_EQ(again.rope.partial_rotary_factor, 1.0);  // not Qwen3NextConfig's default of 0.25
+  EXPECT_EQ(parameter_shapes(again), parameter_shapes(dense));
 }
 
 TEST(ModelConfig, FieldsThatChangeTheMathematicsAreRefusedByName) {
@@ -222,6 +282,24 @@ TEST(CausalLM, Mamba2InitializesItsStateSpaceParametersAsTransformersDoes) {
     EXPECT_GE(dt, 0.001 * (1 - 1e-12));
     EXPECT_LE(dt, 0.1 * (1 + 1e-12));
   }
+}
+
+// qwen3_next starts as transformers' _init_weights has it: dt_bias 1, A = exp(A_log) in (0, 16), the
+// gated norm's weight 1; and its norms that scale by 1 + w, like gemma's, at w = 0 (they started at 1,
+// doubling every normalized activation of a fresh model).
+TEST(CausalLM, NormsScalingByOnePlusWeightStartAtZeroAndDeltaNetAsTransformersDoes) {
+  const CausalLM next = CausalLM::init(tiny("qwen3_next"), DType::f64, 3);
+  const std::string p = "model.layers.2.linear_attn.";
+  for (double b : next.parameter(p + "dt_bias").to_f64_vector()) EXPECT_EQ(b, 1.0);
+  for (double w : next.parameter(p + "norm.weight").to_f64_vector()) EXPECT_EQ(w, 1.0);
+  std::vector<double> A_log = next.parameter(p + "A_log").to_f64_vector();
+  for (double a : A_log) EXPECT_LT(a, std::log(16.0));
+  EXPECT_NE(A_log.front(), A_log.back());
+  for (const std::string family : {"qwen3_next", "gemma"})
+    for (const std::string name : {"model.layers.0.input_layernorm.weight", "model.norm.weight"})
+      for (double w : CausalLM::init(tiny(family), DType::f32, 3).parameter(name).to_f64_vector())
+        EXPECT_EQ(w, 0.0) << family << " " << name;
+  for (double w : next.parameter("model.layers.1.self_attn.q_norm.weight").to_f64_vector()) EXPECT_EQ(w, 0.0);
 }
 
 // Experts: more experts a token than experts, a dense-layer index past the layers, router noise,
@@ -503,7 +581,7 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
 INSTANTIATE_TEST_SUITE_P(Models, Family,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
                                            "gpt_oss", "glm4_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
-                                           "gpt2", "mamba2"));
+                                           "qwen3_next", "gpt2", "mamba2"));
 
 std::string fresh_dir(const std::string& name) {
   const fs::path dir = fs::path(::testing::TempDir()) / ("dew_models_" + name);
@@ -580,6 +658,26 @@ TEST(CausalLM, ACheckpointThatDoesNotMatchItsConfigIsRefusedWhole) {
       << message;
   EXPECT_NE(error_of([&] { CausalLM::load(fresh_dir("empty")); }).find("config.json: cannot open"),
             std::string::npos);
+}
+
+// Qwen3-Next checkpoints carry a multi-token prediction head (mtp.*) that transformers does not load
+// either: it is left unread, for that family only.
+TEST(CausalLM, Qwen3NextCheckpointsLoadWithoutTheirMultiTokenPredictionHead) {
+  for (const std::string family : {"qwen3_next", "qwen3"}) {
+    const CausalLM model = CausalLM::init(tiny(family), DType::f32, 1);
+    const std::string dir = fresh_dir("mtp_" + family);
+    model.save(dir);
+    std::vector<std::pair<std::string, Tensor>> tensors(model.parameters().begin(), model.parameters().end());
+    tensors.push_back({"mtp.fc.weight", Tensor::zeros({64, 128}, DType::f32)});
+    fs::remove(dir + "/model.safetensors");
+    save_safetensors_checkpoint(dir, tensors);
+    if (family == "qwen3_next") {
+      EXPECT_EQ(CausalLM::load(dir).parameters().count("mtp.fc.weight"), 0u);
+    } else {
+      EXPECT_NE(error_of([&] { CausalLM::load(dir); }).find("\"mtp.fc.weight\" is not a parameter"),
+                std::string::npos);
+    }
+  }
 }
 
 // The routers' statistics count real tokens only: K assignments each, padding left out; a router

@@ -104,7 +104,7 @@ TEST(TorchReferenceExperts, RouterLossesAgreeWithTransformersDefinition) {
 INSTANTIATE_TEST_SUITE_P(Families, TorchReference,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe",
                                            "gpt_oss", "glm4_moe", "gemma", "gemma2", "gemma3_text", "olmo2",
-                                           "gpt2", "mamba2"));
+                                           "gpt2", "mamba2", "qwen3_next"));
 
 }  // namespace
 }  // namespace dew

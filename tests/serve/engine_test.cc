@@ -345,6 +345,15 @@ TEST(Engine, RefusesWhatCouldNeverRun) {
               Engine(CausalLM::init(mamba2, DType::f32, 1), EngineOptions{});
             }).find("mamba2 keeps a recurrent state per sequence"),
             std::string::npos);
+  const ModelConfig hybrid = parse_model_config(
+      R"({"model_type":"qwen3_next","vocab_size":97,"hidden_size":32,"intermediate_size":32,"num_hidden_layers":2,
+        "num_attention_heads":2,"num_key_value_heads":1,"head_dim":16,"num_experts":0,"linear_num_key_heads":1,
+        "linear_num_value_heads":2,"linear_key_head_dim":8,"linear_value_head_dim":8,"full_attention_interval":2})",
+      "qwen3_next config");
+  EXPECT_NE(error_of([&] {
+              Engine(CausalLM::init(hybrid, DType::f32, 1), EngineOptions{});
+            }).find("qwen3_next keeps a recurrent state per sequence"),
+            std::string::npos);
 }
 
 }  // namespace

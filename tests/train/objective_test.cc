@@ -77,5 +77,22 @@ TEST(LmObjective, Mamba2FlopsCountItsStateAndNotItsEmbeddingTable) {
   }
 }
 
+// qwen3_next: attention's keys on its full-attention layers only, a Gated DeltaNet's state (18 H K V:
+// three state products a token, forward and backward) on the others.
+TEST(LmObjective, HybridFlopsCountAttentionAndDeltaNetLayersEach) {
+  const CausalLM model = CausalLM::init(
+      parse_model_config(
+          R"({"model_type":"qwen3_next","vocab_size":10,"hidden_size":16,"intermediate_size":32,
+        "num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"head_dim":8,"num_experts":0,
+        "layer_types":["linear_attention","full_attention"],"linear_num_key_heads":1,"linear_num_value_heads":2,
+        "linear_key_head_dim":4,"linear_value_head_dim":6,"linear_conv_kernel_dim":4})",
+          "qwen3_next config"),
+      DType::f32, 1);
+  // Layer 0: in_proj_qkvz (8 + 24) x 16 = 512, in_proj_ba 4 x 16 = 64, conv 20 x 4 = 80, out_proj 16 x 12
+  // = 192; layer 1: q 32 x 16 = 512, k 128, v 128, o 256; each MLP 3 x 512; the head 160.
+  const double matrices = 512 + 64 + 80 + 192 + 512 + 128 + 128 + 256 + 2 * 1536 + 160;
+  EXPECT_EQ(training_flops_per_token(model, 7), 6.0 * matrices + 18.0 * 2 * 4 * 6 + 12.0 * 2 * 8 * 7);
+}
+
 }  // namespace
 }  // namespace dew::train

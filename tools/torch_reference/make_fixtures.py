@@ -69,6 +69,14 @@ CONFIGS = {
     "mamba2": {"model_type": "mamba2", "vocab_size": 61, "hidden_size": 32, "num_hidden_layers": 2, "expand": 2,
                "num_heads": 4, "head_dim": 16, "state_size": 8, "n_groups": 2, "conv_kernel": 4, "use_bias": True,
                "use_conv_bias": True, "layer_norm_epsilon": 1e-5, "tie_word_embeddings": False},
+    # Gated DeltaNet layers around a gated attention layer: 2 value heads a key head, K != V; norms scaling
+    # by 1 + w; a quarter of each head rotated; experts with a gated shared expert, the middle MLP dense
+    "qwen3_next": dict(BASE, model_type="qwen3_next", num_hidden_layers=3, head_dim=16,
+                       layer_types=["linear_attention", "full_attention", "linear_attention"],
+                       linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                       linear_value_head_dim=6, linear_conv_kernel_dim=4, num_experts=4, num_experts_per_tok=2,
+                       moe_intermediate_size=16, shared_expert_intermediate_size=24, mlp_only_layers=[1],
+                       norm_topk_prob=True, partial_rotary_factor=0.25, rope_theta=10000.0),
 }
 
 
@@ -135,7 +143,7 @@ def experts_of(c, layer):
         p = f"model.layers.{layer}.block_sparse_moe."
         names = ("w1", "w3", "w2")
         count = c.get("num_local_experts", 8)
-    elif kind == "qwen3_moe":
+    elif kind in ("qwen3_moe", "qwen3_next"):
         sparse = layer not in c.get("mlp_only_layers", []) and (layer + 1) % c.get("decoder_sparse_step", 1) == 0
         if not sparse:
             return None
@@ -193,10 +201,16 @@ def sparse_mlp(c, w, x, router, experts):
         g = rows @ w[gate].T
         y = (g * torch.sigmoid(g) * (rows @ w[up].T)) @ w[down].T
         out = out.index_add(0, token, y * top[token, slot, None])
-    shared = router.replace("gate.weight", "shared_experts.")
-    if shared + "gate_proj.weight" in w:  # glm4_moe: an MLP every token runs beside its experts
+    # glm4_moe's shared_experts, qwen3_next's shared_expert: an MLP every token runs beside its experts,
+    # qwen3_next's scaled by the sigmoid of its gate
+    for shared in (router.replace("gate.weight", "shared_experts."), router.replace("gate.weight", "shared_expert.")):
+        if shared + "gate_proj.weight" not in w:
+            continue
         g = flat @ w[shared + "gate_proj.weight"].T
-        out = out + (g * torch.sigmoid(g) * (flat @ w[shared + "up_proj.weight"].T)) @ w[shared + "down_proj.weight"].T
+        y = (g * torch.sigmoid(g) * (flat @ w[shared + "up_proj.weight"].T)) @ w[shared + "down_proj.weight"].T
+        if router.replace("gate.weight", "shared_expert_gate.weight") in w:
+            y = torch.sigmoid(flat @ w[router.replace("gate.weight", "shared_expert_gate.weight")].T) * y
+        out = out + y
     return out.view(B, T, C)
 
 
@@ -486,6 +500,113 @@ def mamba2(c, w, ids, positions, dtype):
     return x @ (w["backbone.embeddings.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]).T
 
 
+def gated_delta_net(c, w, x, p):
+    """Qwen3NextGatedDeltaNet's mathematics over x (B,T,C): the projections' per-key-head layout, the causal
+    convolution with SiLU, q and k l2-normalized, the gated delta rule token by token, each head's RMSNorm
+    gated by silu(z), the out-projection."""
+    Hk, Hv, Dk, Dv, W = (c["linear_num_key_heads"], c["linear_num_value_heads"], c["linear_key_head_dim"],
+                         c["linear_value_head_dim"], c["linear_conv_kernel_dim"])
+    r, (B, T, _) = Hv // Hk, x.shape
+    silu = torch.nn.functional.silu
+    q, k, v, z = (x @ w[p + "in_proj_qkvz.weight"].T).view(B, T, Hk, 2 * Dk + 2 * r * Dv).split(
+        [Dk, Dk, r * Dv, r * Dv], dim=-1)
+    b, a = (x @ w[p + "in_proj_ba.weight"].T).view(B, T, Hk, 2 * r).split([r, r], dim=-1)
+    mixed = torch.cat([q.reshape(B, T, -1), k.reshape(B, T, -1), v.reshape(B, T, -1)], -1).transpose(1, 2)
+    mixed = silu(torch.nn.functional.conv1d(mixed, w[p + "conv1d.weight"], padding=W - 1,
+                                            groups=mixed.shape[1])[..., :T]).transpose(1, 2)
+    q, k, v = mixed.split([Hk * Dk, Hk * Dk, Hv * Dv], dim=-1)
+    l2 = lambda t: t * torch.rsqrt((t * t).sum(-1, keepdim=True) + 1e-6)
+    q = l2(q.reshape(B, T, Hk, Dk)).repeat_interleave(r, dim=2) / math.sqrt(Dk)
+    k = l2(k.reshape(B, T, Hk, Dk)).repeat_interleave(r, dim=2)
+    v = v.reshape(B, T, Hv, Dv)
+    beta = b.reshape(B, T, Hv).sigmoid()
+    g = -w[p + "A_log"].exp() * torch.nn.functional.softplus(a.reshape(B, T, Hv) + w[p + "dt_bias"])
+    state = torch.zeros(B, Hv, Dk, Dv, dtype=x.dtype)
+    outs = []
+    for t in range(T):
+        state = state * g[:, t].exp()[..., None, None]
+        delta = (v[:, t] - (state * k[:, t, :, :, None]).sum(-2)) * beta[:, t, :, None]
+        state = state + k[:, t, :, :, None] * delta[:, :, None, :]
+        outs.append((state * q[:, t, :, :, None]).sum(-2))
+    y = rms_norm(torch.stack(outs, 1), w[p + "norm.weight"], c["rms_norm_eps"]) * silu(z.reshape(B, T, Hv, Dv))
+    return y.reshape(B, T, Hv * Dv) @ w[p + "out_proj.weight"].T
+
+
+def qwen3_next(c, w, ids, positions, dtype):
+    """Qwen3NextForCausalLM: every norm but the DeltaNet's scaling by 1 + w; Gated DeltaNet on the
+    linear_attention layers; on the others attention with per-head q/k norms, a quarter of each head rotated,
+    and its output times the sigmoid of the gate q_proj yields beside the queries; sparse MLPs with a gated
+    shared expert."""
+    H, KV, D, eps = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"], c["rms_norm_eps"]
+    B, T = ids.shape
+    norm = lambda x, name: rms_norm(x, 1 + w[name], eps)
+    cos, sin = rotary(c, D, positions, dtype)
+    r = cos.shape[-1]
+    h = w["model.embed_tokens.weight"][ids]
+    for layer, kind in enumerate(c["layer_types"]):
+        p = f"model.layers.{layer}."
+        x = norm(h, p + "input_layernorm.weight")
+        if kind == "linear_attention":
+            h = h + gated_delta_net(c, w, x, p + "linear_attn.")
+        else:
+            q, gate = (x @ w[p + "self_attn.q_proj.weight"].T).view(B, T, H, 2 * D).split([D, D], dim=-1)
+            q = norm(q, p + "self_attn.q_norm.weight").transpose(1, 2)
+            k = norm((x @ w[p + "self_attn.k_proj.weight"].T).view(B, T, KV, D), p + "self_attn.k_norm.weight")
+            k = k.transpose(1, 2)
+            v = (x @ w[p + "self_attn.v_proj.weight"].T).view(B, T, KV, D).transpose(1, 2)
+            q = torch.cat((q[..., :r] * cos + rotate_half(q[..., :r]) * sin, q[..., r:]), -1)
+            k = torch.cat((k[..., :r] * cos + rotate_half(k[..., :r]) * sin, k[..., r:]), -1)
+            k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+            allowed = torch.arange(T)[None, :] <= torch.arange(T)[:, None]
+            scores = ((q @ k.transpose(-1, -2)) / math.sqrt(D)).masked_fill(~allowed, float("-inf"))
+            attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, H * D)
+            h = h + (attended * torch.sigmoid(gate.reshape(B, T, H * D))) @ w[p + "self_attn.o_proj.weight"].T
+        x = norm(h, p + "post_attention_layernorm.weight")
+        sparse = experts_of(c, layer)
+        if sparse:
+            h = h + sparse_mlp(c, w, x, *sparse)
+            continue
+        gate = x @ w[p + "mlp.gate_proj.weight"].T
+        h = h + (gate * torch.sigmoid(gate) * (x @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+    return norm(h, "model.norm.weight") @ w["lm_head.weight"].T
+
+
+def qwen3_next_shapes(c, shapes):
+    C, F, H, KV, D = (c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], c["num_key_value_heads"],
+                      c["head_dim"])
+    Hk, Hv, Dk, Dv, W = (c["linear_num_key_heads"], c["linear_num_value_heads"], c["linear_key_head_dim"],
+                         c["linear_value_head_dim"], c["linear_conv_kernel_dim"])
+    for layer, kind in enumerate(c["layer_types"]):
+        p = f"model.layers.{layer}."
+        if kind == "linear_attention":
+            a = p + "linear_attn."
+            shapes[a + "conv1d.weight"] = (2 * Hk * Dk + Hv * Dv, 1, W)
+            shapes[a + "in_proj_qkvz.weight"] = (2 * Hk * Dk + 2 * Hv * Dv, C)
+            shapes[a + "in_proj_ba.weight"] = (2 * Hv, C)
+            shapes[a + "dt_bias"] = shapes[a + "A_log"] = (Hv,)
+            shapes[a + "norm.weight"] = (Dv,)
+            shapes[a + "out_proj.weight"] = (C, Hv * Dv)
+        else:
+            for name, shape in [("q_proj", (2 * H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
+                                ("o_proj", (C, H * D)), ("q_norm", (D,)), ("k_norm", (D,))]:
+                shapes[p + "self_attn." + name + ".weight"] = shape
+        sparse = experts_of(c, layer)
+        if sparse:
+            router, experts = sparse
+            Fe, Fs = c["moe_intermediate_size"], c["shared_expert_intermediate_size"]
+            shapes[router] = (len(experts), C)
+            for gate, up, down in experts:
+                shapes[gate], shapes[up], shapes[down] = (Fe, C), (Fe, C), (C, Fe)
+            for name, shape in (("gate_proj", (Fs, C)), ("up_proj", (Fs, C)), ("down_proj", (C, Fs))):
+                shapes[p + "mlp.shared_expert." + name + ".weight"] = shape
+            shapes[p + "mlp.shared_expert_gate.weight"] = (1, C)
+        else:
+            for name, shape in [("gate_proj", (F, C)), ("up_proj", (F, C)), ("down_proj", (C, F))]:
+                shapes[p + "mlp." + name + ".weight"] = shape
+        shapes[p + "input_layernorm.weight"] = shapes[p + "post_attention_layernorm.weight"] = (C,)
+    return shapes
+
+
 def mamba2_shapes(c):
     C, H, N, G, W, V = c["hidden_size"], c["num_heads"], c["state_size"], c["n_groups"], c["conv_kernel"], c["vocab_size"]
     I = c["expand"] * C
@@ -533,6 +654,8 @@ def parameter_shapes(c):
         return gemma_or_olmo2_shapes(c, shapes)
     if c["model_type"] == "gpt_oss":
         return gpt_oss_shapes(c, shapes)
+    if c["model_type"] == "qwen3_next":
+        return qwen3_next_shapes(c, shapes)
     for layer in range(c["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         for name, (o, i) in [("q_proj", (H * D, C)), ("k_proj", (KV * D, C)), ("v_proj", (KV * D, C)),
@@ -575,6 +698,12 @@ def gradient_names(c):
                 "backbone.layers.1.mixer.A_log", "backbone.layers.1.mixer.dt_bias", "backbone.layers.1.mixer.D",
                 "backbone.layers.1.mixer.norm.weight", "backbone.norm_f.weight"]
     last = c["num_hidden_layers"] - 1
+    if c["model_type"] == "qwen3_next":  # DeltaNet, gated attention, experts, the gated shared expert
+        a, m = "model.layers.0.linear_attn.", f"model.layers.{last}.mlp."
+        return [a + "in_proj_qkvz.weight", a + "in_proj_ba.weight", a + "conv1d.weight", a + "A_log", a + "dt_bias",
+                a + "norm.weight", "model.layers.1.self_attn.q_proj.weight", "model.layers.1.self_attn.k_norm.weight",
+                m + "gate.weight", m + "shared_expert_gate.weight", m + "shared_expert.down_proj.weight",
+                "model.norm.weight"]
     names = ["model.layers.0.self_attn.q_proj.weight", f"model.layers.{last}.post_attention_layernorm.weight",
              "model.norm.weight"]
     if c["model_type"] == "gpt_oss":
@@ -695,7 +824,7 @@ def main():
         B, T = 2, 11
         ids = torch.randint(0, c["vocab_size"], (B, T), generator=generator)
         positions = torch.arange(T)[None, :] + torch.tensor([[0], [3]])  # rows start at different offsets
-        forward = {"gpt2": gpt2, "gpt_oss": gpt_oss, "mamba2": mamba2}.get(
+        forward = {"gpt2": gpt2, "gpt_oss": gpt_oss, "mamba2": mamba2, "qwen3_next": qwen3_next}.get(
             family, gemma_or_olmo2 if family in GEMMAS + ("olmo2",) else llama_family)
         # Gradients of <logits, cotangent> with respect to a few parameters of each kind.
         cotangent = torch.randn((B, T, c["vocab_size"]), generator=generator, dtype=torch.float64)

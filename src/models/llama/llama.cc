@@ -1,7 +1,8 @@
 // The llama family's decoder (llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt_oss, glm4_moe,
-// gemma, gemma2, gemma3_text, olmo2): x = embed(ids); per layer x += o(attention(rope(q), rope(k), v))
-// after an RMSNorm, x += down(act(gate) * up) after another (or the experts' mixture, moe.cc); logits =
-// head(norm(x)). DecoderSwitches move the norms, scale and cap: one decoder serves every family.
+// gemma, gemma2, gemma3_text, olmo2, qwen3_next): x = embed(ids); per layer x += o(attention(rope(q),
+// rope(k), v)) after an RMSNorm (or a Gated DeltaNet's mixing, gated_delta_net.cc), x += down(act(gate)
+// * up) after another (or the experts' mixture, moe.cc); logits = head(norm(x)). DecoderSwitches move
+// the norms, scale, caps and gates: one decoder serves every family.
 // Written with ops only, so it records for differentiation.
 #include <dew/ops.h>
 
@@ -11,6 +12,7 @@
 
 #include "models/families.h"
 #include "models/linear.h"
+#include "models/recurrent_cache.h"
 
 namespace dew::models {
 namespace {
@@ -25,7 +27,8 @@ const Tensor& optional(const Parameters& p, const std::string& name, bool presen
 }
 
 // The Hugging Face names of a sparse layer's experts: mixtral's block_sparse_moe with w1 (gate),
-// w3 (up) and w2 (down); qwen3_moe's and glm4_moe's mlp with gate_proj, up_proj and down_proj.
+// w3 (up) and w2 (down); qwen3_moe's, glm4_moe's and qwen3_next's mlp with gate_proj, up_proj and
+// down_proj.
 struct ExpertNames {
   std::string router;
   std::function<std::string(int64_t)> gate, up, down;
@@ -38,6 +41,12 @@ ExpertNames expert_names(const ModelConfig& c, int64_t i) {
   };
   return {layer(i, block + ".gate.weight"), matrix(mixtral ? "w1" : "gate_proj"),
           matrix(mixtral ? "w3" : "up_proj"), matrix(mixtral ? "w2" : "down_proj")};
+}
+
+// The shared expert's matrices beside the routed ones: glm4_moe's mlp.shared_experts, qwen3_next's
+// (gated) mlp.shared_expert.
+std::string shared_expert(const MoeConfig& m, const std::string& proj) {
+  return fmt::format("mlp.shared_expert{}.{}_proj.weight", m.shared_expert_gate ? "" : "s", proj);
 }
 
 // The norms around a layer's two sub-blocks, by the names each family gives them: llama's pre-norms
@@ -102,13 +111,18 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
   ParameterShapes s = {{"model.embed_tokens.weight", {c.vocab_size, C}}};
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     if (!norms.before_attention.empty()) s.push_back({layer(i, norms.before_attention), {C}});
-    for (auto [proj, rows] : {std::pair{"q", H * D}, {"k", Hkv * D}, {"v", Hkv * D}}) {
+    const bool delta_net = c.delta_net.replaces_attention(i);
+    if (delta_net) gated_delta_net_parameter_shapes(c, i, s);
+    // qwen3_next's q_proj yields each head's gate logits too.
+    const int64_t q_rows = (c.decoder.attention_output_gate ? 2 : 1) * H * D;
+    for (auto [proj, rows] : {std::pair{"q", q_rows}, {"k", Hkv * D}, {"v", Hkv * D}}) {
+      if (delta_net) break;
       s.push_back({layer(i, fmt::format("self_attn.{}_proj.weight", proj)), {rows, C}});
       if (c.attention_bias) s.push_back({layer(i, fmt::format("self_attn.{}_proj.bias", proj)), {rows}});
     }
-    s.push_back({layer(i, "self_attn.o_proj.weight"), {C, H * D}});
-    if (c.attention_output_bias) s.push_back({layer(i, "self_attn.o_proj.bias"), {C}});
-    if (c.qk_norm) {
+    if (!delta_net) s.push_back({layer(i, "self_attn.o_proj.weight"), {C, H * D}});
+    if (!delta_net && c.attention_output_bias) s.push_back({layer(i, "self_attn.o_proj.bias"), {C}});
+    if (c.qk_norm && !delta_net) {
       const bool whole = c.decoder.qk_norm_whole;
       s.push_back({layer(i, "self_attn.q_norm.weight"), {whole ? H * D : D}});
       s.push_back({layer(i, "self_attn.k_norm.weight"), {whole ? Hkv * D : D}});
@@ -140,7 +154,8 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
       if (const int64_t Fs = c.moe.shared_intermediate_size; Fs > 0)
         for (auto [proj, shape] :
              {std::pair{"gate", Shape{Fs, C}}, {"up", Shape{Fs, C}}, {"down", Shape{C, Fs}}})
-          s.push_back({layer(i, fmt::format("mlp.shared_experts.{}_proj.weight", proj)), shape});
+          s.push_back({layer(i, shared_expert(c.moe, proj)), shape});
+      if (c.moe.shared_expert_gate) s.push_back({layer(i, "mlp.shared_expert_gate.weight"), {1, C}});
       continue;
     }
     for (auto [proj, shape] : {std::pair{"gate", Shape{F, C}}, {"up", Shape{F, C}}, {"down", Shape{C, F}}}) {
@@ -155,7 +170,8 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
-                     LayerBoundaries* boundaries, RouterStats* router, TensorParallel* tensor) {
+                     LayerBoundaries* boundaries, RouterStats* router, TensorParallel* tensor,
+                     KvCache* cache) {
   // Under tensor parallelism this rank computes its share of the heads (CausalLM::tensor_shard).
   const int64_t tp = tensor ? tensor->size() : 1;
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads / tp,
@@ -182,9 +198,20 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
         c.norm_eps);
   };
 
+  // Gated DeltaNet layers keep their convolution inputs and states in the cache beside the attention
+  // layers' keys, each at its layer's index.
+  const int64_t L = c.num_hidden_layers;
+  Tensor last_document;
+  if (cache && !c.delta_net.layers.empty()) {
+    for (auto* per_layer : {&cache->keys, &cache->values, &cache->conv_inputs, &cache->states})
+      if (int64_t(per_layer->size()) < L) per_layer->resize(size_t(L));
+    last_document =
+        last_document_window(mask.q_segments, c.delta_net.conv_kernel, embed.dtype(), ids.device());
+  }
+
   Tensor x = embedding(embed, ids);  // (B,T,C)
   if (d.scale_embeddings) x = mul(x, Tensor::full({}, std::sqrt(double(C)), x.dtype(), x.device()));
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+  for (int64_t i = 0; i < L; ++i) {
     x = enter_layer(boundaries, i, x);
     auto w = [&](const std::string& rest) -> const Tensor& { return parameter(p, layer(i, rest)); };
     auto b = [&](const std::string& rest, bool present) -> const Tensor& {
@@ -205,29 +232,44 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     // A column-parallel sub-block's input: its gradient summed over the ranks' heads or hidden units.
     const auto sub_block_input = [&](const Tensor& h) { return tensor ? tensor->copy(h) : h; };
     const Tensor h = sub_block_input(norms.before_attention.empty() ? x : norm(x, w(norms.before_attention)));
-    Tensor q = linear(h, w("self_attn.q_proj.weight"), b("self_attn.q_proj.bias", c.attention_bias));
-    Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias));
-    Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias));
-    if (c.qk_norm && d.qk_norm_whole) {  // olmo2: over the whole projection, before the heads split
-      q = norm(q, w("self_attn.q_norm.weight"));
-      k = norm(k, w("self_attn.k_norm.weight"));
-    }
-    q = q.reshape({B, T, H, D});
-    k = k.reshape({B, T, Hkv, D});
-    v = v.reshape({B, T, Hkv, D});
-    if (c.qk_norm && !d.qk_norm_whole) {
-      q = norm(q, w("self_attn.q_norm.weight"));
-      k = norm(k, w("self_attn.k_norm.weight"));
-    }
-    const bool sliding = c.sliding(i);
-    const RopeTables& tables = sliding ? local : global;
-    q = rope(q, positions, tables);
-    k = rope(k, positions, tables);
-    mask.window = sliding ? c.sliding_window : 0;
-    if (d.attention_sinks) mask.sinks = as_dtype(w("self_attn.sinks"), table_dtype);
-    const Tensor att = attend.attend(i, q, k, v, mask).reshape({B, T, H * D});
-    x = residual_add(norms.after_attention, att, w("self_attn.o_proj.weight"),
-                     b("self_attn.o_proj.bias", c.attention_output_bias));
+    // Attention's output, o_proj's input (B,T,H D).
+    const auto attention_block = [&]() {
+      Tensor q = linear(h, w("self_attn.q_proj.weight"), b("self_attn.q_proj.bias", c.attention_bias));
+      Tensor gate;
+      if (d.attention_output_gate) {  // each head's D queries, then its D gate logits
+        const std::vector<Tensor> parts = split(q.reshape({B, T, H, 2 * D}), {D, D}, -1);
+        q = parts[0];
+        gate = parts[1].reshape({B, T, H * D});
+      }
+      Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias));
+      Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias));
+      if (c.qk_norm && d.qk_norm_whole) {  // olmo2: over the whole projection, before the heads split
+        q = norm(q, w("self_attn.q_norm.weight"));
+        k = norm(k, w("self_attn.k_norm.weight"));
+      }
+      q = q.reshape({B, T, H, D});
+      k = k.reshape({B, T, Hkv, D});
+      v = v.reshape({B, T, Hkv, D});
+      if (c.qk_norm && !d.qk_norm_whole) {
+        q = norm(q, w("self_attn.q_norm.weight"));
+        k = norm(k, w("self_attn.k_norm.weight"));
+      }
+      const bool sliding = c.sliding(i);
+      const RopeTables& tables = sliding ? local : global;
+      q = rope(q, positions, tables);
+      k = rope(k, positions, tables);
+      mask.window = sliding ? c.sliding_window : 0;
+      if (d.attention_sinks) mask.sinks = as_dtype(w("self_attn.sinks"), table_dtype);
+      const Tensor att = attend.attend(i, q, k, v, mask).reshape({B, T, H * D});
+      return gate.defined() ? mul(att, sigmoid(gate)) : att;
+    };
+    if (c.delta_net.replaces_attention(i))
+      x = residual_add(norms.after_attention,
+                       gated_delta_net(c, p, i, h, mask.q_segments, cache, last_document),
+                       w("linear_attn.out_proj.weight"), {});
+    else
+      x = residual_add(norms.after_attention, attention_block(), w("self_attn.o_proj.weight"),
+                       b("self_attn.o_proj.bias", c.attention_output_bias));
     const Tensor h2 = sub_block_input(norms.before_mlp.empty() ? x : norm(x, w(norms.before_mlp)));
     if (c.moe.is_sparse(i)) {
       ExpertWeights experts;
@@ -248,10 +290,14 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
         if (c.moe.sigmoid_scores) experts.score_bias = w("mlp.gate.e_score_correction_bias");
       }
       x = add(x, moe_mlp(h2.reshape({B * T, C}), experts, c.moe, counted, router).reshape({B, T, C}));
-      if (c.moe.shared_intermediate_size > 0)  // glm4_moe: every token's shared expert, a dense MLP
-        x = linear(swiglu(linear(h2, w("mlp.shared_experts.gate_proj.weight")),
-                          linear(h2, w("mlp.shared_experts.up_proj.weight"))),
-                   w("mlp.shared_experts.down_proj.weight"), {}, x);
+      if (c.moe.shared_intermediate_size > 0) {  // every token's shared expert, a dense MLP
+        const Tensor hidden =
+            swiglu(linear(h2, w(shared_expert(c.moe, "gate"))), linear(h2, w(shared_expert(c.moe, "up"))));
+        const Tensor& down = w(shared_expert(c.moe, "down"));
+        x = c.moe.shared_expert_gate  // qwen3_next: scaled by its gate's sigmoid
+                ? add(x, mul(sigmoid(linear(h2, w("mlp.shared_expert_gate.weight"))), linear(hidden, down)))
+                : linear(hidden, down, {}, x);
+      }
       continue;
     }
     const Tensor gate = linear(h2, w("mlp.gate_proj.weight"), b("mlp.gate_proj.bias", c.mlp_bias));
@@ -260,7 +306,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
         d.activation == "silu" ? swiglu(gate, up) : geglu(gate, up, d.activation == "gelu_tanh");
     x = residual_add(norms.after_mlp, gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias));
   }
-  x = enter_layer(boundaries, c.num_hidden_layers, x);
+  x = enter_layer(boundaries, L, x);
   x = norm(logit_positions(x, logit_rows), parameter(p, "model.norm.weight"));
   const Tensor logits = linear(x, c.tie_word_embeddings ? embed : parameter(p, "lm_head.weight"));
   return d.final_logit_softcap > 0 ? softcap(logits, d.final_logit_softcap) : logits;

@@ -11,7 +11,7 @@
 
 #include "models/families.h"
 #include "models/linear.h"
-#include "ops/document_starts.h"
+#include "models/recurrent_cache.h"
 
 namespace dew::models {
 namespace {
@@ -22,14 +22,6 @@ std::string block(int64_t i, const std::string& rest) {
 
 Tensor scalar(double v, DType dtype, Device device) {
   return Tensor::full({}, v, dtype, device);
-}
-
-// softplus(x) = max(x, 0) + log(1 + exp(-|x|)), evaluated in f64 (there is no log1p op: in f32 the
-// 1 + exp(-|x|) would round away most of a small dt) and rounded once to x's dtype.
-Tensor softplus(const Tensor& x) {
-  const Tensor w = as_dtype(x, DType::f64);
-  const Tensor tail = log(add(scalar(1, DType::f64, x.device()), exp(neg(abs(w)))));
-  return as_dtype(add(relu(w), tail), x.dtype());
 }
 
 }  // namespace
@@ -110,19 +102,7 @@ Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& i
   for (int64_t h = 0; h < H; ++h) group_of_head.push_back(double(h / (H / G)));
   const Tensor head_groups = Tensor::from_values(group_of_head, {H}, DType::i64).to(device);
   if (cache && cache->states.empty()) cache->states.resize(size_t(L)), cache->conv_inputs.resize(size_t(L));
-  // With a cache and segments (left padding, or packed documents), the convolution inputs kept for the
-  // next call are the row's last document's: (B, W-1+T, 1), 1 from its first token on (before the call
-  // too when it began there), 0 before — the zeros that row would have had alone.
-  Tensor last_document;
-  if (cache && segments.defined()) {
-    const Tensor seg = segments.to(Device::cpu()).contiguous();
-    std::vector<double> keep;
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t start = ops::document_start_of(seg.data<int64_t>(), T, b).back();
-      for (int64_t t = -(W - 1); t < T; ++t) keep.push_back(t >= start || (t < 0 && start == 0) ? 1.0 : 0.0);
-    }
-    last_document = Tensor::from_values(keep, {B, W - 1 + T, 1}, dtype).to(device);
-  }
+  const Tensor last_document = cache ? last_document_window(segments, W, dtype, device) : Tensor();
 
   Tensor x = as_dtype(embedding(embed, ids), stream);  // (B,T,C)
   for (int64_t i = 0; i < L; ++i) {
@@ -135,12 +115,7 @@ Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& i
     const Tensor xbc_in = zxd[1].contiguous();
     const Tensor xbc = short_conv(xbc_in, w(i, "mixer.conv1d.weight").reshape({conv, W}),
                                   optional_w(i, "mixer.conv1d.bias"), before, segments, Activation::silu);
-    if (cache) {
-      Tensor window = concat(
-          {before.defined() ? before : Tensor::zeros({B, W - 1, conv}, xbc_in.dtype(), device), xbc_in}, 1);
-      if (last_document.defined()) window = mul(window, last_document);
-      cache->conv_inputs[size_t(i)] = window.slice(1, T, T + W - 1).contiguous();
-    }
+    if (cache) cache->conv_inputs[size_t(i)] = kept_conv_inputs(before, xbc_in, last_document, W);
     const std::vector<Tensor> xs_b_c = split(xbc, {I, G * N, G * N}, -1);
     const Tensor xs = as_dtype(xs_b_c[0], wide).reshape({B, T, H, P});
     const Tensor k = index_select(as_dtype(xs_b_c[1], wide).reshape({B, T, G, N}), 2, head_groups);
