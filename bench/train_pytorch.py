@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """PyTorch's side of `dew bench train`: trains the architecture of a Dew config.json (gpt2, the
-llama family or mamba2, as Dew computes them) with the same batch, objective, optimizer and clipping as
+llama family, mamba2 or qwen3_next, as Dew computes them) with the same batch, objective, optimizer and clipping as
 Dew's train_step: next-token cross-entropy over (B, T) random ids, AdamW (betas 0.9/0.95, weight
 decay 0.1 on matrices but the embeddings), global-norm clipping at 1.0, f32. Written as PyTorch is
 used at its best on a CPU (docs/perf.md, "Training against PyTorch"): nn.Linear (one addmm with the bias), q, k and v
@@ -258,6 +258,158 @@ class Mamba2(nn.Module):
         return 0.0
 
 
+class PlusOneNorm(RMSNorm):
+    """qwen3_next's RMSNorm, scaling by 1 + w (w starts at 0)."""
+
+    def __init__(self, C, eps):
+        super().__init__(C, eps)
+        nn.init.zeros_(self.weight)
+
+    def forward(self, x):
+        return (1 + self.weight) * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, chunk=64):
+    """transformers' torch_chunk_gated_delta_rule (the WY form in chunks of 64), its row-by-row inverse of
+    the chunk's unit lower-triangular matrix taken by one batched triangular solve: q, k (b, L, h, dk)
+    l2-normalized, v (b, L, h, dv), g and beta (b, L, h) -> (b, L, h, dv)."""
+    b, L, h, dk = k.shape
+    q = q * dk ** -0.5
+    pad = (chunk - L % chunk) % chunk
+    q, k, v, g, beta = (F.pad(t.transpose(1, 2).float(), (0, 0, 0, pad) if t.dim() == 4 else (0, pad))
+                        for t in (q, k, v, g, beta))
+    n = (L + pad) // chunk
+    q, k, v = (t.reshape(b, h, n, chunk, -1) for t in (q, k, v))
+    g, beta = g.reshape(b, h, n, chunk).cumsum(-1), beta.reshape(b, h, n, chunk)
+    k_beta, v_beta = k * beta[..., None], v * beta[..., None]
+    decay = (g[..., :, None] - g[..., None, :]).tril().exp().tril()  # (b, h, n, c, c)
+    strict = ((k_beta @ k.transpose(-1, -2)) * decay).tril(-1)
+    eye = torch.eye(chunk, dtype=q.dtype)
+    inverse = torch.linalg.solve_triangular(eye + strict, eye.expand_as(strict), upper=False, unitriangular=True)
+    u, w = inverse @ v_beta, inverse @ (k_beta * g.exp()[..., None])
+    state = q.new_zeros(b, h, dk, v.shape[-1])
+    out = []
+    for i in range(n):
+        within = (q[:, :, i] @ k[:, :, i].transpose(-1, -2) * decay[:, :, i]).tril()
+        v_new = u[:, :, i] - w[:, :, i] @ state
+        out.append((q[:, :, i] * g[:, :, i, :, None].exp()) @ state + within @ v_new)
+        last = g[:, :, i, -1, None]
+        state = state * last[..., None].exp() + (k[:, :, i] * (last - g[:, :, i]).exp()[..., None]).transpose(-1, -2) @ v_new
+    return torch.stack(out, 2).reshape(b, h, -1, v.shape[-1])[:, :, :L].transpose(1, 2)
+
+
+class GatedDeltaNet(nn.Module):
+    """transformers' Qwen3NextGatedDeltaNet without a cache: the per-key-head projections, the depthwise
+    causal conv1d with SiLU, l2-normalized q and k, the chunked gated delta rule, the gated RMSNorm."""
+
+    def __init__(self, c):
+        super().__init__()
+        C, self.Hk, self.Hv, self.Dk, self.Dv = c["hidden"], c["key_heads"], c["value_heads"], c["key_dim"], c["value_dim"]
+        self.r = self.Hv // self.Hk
+        self.conv_dim = 2 * self.Hk * self.Dk + self.Hv * self.Dv
+        self.in_proj_qkvz = nn.Linear(C, 2 * self.Hk * self.Dk + 2 * self.Hv * self.Dv, bias=False)
+        self.in_proj_ba = nn.Linear(C, 2 * self.Hv, bias=False)
+        self.conv1d = nn.Conv1d(self.conv_dim, self.conv_dim, c["conv_kernel"], groups=self.conv_dim,
+                                padding=c["conv_kernel"] - 1, bias=False)
+        self.dt_bias = nn.Parameter(torch.ones(self.Hv))
+        self.A_log = nn.Parameter(torch.empty(self.Hv).uniform_(0, 16).log())
+        self.norm = RMSNorm(self.Dv, c["eps"])
+        self.out_proj = nn.Linear(self.Hv * self.Dv, C, bias=False)
+
+    def forward(self, x):
+        b, L, _ = x.shape
+        Hk, Hv, Dk, Dv, r = self.Hk, self.Hv, self.Dk, self.Dv, self.r
+        q, k, v, z = self.in_proj_qkvz(x).view(b, L, Hk, -1).split([Dk, Dk, r * Dv, r * Dv], dim=-1)
+        beta, a = self.in_proj_ba(x).view(b, L, Hk, 2 * r).split([r, r], dim=-1)
+        mixed = torch.cat([q.reshape(b, L, -1), k.reshape(b, L, -1), v.reshape(b, L, -1)], -1)
+        mixed = F.silu(self.conv1d(mixed.transpose(1, 2))[..., :L]).transpose(1, 2)
+        q, k, v = mixed.split([Hk * Dk, Hk * Dk, Hv * Dv], dim=-1)
+        l2 = lambda t: t * torch.rsqrt((t * t).sum(-1, keepdim=True) + 1e-6)
+        q = l2(q.reshape(b, L, Hk, Dk).float()).repeat_interleave(r, dim=2)
+        k = l2(k.reshape(b, L, Hk, Dk).float()).repeat_interleave(r, dim=2)
+        g = -self.A_log.float().exp() * F.softplus(a.reshape(b, L, Hv).float() + self.dt_bias)
+        y = chunk_gated_delta_rule(q, k, v.reshape(b, L, Hv, Dv), g, beta.reshape(b, L, Hv).sigmoid())
+        y = self.norm(y) * F.silu(z.reshape(b, L, Hv, Dv).float())
+        return self.out_proj(y.reshape(b, L, Hv * Dv).to(x.dtype))
+
+
+class GatedAttention(nn.Module):
+    """Qwen3NextAttention: q (with each head's gate logits), k and v in one product, per-head q/k norms
+    scaling by 1 + w, rope on the first rotary dims, the output times sigmoid(gate)."""
+
+    def __init__(self, c):
+        super().__init__()
+        C, self.H, self.KV, self.D = c["hidden"], c["heads"], c["kv_heads"], c["head_dim"]
+        self.qkv = nn.Linear(C, (2 * self.H + 2 * self.KV) * self.D, bias=False)
+        self.q_norm, self.k_norm = PlusOneNorm(self.D, c["eps"]), PlusOneNorm(self.D, c["eps"])
+        self.o = nn.Linear(self.H * self.D, C, bias=False)
+
+    def forward(self, x, mask, rope):
+        B, T, _ = x.shape
+        H, KV, D = self.H, self.KV, self.D
+        qg, k, v = self.qkv(x).split([2 * H * D, KV * D, KV * D], dim=-1)
+        q, gate = qg.view(B, T, H, 2 * D).split([D, D], dim=-1)
+        q = self.q_norm(q).transpose(1, 2)
+        k = self.k_norm(k.view(B, T, KV, D)).transpose(1, 2)
+        v = v.view(B, T, KV, D).transpose(1, 2)
+        cos, sin = rope
+        r = cos.shape[-1]
+        q = torch.cat((q[..., :r] * cos + rotate_half(q[..., :r]) * sin, q[..., r:]), -1)
+        k = torch.cat((k[..., :r] * cos + rotate_half(k[..., :r]) * sin, k[..., r:]), -1)
+        k, v = k.repeat_interleave(H // KV, dim=1), v.repeat_interleave(H // KV, dim=1)
+        scores = (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(D))
+        attended = (scores.masked_fill(mask, float("-inf")).softmax(-1) @ v).transpose(1, 2).reshape(B, T, H * D)
+        return self.o(attended * torch.sigmoid(gate.reshape(B, T, H * D)))
+
+
+class Qwen3NextBlock(nn.Module):
+    def __init__(self, c, linear, sparse):
+        super().__init__()
+        C = c["hidden"]
+        self.norm1, self.norm2 = PlusOneNorm(C, c["eps"]), PlusOneNorm(C, c["eps"])
+        self.mixer = GatedDeltaNet(c) if linear else GatedAttention(c)
+        self.linear = linear
+        self.moe = SparseMoe(c) if sparse else None
+        F_ = c["shared_intermediate"] if sparse else c["intermediate"]
+        self.gate_up, self.down = nn.Linear(C, 2 * F_, bias=False), nn.Linear(F_, C, bias=False)
+        self.shared_gate = nn.Linear(C, 1, bias=False) if sparse else None
+
+    def forward(self, x, mask, rope, router_logits):
+        h = self.norm1(x)
+        x = x + (self.mixer(h) if self.linear else self.mixer(h, mask, rope))
+        h = self.norm2(x)
+        gate, up = self.gate_up(h).chunk(2, dim=-1)
+        dense = self.down(F.silu(gate) * up)  # the MLP, or the shared expert
+        if self.moe is None:
+            return x + dense
+        return x + self.moe(h, router_logits) + torch.sigmoid(self.shared_gate(h)) * dense
+
+
+class Qwen3Next(Model):
+    def __init__(self, c):
+        nn.Module.__init__(self)
+        self.c = c
+        self.embed = nn.Embedding(c["vocab"], c["hidden"])
+        self.norm = PlusOneNorm(c["hidden"], c["eps"])
+        self.blocks = nn.ModuleList(Qwen3NextBlock(c, kind == "linear_attention", i in c["sparse_layers"])
+                                    for i, kind in enumerate(c["layer_types"]))
+        self.head = None if c["tied"] else nn.Linear(c["hidden"], c["vocab"], bias=False)
+
+    def forward(self, ids):
+        T = ids.shape[1]
+        D = int(self.c["head_dim"] * self.c["partial_rotary_factor"])
+        inv_freq = 1.0 / (self.c["theta"] ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+        angles = torch.arange(T, dtype=torch.float64)[:, None] * inv_freq
+        angles = torch.cat((angles, angles), -1)
+        rope = (angles.cos().float(), angles.sin().float())
+        mask = torch.ones(T, T, dtype=torch.bool).triu(1)
+        x = self.embed(ids)
+        self.router_logits = []
+        for block in self.blocks:
+            x = block(x, mask, rope, self.router_logits)
+        return F.linear(self.norm(x), self.embed.weight if self.head is None else self.head.weight)
+
+
 def read_config(path):
     with open(path) as f:
         j = json.load(f)
@@ -273,6 +425,20 @@ def read_config(path):
                 "head_dim": j["head_dim"], "state": j["state_size"], "groups": j["n_groups"],
                 "conv_kernel": j["conv_kernel"], "bias": j["use_bias"], "conv_bias": j["use_conv_bias"],
                 "eps": j["layer_norm_epsilon"], "tied": j.get("tie_word_embeddings", False)}
+    if j["model_type"] == "qwen3_next":  # Dew writes every field out (model_config_json)
+        E, L = j["num_experts"], j["num_hidden_layers"]
+        sparse = [i for i in range(L) if E > 0 and i not in j["mlp_only_layers"] and (i + 1) % j["decoder_sparse_step"] == 0]
+        return {"model_type": "qwen3_next", "vocab": j["vocab_size"], "hidden": j["hidden_size"],
+                "intermediate": j["intermediate_size"], "layers": L, "heads": j["num_attention_heads"],
+                "kv_heads": j["num_key_value_heads"], "head_dim": j["head_dim"], "eps": j["rms_norm_eps"],
+                "theta": j["rope_theta"], "partial_rotary_factor": j["partial_rotary_factor"],
+                "tied": j["tie_word_embeddings"], "layer_types": j["layer_types"],
+                "key_heads": j["linear_num_key_heads"], "value_heads": j["linear_num_value_heads"],
+                "key_dim": j["linear_key_head_dim"], "value_dim": j["linear_value_head_dim"],
+                "conv_kernel": j["linear_conv_kernel_dim"], "sparse_layers": sparse, "experts": E,
+                "experts_per_token": j["num_experts_per_tok"], "expert_intermediate": j["moe_intermediate_size"],
+                "shared_intermediate": j["shared_expert_intermediate_size"], "normalize_top_k": j["norm_topk_prob"],
+                "router_losses": j["output_router_logits"], "aux_loss_coef": j["router_aux_loss_coef"]}
     if j["model_type"] not in ("llama", "mistral", "qwen2", "qwen3", "mixtral") or j.get("rope_scaling"):
         raise SystemExit(f"train_pytorch.py: model_type {j['model_type']} with these fields is not written here")
     C, H = j["hidden_size"], j["num_attention_heads"]
@@ -428,7 +594,7 @@ def main():
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     c = read_config(config_path)
-    model = Mamba2(c) if c["model_type"] == "mamba2" else Model(c)
+    model = {"mamba2": Mamba2, "qwen3_next": Qwen3Next}.get(c["model_type"], Model)(c)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n and "positions" not in n]
     rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n and "positions" not in n)]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
