@@ -43,6 +43,9 @@ int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& o,
       "positive repetition penalty and presence and frequency penalties from -2 to 2",
       o.temperature, o.top_k, o.top_p, o.min_p, o.repetition_penalty, o.presence_penalty,
       o.frequency_penalty);
+  const bool penalties = o.repetition_penalty != 1 || o.presence_penalty != 0 || o.frequency_penalty != 0;
+  if (o.temperature == 0 && !penalties)  // greedy: the first maximum of the row as it is (no copy)
+    return int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
   std::vector<double> s(logits.begin(), logits.end());
   // Repetition penalty (RepetitionPenaltyLogitsProcessor): each token seen, once, made less likely.
   if (o.repetition_penalty != 1) {

@@ -130,6 +130,8 @@ const select::Registry<MatmulArgs>& Matmul::registry() {
     avx2::add_matmul_gemv_cpu(reg);
     avx512::add_matmul_gemv_columns_cpu(reg);  // one row, weights stored (K,N): before the library
     avx2::add_matmul_gemv_columns_cpu(reg);
+    avx512::add_matmul_rows_in_lanes_cpu(reg);  // a decode batch in f32: before the tiles (docs/perf.md)
+    avx2::add_matmul_rows_in_lanes_cpu(reg);
     avx512::add_matmul_dot_tiles_cpu(reg, true);  // a few rows: before the library (NOTE [few rows])
     avx2::add_matmul_dot_tiles_cpu(reg, true);
     add_matmul_onednn(reg);
@@ -224,6 +226,29 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
          args.options.activation = Activation::silu;
          args.options.scale = 0.75;
          args.options.residual = random_input({1, 24}, t, {k.seed, k.stream + 3});
+         return args;
+       }},
+      // Decode batches with the rows along the lanes (cpu_rows_in_lanes.cc): partial vectors of rows, a
+      // tail of weight rows; the residual alone (its direct store) and bias, scale and SiLU.
+      {"rows_in_lanes_residual",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{random_input({37, 45}, t, k), random_input({29, 45}, t, {k.seed, k.stream + 1}), {}};
+         args.options.transpose_b = true;
+         args.options.residual = random_input({37, 29}, t, {k.seed, k.stream + 3});
+         return args;
+       }},
+      {"rows_in_lanes_bias_silu",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{
+             random_input({2, 30, 19}, t, k), random_input({11, 19}, t, {k.seed, k.stream + 1}), {}};
+         args.options.transpose_b = true;
+         args.options.bias = random_input({11}, t, {k.seed, k.stream + 2});
+         args.options.activation = Activation::silu;
+         args.options.scale = 0.75;
          return args;
        }},
       // A decode batch (NOTE [few rows]): tiles of rows and of weight rows with tails in both, and in K.

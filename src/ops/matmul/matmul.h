@@ -53,5 +53,6 @@ DEW_DECLARE_CPU_TIERS(void add_matmul_gemv_columns_cpu(select::Registry<MatmulAr
 // `only_few_rows`: the default for products of a few rows (NOTE [few rows]); else any rows, after the
 // library, for the batch-invariant mode to pin.
 DEW_DECLARE_CPU_TIERS(void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_rows))
+DEW_DECLARE_CPU_TIERS(void add_matmul_rows_in_lanes_cpu(select::Registry<MatmulArgs>& r))
 
 }  // namespace dew::ops
