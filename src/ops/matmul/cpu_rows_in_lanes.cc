@@ -20,17 +20,22 @@ namespace {
 #if DEW_HAS_F32X16
 constexpr int64_t kLanes = 16;
 
-// buf (NW, 16 MV) = the NW weight rows `rows` against the transposed rows xt (K, 16 MV).
+// buf (NW, 16 MV) = the NW weight rows `rows` against the transposed rows xt (K, 16 MV). The next block's
+// rows `next` are asked for line by line as these advance, a block ahead: asked only a few lines ahead of
+// their use, weights coming from memory ran at 60% of the rate from L3 (docs/perf.md, "Serving").
 template <int MV, int NW>
-[[gnu::always_inline]] inline void broadcast_block(const float* xt, const float* const (&rows)[NW], int64_t K,
-                                                   float* buf) {
+[[gnu::always_inline]] inline void broadcast_block(const float* xt, const float* const (&rows)[NW],
+                                                   const float* const (&next)[NW], int64_t K, float* buf) {
   constexpr int64_t Mp = MV * kLanes;
   F32x16 acc[NW][MV];
   for (int j = 0; j < NW; ++j)
     for (int v = 0; v < MV; ++v) acc[j][v] = 0.0f;
   for (int64_t k0 = 0; k0 < K; k0 += kLanes) {
     // The weight rows' next lines on their way while these 16 steps run.
-    for (int j = 0; j < NW; ++j) __builtin_prefetch(rows[j] + k0 + 4 * kLanes, 0, 3);
+    for (int j = 0; j < NW; ++j) {
+      __builtin_prefetch(rows[j] + k0 + 2 * kLanes, 0, 3);
+      __builtin_prefetch(next[j] + k0, 0, 3);
+    }
     const int64_t k1 = std::min(K, k0 + kLanes);
     for (int64_t k = k0; k < k1; ++k) {
       F32x16 xv[MV];
@@ -45,6 +50,38 @@ template <int MV, int NW>
     for (int v = 0; v < MV; ++v) store_vec(buf + j * Mp + v * kLanes, acc[j][v]);
 }
 
+// xt (K, Mp) = x (M, K) transposed, rows M to Mp of xt zero: 16 x 16 blocks transposed in registers
+// by four stages of swaps (the stage of distance d swaps the off-diagonal d x d blocks of each 2d x 2d).
+void transpose_rows(const float* x, int64_t M, int64_t K, float* xt, int64_t Mp) {
+  alignas(64) int32_t low[4][16], high[4][16];
+  for (int s = 0; s < 4; ++s) {
+    const int d = 8 >> s;
+    for (int l = 0; l < 16; ++l) {
+      low[s][l] = (l & d) == 0 ? l : 16 + l - d;
+      high[s][l] = (l & d) == 0 ? l + d : 16 + l;
+    }
+  }
+  for (int64_t m0 = 0; m0 < Mp; m0 += kLanes)
+    for (int64_t k0 = 0; k0 < K; k0 += kLanes) {
+      const int64_t cols = std::min(kLanes, K - k0);
+      const __mmask16 live = __mmask16((1u << cols) - 1);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = m0 + i < M ? _mm512_maskz_loadu_ps(live, x + (m0 + i) * K + k0) : _mm512_setzero_ps();
+      for (int s = 0; s < 4; ++s) {
+        const int d = 8 >> s;
+        const __m512i lo = _mm512_load_si512(low[s]), hi = _mm512_load_si512(high[s]);
+        for (int i = 0; i < 16; ++i) {
+          if (i & d) continue;
+          const __m512 a = r[i], b = r[i + d];
+          r[i] = _mm512_permutex2var_ps(a, lo, b);
+          r[i + d] = _mm512_permutex2var_ps(a, hi, b);
+        }
+      }
+      for (int64_t j = 0; j < cols; ++j) _mm512_store_ps(xt + (k0 + j) * Mp + m0, r[j]);
+    }
+}
+
 template <int MV>
 void rows_in_lanes(const MatmulArgs& args, Tensor& out) {
   constexpr int NW = MV == 1 ? 16 : 24 / MV;  // 16 to 24 accumulators, the operands in the rest
@@ -52,30 +89,24 @@ void rows_in_lanes(const MatmulArgs& args, Tensor& out) {
   const int64_t K = args.a.size(-1), N = args.b.size(-2), M = args.a.numel() / K;
   const Tensor x_tensor = args.a.contiguous();
   const float* x = x_tensor.data<float>();
-  // x transposed by gathers, 16 rows of a column at a time; rows past M are zeros: their lanes are
-  // computed and dropped.
-  Scratch<float> xt(K * Mp);
-  for (int v = 0; v < MV; ++v) {
-    const int64_t m0 = v * kLanes, rows = std::clamp<int64_t>(M - m0, 0, kLanes);
-    const __mmask16 live = __mmask16((1u << rows) - 1);
-    const __m512i at = _mm512_mullo_epi32(
-        _mm512_add_epi32(_mm512_set1_epi32(int(m0)),
-                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
-        _mm512_set1_epi32(int(K)));
-    for (int64_t k = 0; k < K; ++k)
-      _mm512_store_ps(xt.data() + k * Mp + m0,
-                      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), live, at, x + k, 4));
-  }
+  Scratch<float> xt(K * Mp);  // rows past M are zeros: their lanes are computed and dropped
+  transpose_rows(x, M, K, xt.data(), Mp);
   const float* w = args.b.data<float>();
   const CpuEpilogue<float> epilogue(args, out, N);
   const int64_t blocks = (N + NW - 1) / NW;
   parallel_for(blocks, 2, [&](int64_t b0, int64_t b1) {
     alignas(64) float buf[NW * Mp];
+    // Block b's weight rows; a tail repeats its last row.
+    const auto block_rows = [&](int64_t b, const float*(&rows)[NW]) {
+      const int64_t n0 = std::min(b, blocks - 1) * NW, cols = std::min<int64_t>(NW, N - n0);
+      for (int j = 0; j < NW; ++j) rows[j] = w + (n0 + std::min<int64_t>(j, cols - 1)) * K;
+    };
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t n0 = b * NW, cols = std::min<int64_t>(NW, N - n0);
-      const float* rows[NW];
-      for (int j = 0; j < NW; ++j) rows[j] = w + (n0 + std::min<int64_t>(j, cols - 1)) * K;  // a tail repeats
-      broadcast_block<MV, NW>(xt.data(), rows, K, buf);
+      const float *rows[NW], *next[NW];
+      block_rows(b, rows);
+      block_rows(b + 1, next);
+      broadcast_block<MV, NW>(xt.data(), rows, next, K, buf);
       for (int64_t m = 0; m < M; ++m) epilogue.store_row(m, n0, buf + m, Mp, cols);
     }
   });
@@ -103,17 +134,22 @@ DEW_ISA_END
 // Registration runs on every CPU: outside the instruction-set region.
 namespace dew::ops::DEW_KERNEL_NS {
 
+// NOTE [rows in lanes]: x's transposition is paid once a call, by the calling thread alone; with fewer
+// than 256 weight rows (a decode step's k and v projections) it outweighs the broadcasts' gain, and the
+// dot tiles run those faster (docs/perf.md, "Serving").
+
 void add_matmul_rows_in_lanes_cpu(select::Registry<MatmulArgs>& r) {
 #if DEW_HAS_F32X16
   r.add(
       {std::string(kCpuImplName) + ".rows_in_lanes",
        {select::on_cpu<MatmulArgs>(), cpu_has_tier<MatmulArgs>(), select::dtype_in<MatmulArgs>({DType::f32}),
         select::requires_that<MatmulArgs>(
-            "9 to 64 rows of a against the contiguous (N,K) rows of b, transposed",
+            "9 to 64 rows of a against at least 256 contiguous (N,K) rows of b, transposed (NOTE [rows in "
+            "lanes])",
             [](const MatmulArgs& a) {
               const int64_t K = a.a.size(-1), M = a.a.numel() / std::max<int64_t>(1, K);
               return !a.options.transpose_a && a.options.transpose_b && a.b.dim() == 2 &&
-                     a.b.is_contiguous() && M >= 9 && M <= 64;
+                     a.b.is_contiguous() && M >= 9 && M <= 64 && a.b.size(0) >= 256;
             },
             [](const MatmulArgs& a) {
               return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),

@@ -229,14 +229,16 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
          return args;
        }},
       // Decode batches with the rows along the lanes (cpu_rows_in_lanes.cc): partial vectors of rows, a
-      // tail of weight rows; the residual alone (its direct store) and bias, scale and SiLU.
+      // tail of weight rows, K in vectors and a tail and below a vector; the residual alone (its direct
+      // store) and bias, scale and SiLU.
       {"rows_in_lanes_residual",
        {"ci"},
        all,
        [](DType t, RandomKey k) {
-         MatmulArgs args{random_input({37, 45}, t, k), random_input({29, 45}, t, {k.seed, k.stream + 1}), {}};
+         MatmulArgs args{
+             random_input({37, 45}, t, k), random_input({270, 45}, t, {k.seed, k.stream + 1}), {}};
          args.options.transpose_b = true;
-         args.options.residual = random_input({37, 29}, t, {k.seed, k.stream + 3});
+         args.options.residual = random_input({37, 270}, t, {k.seed, k.stream + 3});
          return args;
        }},
       {"rows_in_lanes_bias_silu",
@@ -244,9 +246,9 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
        all,
        [](DType t, RandomKey k) {
          MatmulArgs args{
-             random_input({2, 30, 19}, t, k), random_input({11, 19}, t, {k.seed, k.stream + 1}), {}};
+             random_input({2, 15, 9}, t, k), random_input({257, 9}, t, {k.seed, k.stream + 1}), {}};
          args.options.transpose_b = true;
-         args.options.bias = random_input({11}, t, {k.seed, k.stream + 2});
+         args.options.bias = random_input({257}, t, {k.seed, k.stream + 2});
          args.options.activation = Activation::silu;
          args.options.scale = 0.75;
          return args;
