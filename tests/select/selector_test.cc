@@ -62,7 +62,8 @@ TEST_F(Selector, ExplainListsEveryImplementationWithItsVerdict) {
 }
 
 // One row: the GEMV (weights (N,K)) or the column GEMV (weights (K,N)); a few rows: the tiles (NOTE [few
-// rows]); more: the library.
+// rows]), or in f32 on AVX-512 from 9 rows against 256 weight rows or more the rows in lanes (NOTE [rows
+// in lanes]); more: the library.
 TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
   MatmulOptions linear;
   linear.transpose_b = true;
@@ -79,7 +80,14 @@ TEST_F(Selector, OneRowAgainstTransposedWeightsTakesTheGemv) {
                                                                       : "cpu.onednn";
   EXPECT_ROUTE("matmul", tiles, matmul(ones({2, 8}, DType::f32), ones({3, 8}, DType::f32), linear));
   if (select::cpu_supports(select::Isa::avx512)) {  // AVX-512 takes f32 products of more rows
-    EXPECT_ROUTE("matmul", tiles, matmul(ones({32, 8}, DType::f32), ones({5000, 8}, DType::f32), linear));
+    EXPECT_ROUTE("matmul", "cpu.avx512.rows_in_lanes",
+                 matmul(ones({32, 8}, DType::f32), ones({5000, 8}, DType::f32), linear));
+    EXPECT_ROUTE("matmul", "cpu.avx512.rows_in_lanes",
+                 matmul(ones({9, 8}, DType::f32), ones({256, 8}, DType::f32), linear));
+    EXPECT_ROUTE("matmul", tiles, matmul(ones({8, 8}, DType::f32), ones({5000, 8}, DType::f32), linear));
+    EXPECT_ROUTE("matmul", tiles, matmul(ones({32, 8}, DType::f32), ones({255, 8}, DType::f32), linear));
+    EXPECT_ROUTE("matmul", "cpu.onednn",
+                 matmul(ones({32, 8}, DType::bf16), ones({5000, 8}, DType::bf16), linear));
     EXPECT_ROUTE("matmul", tiles, matmul(ones({64, 1024}, DType::f32), ones({3, 1024}, DType::f32), linear));
     EXPECT_ROUTE("matmul", "cpu.onednn",
                  matmul(ones({64, 1025}, DType::f32), ones({3, 1025}, DType::f32), linear));
@@ -116,11 +124,11 @@ TEST_F(Selector, UnknownPinsAndMalformedOverridesAreRefused) {
   set_impl_overrides("matmul:cpu.magic");
   std::string e = error_of([] { matmul(ones({2, 2}, DType::f32), ones({2, 2}, DType::f32)); });
   EXPECT_NE(e.find("'cpu.magic', which does not exist; expected one of: "), std::string::npos) << e;
-  EXPECT_NE(
-      e.find("cpu.avx512.gemv_dpbf16, cpu.avx512.gemv, cpu.avx2.gemv, cpu.avx512.gemv_columns, "
-             "cpu.avx2.gemv_columns, cpu.avx512.dot_tiles_few_rows, cpu.avx2.dot_tiles_few_rows, cpu.onednn, "
-             "cpu.avx512.dot_tiles, cpu.avx2.dot_tiles, portable"),
-      std::string::npos)
+  EXPECT_NE(e.find("cpu.avx512.gemv_dpbf16, cpu.avx512.gemv, cpu.avx2.gemv, cpu.avx512.gemv_columns, "
+                   "cpu.avx2.gemv_columns, cpu.avx512.rows_in_lanes, cpu.avx512.dot_tiles_few_rows, "
+                   "cpu.avx2.dot_tiles_few_rows, cpu.onednn, "
+                   "cpu.avx512.dot_tiles, cpu.avx2.dot_tiles, portable"),
+            std::string::npos)
       << e;
   EXPECT_NE(error_of([] { set_impl_overrides("matmul"); }).find("expected op:impl"), std::string::npos);
 }
