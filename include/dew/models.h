@@ -187,11 +187,18 @@ struct KvCache {
 // a serving engine attends through its paged cache (src/serve). attend(layer, q (B,T,H,D), k and v
 // (B,T,Hkv,D) of this call's tokens, the family's mask: causal, its window, padded rows' segments)
 // -> (B,T,H,D).
+// A recurrent layer's tokens meet their past through the same object (qwen3_next's Gated DeltaNet
+// layers): mix(layer, h (B,T,C), mixer) -> the layer's output for h, where mixer(rows, cache, segments)
+// runs the layer over `rows`, continuing and replacing `cache`'s convolution inputs and state at
+// `layer` (null: from zeros), the state restarting where `segments` (or undefined) starts a document.
+// CausalLM::forward continues its KvCache; the serving engine each sequence's own.
 class LayerAttention {
  public:
+  using RecurrentMixer = std::function<Tensor(const Tensor& rows, KvCache* cache, const Tensor& segments)>;
   virtual ~LayerAttention() = default;
   virtual Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                         const AttentionOptions& mask) = 0;
+  virtual Tensor mix(int64_t layer, const Tensor& h, const RecurrentMixer& mixer) = 0;
 };
 
 // Where a family's forward passes from one layer to the next (llama and its kin, gpt2, dit): enter(i,
@@ -302,8 +309,7 @@ class CausalLM {
  private:
   void check_ids_and_positions(const Tensor& ids, const Tensor& positions) const;
   Tensor run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
-                    const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router,
-                    KvCache* cache) const;
+                    const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router) const;
 
   ModelConfig config_;
   std::string config_text_;  // config.json as read, written back but for its dtype (save())

@@ -22,7 +22,7 @@ struct EngineOptions {
   DType kv_dtype = DType::f32;           // f32 or bf16
   int64_t max_step_tokens = 512;         // tokens in one step: decodes plus prompt chunks
   int64_t max_running = 64;              // sequences in one step
-  bool prefix_caching = true;
+  bool prefix_caching = true;            // off for a model with recurrent layers (qwen3_next)
   // NOTE [batch invariance]: a request's logits, bit for bit, do not depend on what runs beside it or on
   // how its prompt was chunked: every token attends through paged_attention (one query row each) and
   // matmul is pinned, for the whole process (as DEW_IMPL pins it), to cpu.<tier>.dot_tiles, whose

@@ -327,17 +327,22 @@ std::pair<Tensor, Tensor> with_cache(KvCache* cache, int64_t layer, const Tensor
 }
 
 // Attention over the layer's keys and values after the cached ones (the cache grown by them).
+// A recurrent layer continues the cache's state, its documents restarting at `segments`.
 class DenseAttention final : public LayerAttention {
  public:
-  explicit DenseAttention(KvCache* cache) : cache_(cache) {}
+  DenseAttention(KvCache* cache, Tensor segments) : cache_(cache), segments_(std::move(segments)) {}
   Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionOptions& mask) override {
     const auto [keys, values] = with_cache(cache_, layer, k, v);
     return attention(q, keys, values, mask).out;
   }
+  Tensor mix(int64_t, const Tensor& h, const RecurrentMixer& mixer) override {
+    return mixer(h, cache_, segments_);
+  }
 
  private:
   KvCache* cache_;
+  Tensor segments_;
 };
 
 }  // namespace
@@ -392,8 +397,8 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
       cache->segments = mask.k_segments;
     }
   }
-  models::DenseAttention dense(cache);
-  Tensor logits = run_family(ids, positions, dense, mask, Tensor(), router, cache);
+  models::DenseAttention dense(cache, mask.q_segments);
+  Tensor logits = run_family(ids, positions, dense, mask, Tensor(), router);
   if (cache) cache->tokens += ids.size(1);  // every layer wrote at the same offset (with_cache)
   return logits;
 }
@@ -401,21 +406,19 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
 Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
                          const Tensor& logit_rows) const {
   check_ids_and_positions(ids, positions);
-  DEW_REQUIRE(
-      !config_.has_recurrent_layers(),
-      "[model] {} keeps a recurrent state per sequence, not only keys and values: it runs through "
-      "forward() with a KvCache (dew generate); the paged serving engine does not hold such states yet",
-      config_.model_type);
+  DEW_REQUIRE(!is_mamba2(config_),
+              "[model] mamba2 keeps a recurrent state per sequence and no keys: it runs through forward() "
+              "with a KvCache (dew generate); the paged serving engine does not hold its states yet");
   DEW_REQUIRE(!logit_rows.defined() || (logit_rows.dim() == 1 && logit_rows.dtype() == DType::i64),
               "[model] logit_rows is {}; expected (K) i64 positions of the call", logit_rows.describe());
   AttentionOptions mask;
   mask.causal = true;
-  return run_family(ids, positions, attention, mask, logit_rows, nullptr, nullptr);
+  return run_family(ids, positions, attention, mask, logit_rows, nullptr);
 }
 
 Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
-                            const AttentionOptions& mask, const Tensor& logit_rows, RouterStats* router,
-                            KvCache* cache) const {
+                            const AttentionOptions& mask, const Tensor& logit_rows,
+                            RouterStats* router) const {
   if (is_gpt2(config_))
     for (double p : positions.to_f64_vector())
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
@@ -424,7 +427,7 @@ Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAtt
   return is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask,
                                                  logit_rows, boundaries_)
                           : models::llama_forward(config_, parameters_, ids, positions, attention, mask,
-                                                  logit_rows, boundaries_, router, tensor_, cache);
+                                                  logit_rows, boundaries_, router, tensor_);
 }
 
 void CausalLM::check_ids_and_positions(const Tensor& ids, const Tensor& positions) const {

@@ -27,24 +27,23 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c);
 // collects their routers' statistics (RouterStats).
 // `boundaries` (may be null) is entered at each layer (LayerBoundaries); with `tensor`, p holds this
 // rank's slices (CausalLM::tensor_shard) and the sub-blocks' outputs are summed over its group.
-// qwen3_next's Gated DeltaNet layers restart at mask.q_segments' document starts and, with `cache`,
-// continue from and replace its convolution inputs and states (attention's keys go through `attend`).
+// qwen3_next's Gated DeltaNet layers mix through attend.mix.
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
                      LayerBoundaries* boundaries = nullptr, RouterStats* router = nullptr,
-                     TensorParallel* tensor = nullptr, KvCache* cache = nullptr);
+                     TensorParallel* tensor = nullptr);
 
 // qwen3_next's Gated DeltaNet layer `layer` (c.delta_net; gated_delta_net.cc): its parameters' names
 // and shapes appended to `shapes`; transformers' initialization of those it does not draw as std-0.02
 // normals (dt_bias and the gated norm at 1, A_log = log U(0, 16)); and its mixing of h (B,T,C) ->
 // (B,T,value_dim), the out-projection's input. `segments` (B,T) or undefined: documents restart the
-// state; with `cache`, its conv_inputs and states at `layer` are continued and replaced, the inputs
-// kept as `last_document` (last_document_window) says.
+// state; with `cache`, its conv_inputs and states at `layer` (grown to hold it) are continued and
+// replaced, the inputs kept as last_document_window says.
 void gated_delta_net_parameter_shapes(const ModelConfig& c, int64_t layer, ParameterShapes& shapes);
 std::optional<Tensor> gated_delta_net_initial_value(const std::string& name, const Shape& shape, DType dtype,
                                                     RandomKey key);
 Tensor gated_delta_net(const ModelConfig& c, const Parameters& p, int64_t layer, const Tensor& h,
-                       const Tensor& segments, KvCache* cache, const Tensor& last_document);
+                       const Tensor& segments, KvCache* cache);
 
 // One layer's experts: the router (E,C) and each expert's SwiGLU matrices stacked, gate and up
 // (E,F,C), down (E,C,F) (as nn.Linear stores them); gpt_oss: the router's bias (E), gate_up (E,C,2F)

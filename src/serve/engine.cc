@@ -24,9 +24,9 @@ namespace {
 
 // The pool's blocks: as given, or as many as kv_memory holds (at least one).
 int64_t pool_blocks(const ModelConfig& c, const EngineOptions& o) {
-  DEW_REQUIRE(!c.has_recurrent_layers(),
-              "[serve] {} keeps a recurrent state per sequence, not keys and values; the engine's paged KV "
-              "cache cannot hold it yet (dew generate runs it)",
+  DEW_REQUIRE(c.ssm.state_size == 0,
+              "[serve] {} keeps a recurrent state per sequence and no keys and values; the engine's paged KV "
+              "cache cannot serve it yet (dew generate runs it)",
               c.model_type);
   if (o.kv_blocks > 0) return o.kv_blocks;
   const int64_t block = KvBlockPool::block_bytes(c, o.kv_dtype, o.block_size);
@@ -52,7 +52,10 @@ struct Engine::State {
   EngineStats counts;
 
   State(const CausalLM& m, const EngineOptions& o)
-      : model(m), options(o), pool(m.config(), o.kv_dtype, pool_blocks(m.config(), o), o.block_size) {}
+      : model(m), options(o), pool(m.config(), o.kv_dtype, pool_blocks(m.config(), o), o.block_size) {
+    // A cached block holds keys, not the recurrent layers' state after it: such a model recomputes.
+    if (m.config().has_recurrent_layers()) options.prefix_caching = false;
+  }
 
   int64_t blocks_for(int64_t tokens) const { return (tokens + pool.block_size() - 1) / pool.block_size(); }
 
@@ -70,6 +73,7 @@ struct Engine::State {
     s.blocks.clear();
     s.computed = 0;
     s.published = 0;
+    s.recurrent = KvCache{};
   }
 
   // Full blocks of the sequence's cached tokens go to the prefix cache under their chain keys.
@@ -149,7 +153,7 @@ std::vector<StepPiece> Engine::State::schedule(std::vector<Sequence*>& sequences
       if (&victim == &s) break;
       continue;
     }
-    pieces.push_back({0, count, s.computed, &s.blocks});
+    pieces.push_back({0, count, s.computed, &s.blocks, &s.recurrent});
     sequences.push_back(&s);
     budget -= count;
     ++i;
@@ -168,7 +172,7 @@ std::vector<StepPiece> Engine::State::schedule(std::vector<Sequence*>& sequences
     }
     waiting.erase(waiting.begin() + long(w));
     running.push_back(&s);
-    pieces.push_back({0, count, s.computed, &s.blocks});
+    pieces.push_back({0, count, s.computed, &s.blocks, &s.recurrent});
     sequences.push_back(&s);
     budget -= count;
   }

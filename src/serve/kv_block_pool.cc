@@ -18,16 +18,20 @@ KvBlockPool::KvBlockPool(const ModelConfig& c, DType dtype, int64_t blocks, int6
       blocks, block_size);
   DEW_REQUIRE(dtype == DType::f32 || dtype == DType::bf16, "[serve] KV blocks of {}; expected f32 or bf16",
               dtype_name(dtype));
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
-    keys_.push_back(Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype));
-    values_.push_back(Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {  // a Gated DeltaNet layer keeps no keys
+    const bool attends = !c.delta_net.replaces_attention(i);
+    keys_.push_back(attends ? Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype)
+                            : Tensor());
+    values_.push_back(attends ? Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype)
+                              : Tensor());
   }
   for (int64_t b = blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 handed out first
 }
 
 int64_t KvBlockPool::block_bytes(const ModelConfig& c, DType dtype, int64_t block_size) {
-  return 2 * c.num_hidden_layers * block_size * c.num_key_value_heads * c.head_dim *
-         int64_t(dtype_size(dtype));
+  int64_t attending = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) attending += !c.delta_net.replaces_attention(i);
+  return 2 * attending * block_size * c.num_key_value_heads * c.head_dim * int64_t(dtype_size(dtype));
 }
 
 std::optional<int64_t> KvBlockPool::allocate() {

@@ -97,4 +97,50 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
   return out;
 }
 
+// NOTE [recurrent pieces]: the one-token pieces whose sequences hold a state at the layer run as one
+// batch of rows (P, 1, C), their states stacked and handed back as views of the result; a prompt's chunk,
+// or a sequence's very first token, runs alone on its sequence's own cache. Either way a sequence's rows
+// meet only its own state, and the kernels compute each row alone.
+Tensor PagedStepAttention::mix(int64_t layer, const Tensor& h, const RecurrentMixer& mixer) {
+  DEW_REQUIRE(h.size(0) == 1, "[serve] a step is one row of tokens; got h {}", h.describe());
+  const int64_t C = h.size(2);
+  const auto holds_state = [&](const KvCache& cache) {
+    return int64_t(cache.states.size()) > layer && cache.states[size_t(layer)].defined();
+  };
+  std::vector<Tensor> outs(pieces_.size());
+  std::vector<size_t> together;
+  std::vector<double> rows;
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    const StepPiece& p = pieces_[i];
+    if (p.count == 1 && holds_state(*p.recurrent)) {
+      together.push_back(i);
+      rows.push_back(double(p.start));
+    } else {
+      outs[i] = mixer(h.slice(1, p.start, p.start + p.count), p.recurrent, {});
+    }
+  }
+  if (!together.empty()) {
+    const int64_t P = int64_t(together.size());
+    KvCache batch;
+    batch.conv_inputs.resize(size_t(layer) + 1);
+    batch.states.resize(size_t(layer) + 1);
+    std::vector<Tensor> conv, state;
+    for (size_t i : together) {
+      conv.push_back(pieces_[i].recurrent->conv_inputs[size_t(layer)]);
+      state.push_back(pieces_[i].recurrent->states[size_t(layer)]);
+    }
+    batch.conv_inputs[size_t(layer)] = concat(conv, 0);
+    batch.states[size_t(layer)] = concat(state, 0);
+    const Tensor index = Tensor::from_values(rows, {P}, DType::i64);
+    const Tensor o = mixer(index_select(h.reshape({h.size(1), C}), 0, index).reshape({P, 1, C}), &batch, {});
+    for (int64_t r = 0; r < P; ++r) {
+      KvCache& own = *pieces_[together[size_t(r)]].recurrent;
+      own.conv_inputs[size_t(layer)] = batch.conv_inputs[size_t(layer)].slice(0, r, r + 1);
+      own.states[size_t(layer)] = batch.states[size_t(layer)].slice(0, r, r + 1);
+      outs[together[size_t(r)]] = o.slice(0, r, r + 1);
+    }
+  }
+  return concat(outs, 1);
+}
+
 }  // namespace dew::serve

@@ -2,7 +2,8 @@
 // several sequences' pieces — a decode token, or a chunk of a prompt. Each layer writes the pieces'
 // keys and values into their blocks, then a one-token piece attends through paged_attention, read in
 // place, and a longer one through attention over its keys gathered from the blocks (the dense kernels'
-// speed for prefill).
+// speed for prefill). A recurrent layer (qwen3_next's Gated DeltaNet) continues each piece's sequence's
+// own state: the one-token pieces together as a batch of rows, a longer piece alone.
 #pragma once
 
 #include <dew/models.h>
@@ -20,6 +21,7 @@ struct StepPiece {
   int64_t count = 0;     // its tokens
   int64_t position = 0;  // the position of its first token (the tokens before it are cached)
   const std::vector<int64_t>* blocks = nullptr;  // the sequence's block table, covering the piece
+  KvCache* recurrent = nullptr;                  // the sequence's recurrent states before the piece
 };
 
 class PagedStepAttention final : public LayerAttention {
@@ -27,6 +29,7 @@ class PagedStepAttention final : public LayerAttention {
   PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces, bool every_token_paged = false);
   Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionOptions& mask) override;
+  Tensor mix(int64_t layer, const Tensor& h, const RecurrentMixer& mixer) override;
 
  private:
   void write_cache(int64_t layer, const Tensor& k, const Tensor& v);

@@ -18,6 +18,7 @@ struct Sequence {
   std::vector<int64_t> blocks;  // the block table: token t's keys and values in blocks[t / block_size]
   int64_t computed = 0;         // tokens whose keys and values are in the blocks
   int64_t published = 0;        // leading full blocks given to the prefix cache
+  KvCache recurrent;            // recurrent layers' convolution inputs and states after `computed` tokens
   bool finished = false;
   int64_t generated() const { return int64_t(tokens.size()) - prompt_length; }
 };

@@ -43,6 +43,13 @@ ModelConfig tiny(const std::string& family) {
         R"({"model_type":"gpt_oss","vocab_size":97,"hidden_size":64,"intermediate_size":32,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"num_local_experts":4,"num_experts_per_tok":2,
       "sliding_window":7,"max_position_embeddings":256})";
+  else if (family == "qwen3_next")  // Gated DeltaNet layers around an attention layer: states and blocks
+    json =
+        R"({"model_type":"qwen3_next","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":3,
+      "num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"num_experts":4,"num_experts_per_tok":2,
+      "moe_intermediate_size":32,"shared_expert_intermediate_size":32,"linear_num_key_heads":2,
+      "linear_num_value_heads":4,"linear_key_head_dim":8,"linear_value_head_dim":8,"max_position_embeddings":256,
+      "layer_types":["linear_attention","full_attention","linear_attention"]})";
   else
     json = R"({"model_type":"gpt2","vocab_size":97,"n_embd":64,"n_layer":2,"n_head":4,"n_positions":256})";
   return parse_model_config(json, family + " config");
@@ -118,24 +125,47 @@ TEST_P(Families, ServedGreedyTokensAreGeneratesTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Engine, Families,
                          ::testing::Values("llama", "mistral", "qwen3", "mixtral", "gemma2", "gpt_oss",
-                                           "gpt2"));
+                                           "gpt2", "qwen3_next"));
 
-// A pool too small for every sequence at once: the newest give their blocks back and are recomputed,
-// and every request still gets its own greedy tokens.
+// A pool too small for every sequence at once: the newest give their blocks back (and a hybrid its
+// recurrent states) and are recomputed, and every request still gets its own greedy tokens.
 TEST(Engine, PreemptedSequencesResumeWithTheSameTokens) {
-  const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 7);
+  for (const std::string family : {"llama", "qwen3_next"}) {
+    const CausalLM model = CausalLM::init(tiny(family), DType::f32, 7);
+    EngineOptions eo;
+    eo.kv_blocks = 12;  // 48 tokens; each request needs 7 blocks at its end
+    eo.block_size = 4;
+    eo.max_step_tokens = 16;
+    eo.prefix_caching = false;
+    Engine engine(model, eo);
+    std::vector<Outcome> outcomes(4);
+    for (int i = 0; i < 4; ++i) submit(engine, prompt_of(10, i), greedy(16), outcomes[size_t(i)]);
+    run_until_idle(engine);
+    EXPECT_GT(engine.stats().preemptions, 0) << family;
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(outcomes[size_t(i)].tokens[0], generate_alone(model, prompt_of(10, i), 16)) << family;
+    EXPECT_EQ(engine.stats().kv_blocks_in_use, 0) << family;
+  }
+}
+
+// A hybrid's later request sharing a prompt prefix recomputes it (a cached block holds keys, not the
+// state of the recurrent layers after it), and gets its own tokens.
+TEST(Engine, AHybridModelRecomputesSharedPrefixes) {
+  const CausalLM model = CausalLM::init(tiny("qwen3_next"), DType::f32, 9);
   EngineOptions eo;
-  eo.kv_blocks = 12;  // 48 tokens; each request needs 7 blocks at its end
+  eo.kv_blocks = 64;
   eo.block_size = 4;
-  eo.max_step_tokens = 16;
-  eo.prefix_caching = false;
   Engine engine(model, eo);
-  std::vector<Outcome> outcomes(4);
-  for (int i = 0; i < 4; ++i) submit(engine, prompt_of(10, i), greedy(16), outcomes[size_t(i)]);
+  const std::vector<int64_t> first = prompt_of(14, 1);
+  std::vector<int64_t> second = first;
+  second.push_back(3);
+  Outcome a, b;
+  submit(engine, first, greedy(4), a);
   run_until_idle(engine);
-  EXPECT_GT(engine.stats().preemptions, 0);
-  for (int i = 0; i < 4; ++i)
-    EXPECT_EQ(outcomes[size_t(i)].tokens[0], generate_alone(model, prompt_of(10, i), 16));
+  submit(engine, second, greedy(4), b);
+  run_until_idle(engine);
+  EXPECT_EQ(engine.stats().prefix_hits, 0);
+  EXPECT_EQ(b.tokens[0], generate_alone(model, second, 4));
   EXPECT_EQ(engine.stats().kv_blocks_in_use, 0);
 }
 
@@ -344,15 +374,6 @@ TEST(Engine, RefusesWhatCouldNeverRun) {
   EXPECT_NE(error_of([&] {
               Engine(CausalLM::init(mamba2, DType::f32, 1), EngineOptions{});
             }).find("mamba2 keeps a recurrent state per sequence"),
-            std::string::npos);
-  const ModelConfig hybrid = parse_model_config(
-      R"({"model_type":"qwen3_next","vocab_size":97,"hidden_size":32,"intermediate_size":32,"num_hidden_layers":2,
-        "num_attention_heads":2,"num_key_value_heads":1,"head_dim":16,"num_experts":0,"linear_num_key_heads":1,
-        "linear_num_value_heads":2,"linear_key_head_dim":8,"linear_value_head_dim":8,"full_attention_interval":2})",
-      "qwen3_next config");
-  EXPECT_NE(error_of([&] {
-              Engine(CausalLM::init(hybrid, DType::f32, 1), EngineOptions{});
-            }).find("qwen3_next keeps a recurrent state per sequence"),
             std::string::npos);
 }
 

@@ -12,7 +12,6 @@
 
 #include "models/families.h"
 #include "models/linear.h"
-#include "models/recurrent_cache.h"
 
 namespace dew::models {
 namespace {
@@ -170,8 +169,7 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
 
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
-                     LayerBoundaries* boundaries, RouterStats* router, TensorParallel* tensor,
-                     KvCache* cache) {
+                     LayerBoundaries* boundaries, RouterStats* router, TensorParallel* tensor) {
   // Under tensor parallelism this rank computes its share of the heads (CausalLM::tensor_shard).
   const int64_t tp = tensor ? tensor->size() : 1;
   const int64_t B = ids.size(0), T = ids.size(1), C = c.hidden_size, H = c.num_attention_heads / tp,
@@ -198,17 +196,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
         c.norm_eps);
   };
 
-  // Gated DeltaNet layers keep their convolution inputs and states in the cache beside the attention
-  // layers' keys, each at its layer's index.
   const int64_t L = c.num_hidden_layers;
-  Tensor last_document;
-  if (cache && !c.delta_net.layers.empty()) {
-    for (auto* per_layer : {&cache->keys, &cache->values, &cache->conv_inputs, &cache->states})
-      if (int64_t(per_layer->size()) < L) per_layer->resize(size_t(L));
-    last_document =
-        last_document_window(mask.q_segments, c.delta_net.conv_kernel, embed.dtype(), ids.device());
-  }
-
   Tensor x = embedding(embed, ids);  // (B,T,C)
   if (d.scale_embeddings) x = mul(x, Tensor::full({}, std::sqrt(double(C)), x.dtype(), x.device()));
   for (int64_t i = 0; i < L; ++i) {
@@ -265,7 +253,10 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     };
     if (c.delta_net.replaces_attention(i))
       x = residual_add(norms.after_attention,
-                       gated_delta_net(c, p, i, h, mask.q_segments, cache, last_document),
+                       attend.mix(i, h,
+                                  [&](const Tensor& rows, KvCache* cache, const Tensor& segments) {
+                                    return gated_delta_net(c, p, i, rows, segments, cache);
+                                  }),
                        w("linear_attn.out_proj.weight"), {});
     else
       x = residual_add(norms.after_attention, attention_block(), w("self_attn.o_proj.weight"),

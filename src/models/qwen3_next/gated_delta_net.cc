@@ -55,7 +55,7 @@ std::optional<Tensor> gated_delta_net_initial_value(const std::string& name, con
 }
 
 Tensor gated_delta_net(const ModelConfig& c, const Parameters& p, int64_t layer, const Tensor& h,
-                       const Tensor& segments, KvCache* cache, const Tensor& last_document) {
+                       const Tensor& segments, KvCache* cache) {
   const GatedDeltaNetConfig& g = c.delta_net;
   const int64_t B = h.size(0), T = h.size(1), Hk = g.num_key_heads, Hv = g.num_value_heads,
                 Dk = g.key_head_dim, Dv = g.value_head_dim, r = Hv / Hk, W = g.conv_kernel;
@@ -73,10 +73,15 @@ Tensor gated_delta_net(const ModelConfig& c, const Parameters& p, int64_t layer,
   const Tensor mixed = concat(
       {qkvz[0].reshape({B, T, Hk * Dk}), qkvz[1].reshape({B, T, Hk * Dk}), qkvz[2].reshape({B, T, Hv * Dv})},
       -1);
+  if (cache)
+    for (auto* per_layer : {&cache->conv_inputs, &cache->states})
+      if (int64_t(per_layer->size()) <= layer) per_layer->resize(size_t(layer) + 1);
   const Tensor before = cache ? cache->conv_inputs[size_t(layer)] : Tensor();
   const Tensor convolved = short_conv(mixed, w("conv1d.weight").reshape({g.conv_dim(), W}), {}, before,
                                       segments, Activation::silu);
-  if (cache) cache->conv_inputs[size_t(layer)] = kept_conv_inputs(before, mixed, last_document, W);
+  if (cache)
+    cache->conv_inputs[size_t(layer)] =
+        kept_conv_inputs(before, mixed, last_document_window(segments, W, dtype, device), W);
   const std::vector<Tensor> qkv = split(as_dtype(convolved, wide), {Hk * Dk, Hk * Dk, Hv * Dv}, -1);
   // The r value heads of a key head share its q and k (repeat_interleave).
   std::vector<double> key_head_of;
