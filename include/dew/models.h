@@ -146,6 +146,8 @@ struct ModelConfig {
     return sliding_window > 0 && (decoder.sliding_layers.empty() || decoder.sliding_layers[size_t(layer)]);
   }
   std::string dtype = "float32";  // torch_dtype / dtype: what the checkpoint holds
+  // Does layer `layer` attend (and keep keys and values)? Not mamba2's, nor qwen3_next's DeltaNet layers.
+  bool attends(int64_t layer) const { return ssm.state_size == 0 && !delta_net.replaces_attention(layer); }
   // Does any layer carry a recurrent state (mamba2's, qwen3_next's Gated DeltaNet layers)?
   bool has_recurrent_layers() const {
     return ssm.state_size > 0 ||

@@ -378,11 +378,6 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
         "[model] the cache holds {} layers of batch {}; expected at most {} layers of the ids' batch {}",
         layers, batch, config_.num_hidden_layers, ids.size(0));
   }
-  if (is_mamba2(config_)) {  // no attention: the cache holds each layer's recurrent state
-    Tensor logits = models::mamba2_forward(config_, parameters_, ids, segments, cache, Tensor(), boundaries_);
-    if (cache) cache->tokens += ids.size(1);
-    return logits;
-  }
   AttentionOptions mask;
   mask.causal = true;
   const bool cached_segments = cache && cache->segments.defined();
@@ -406,9 +401,6 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, KvCache* ca
 Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
                          const Tensor& logit_rows) const {
   check_ids_and_positions(ids, positions);
-  DEW_REQUIRE(!is_mamba2(config_),
-              "[model] mamba2 keeps a recurrent state per sequence and no keys: it runs through forward() "
-              "with a KvCache (dew generate); the paged serving engine does not hold its states yet");
   DEW_REQUIRE(!logit_rows.defined() || (logit_rows.dim() == 1 && logit_rows.dtype() == DType::i64),
               "[model] logit_rows is {}; expected (K) i64 positions of the call", logit_rows.describe());
   AttentionOptions mask;
@@ -424,6 +416,8 @@ Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAtt
       DEW_REQUIRE(p >= 0 && p < double(config_.max_position_embeddings),
                   "[model] position {} is outside gpt2's {} learned positions", p,
                   config_.max_position_embeddings);
+  if (is_mamba2(config_))  // no attention: each layer mixes through attention.mix
+    return models::mamba2_forward(config_, parameters_, ids, attention, logit_rows, boundaries_);
   return is_gpt2(config_) ? models::gpt2_forward(config_, parameters_, ids, positions, attention, mask,
                                                  logit_rows, boundaries_)
                           : models::llama_forward(config_, parameters_, ids, positions, attention, mask,

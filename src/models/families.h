@@ -72,12 +72,12 @@ Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids
                     LayerAttention& attend, const AttentionOptions& mask, const Tensor& logit_rows,
                     LayerBoundaries* boundaries = nullptr);
 
-// mamba2: Mamba-2's state space layers (SsmConfig). `segments` (B,T) i64 or undefined: each packed
-// document (or a left-padded row's real tokens) starts from zero state; with `cache`, every layer's
-// convolution inputs and state continue from it and replace it.
+// mamba2: Mamba-2's state space layers (SsmConfig), each mixing through attend.mix (the segments it
+// gives restart the state at each packed document or a left-padded row's real tokens; the cache it
+// gives is continued and replaced).
 ParameterShapes mamba2_parameter_shapes(const ModelConfig& c);
-Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& segments,
-                      KvCache* cache, const Tensor& logit_rows, LayerBoundaries* boundaries = nullptr);
+Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, LayerAttention& attend,
+                      const Tensor& logit_rows, LayerBoundaries* boundaries = nullptr);
 // transformers' initialization of the parameters it does not draw as std-0.02 normals: A_log (A = -1 to
 // -H), D (ones), dt_bias (softplus^-1 of a log-uniform dt), the convolution (U(-1/sqrt(W), 1/sqrt(W)));
 // nothing for the others.

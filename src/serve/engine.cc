@@ -22,14 +22,15 @@ namespace dew::serve {
 
 namespace {
 
+// Blocks of a model that keeps no keys: bookkeeping only (a million tokens in blocks of 16).
+constexpr int64_t kBlocksWithoutKeys = int64_t(1) << 16;
+
 // The pool's blocks: as given, or as many as kv_memory holds (at least one).
 int64_t pool_blocks(const ModelConfig& c, const EngineOptions& o) {
-  DEW_REQUIRE(c.ssm.state_size == 0,
-              "[serve] {} keeps a recurrent state per sequence and no keys and values; the engine's paged KV "
-              "cache cannot serve it yet (dew generate runs it)",
-              c.model_type);
   if (o.kv_blocks > 0) return o.kv_blocks;
   const int64_t block = KvBlockPool::block_bytes(c, o.kv_dtype, o.block_size);
+  // A model without attention layers (mamba2) keeps nothing in its blocks: they only count its tokens.
+  if (block == 0) return kBlocksWithoutKeys;
   DEW_REQUIRE(
       o.kv_memory >= block,
       "[serve] KV memory of {} bytes holds no block of {} tokens; expected at least {} bytes (--kv-memory)",

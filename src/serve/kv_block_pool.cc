@@ -18,8 +18,8 @@ KvBlockPool::KvBlockPool(const ModelConfig& c, DType dtype, int64_t blocks, int6
       blocks, block_size);
   DEW_REQUIRE(dtype == DType::f32 || dtype == DType::bf16, "[serve] KV blocks of {}; expected f32 or bf16",
               dtype_name(dtype));
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {  // a Gated DeltaNet layer keeps no keys
-    const bool attends = !c.delta_net.replaces_attention(i);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {  // a recurrent layer keeps no keys
+    const bool attends = c.attends(i);
     keys_.push_back(attends ? Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype)
                             : Tensor());
     values_.push_back(attends ? Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype)
@@ -30,7 +30,7 @@ KvBlockPool::KvBlockPool(const ModelConfig& c, DType dtype, int64_t blocks, int6
 
 int64_t KvBlockPool::block_bytes(const ModelConfig& c, DType dtype, int64_t block_size) {
   int64_t attending = 0;
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) attending += !c.delta_net.replaces_attention(i);
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) attending += c.attends(i);
   return 2 * attending * block_size * c.num_key_value_heads * c.head_dim * int64_t(dtype_size(dtype));
 }
 

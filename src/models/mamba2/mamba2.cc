@@ -78,66 +78,79 @@ std::optional<Tensor> mamba2_initial_value(const ModelConfig& c, const std::stri
   return std::nullopt;
 }
 
-Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& segments,
-                      KvCache* cache, const Tensor& logit_rows, LayerBoundaries* boundaries) {
+namespace {
+
+// Layer i's mixer over h (B,T,C), its normed input -> out_proj's output (B,T,C) in h's dtype. With a
+// cache, its convolution inputs and state at i are continued and replaced (grown to hold layer i).
+Tensor mamba2_mixer(const ModelConfig& c, const Parameters& p, int64_t i, const Tensor& h,
+                    const Tensor& segments, KvCache* cache) {
   const SsmConfig& s = c.ssm;
-  const int64_t B = ids.size(0), T = ids.size(1), I = c.intermediate_size, H = s.num_heads, P = s.head_dim,
-                N = s.state_size, G = s.n_groups, W = s.conv_kernel, conv = s.conv_dim(),
-                L = c.num_hidden_layers;
-  const Tensor& embed = parameter(p, "backbone.embeddings.weight");
-  const DType dtype = embed.dtype();
-  const Device device = ids.device();
-  // The state space part runs in f32 for 16-bit weights, as transformers' .float() has it, and so does
-  // the residual stream with residual_in_fp32.
+  const int64_t B = h.size(0), T = h.size(1), I = c.intermediate_size, H = s.num_heads, P = s.head_dim,
+                N = s.state_size, G = s.n_groups, W = s.conv_kernel, conv = s.conv_dim();
+  const DType dtype = h.dtype();
+  const Device device = h.device();
+  // The state space part runs in f32 for 16-bit weights, as transformers' .float() has it.
   const DType wide = dtype == DType::f64 ? DType::f64 : DType::f32;
-  const DType stream = s.residual_in_fp32 ? wide : dtype;
-  const auto w = [&](int64_t i, const std::string& rest) -> const Tensor& {
-    return parameter(p, block(i, rest));
-  };
-  const auto optional_w = [&](int64_t i, const std::string& rest) {
+  const auto w = [&](const std::string& rest) -> const Tensor& { return parameter(p, block(i, rest)); };
+  const auto optional_w = [&](const std::string& rest) {
     const auto it = p.find(block(i, rest));
     return it == p.end() ? Tensor() : it->second;
   };
   std::vector<double> group_of_head;  // B and C are shared by the H / G heads of a group
-  for (int64_t h = 0; h < H; ++h) group_of_head.push_back(double(h / (H / G)));
+  for (int64_t head = 0; head < H; ++head) group_of_head.push_back(double(head / (H / G)));
   const Tensor head_groups = Tensor::from_values(group_of_head, {H}, DType::i64).to(device);
-  if (cache && cache->states.empty()) cache->states.resize(size_t(L)), cache->conv_inputs.resize(size_t(L));
-  const Tensor last_document = cache ? last_document_window(segments, W, dtype, device) : Tensor();
+  if (cache)
+    for (auto* per_layer : {&cache->conv_inputs, &cache->states})
+      if (int64_t(per_layer->size()) <= i) per_layer->resize(size_t(i) + 1);
+  const std::vector<Tensor> zxd =
+      split(linear(h, w("mixer.in_proj.weight"), optional_w("mixer.in_proj.bias")), {I, conv, H}, -1);
+  // The short convolution over x, B and C, from the cached inputs before this call.
+  const Tensor before = cache ? cache->conv_inputs[size_t(i)] : Tensor();
+  const Tensor xbc_in = zxd[1].contiguous();
+  const Tensor xbc = short_conv(xbc_in, w("mixer.conv1d.weight").reshape({conv, W}),
+                                optional_w("mixer.conv1d.bias"), before, segments, Activation::silu);
+  if (cache)
+    cache->conv_inputs[size_t(i)] =
+        kept_conv_inputs(before, xbc_in, last_document_window(segments, W, dtype, device), W);
+  const std::vector<Tensor> xs_b_c = split(xbc, {I, G * N, G * N}, -1);
+  const Tensor xs = as_dtype(xs_b_c[0], wide).reshape({B, T, H, P});
+  const Tensor k = index_select(as_dtype(xs_b_c[1], wide).reshape({B, T, G, N}), 2, head_groups);
+  const Tensor q = index_select(as_dtype(xs_b_c[2], wide).reshape({B, T, G, N}), 2, head_groups);
+  Tensor dt = softplus(add(as_dtype(zxd[2], wide), as_dtype(w("mixer.dt_bias"), wide)));  // (B,T,H)
+  if (s.time_step_limit_high > 0)
+    dt = minimum(maximum(dt, scalar(s.time_step_limit_low, wide, device)),
+                 scalar(s.time_step_limit_high, wide, device));
+  const Tensor A = neg(exp(as_dtype(w("mixer.A_log"), wide)));  // (H), negative: decays below 1
+  RecurrenceOptions o;
+  o.scale = 1;
+  o.segments = segments;
+  // The SSD recurrence: state (N, P) per head, decayed by exp(dt A), updated by B (x dt)^T, read by C.
+  const RecurrenceResult r = linear_recurrence(q, k, mul(xs, dt.reshape({B, T, H, 1})), mul(dt, A), {},
+                                               cache ? cache->states[size_t(i)] : Tensor(), o);
+  if (cache) cache->states[size_t(i)] = r.state;
+  const Tensor y = add(r.out, mul(xs, as_dtype(w("mixer.D"), wide).reshape({H, 1}))).reshape({B, T, I});
+  // The gated RMSNorm: y silu(z), normalized over the whole width.
+  const Tensor gated =
+      rms_norm(mul(y, silu(as_dtype(zxd[0], wide))), as_dtype(w("mixer.norm.weight"), wide), c.norm_eps);
+  return linear(as_dtype(gated, dtype), w("mixer.out_proj.weight"), optional_w("mixer.out_proj.bias"));
+}
 
+}  // namespace
+
+Tensor mamba2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, LayerAttention& attend,
+                      const Tensor& logit_rows, LayerBoundaries* boundaries) {
+  const int64_t L = c.num_hidden_layers;
+  const Tensor& embed = parameter(p, "backbone.embeddings.weight");
+  const DType dtype = embed.dtype();
+  // The residual stream in f32 for 16-bit weights with residual_in_fp32, as transformers has it.
+  const DType stream = c.ssm.residual_in_fp32 ? (dtype == DType::f64 ? DType::f64 : DType::f32) : dtype;
   Tensor x = as_dtype(embedding(embed, ids), stream);  // (B,T,C)
   for (int64_t i = 0; i < L; ++i) {
     x = enter_layer(boundaries, i, x);
-    const Tensor h = rms_norm(as_dtype(x, dtype), w(i, "norm.weight"), c.norm_eps);
-    const std::vector<Tensor> zxd =
-        split(linear(h, w(i, "mixer.in_proj.weight"), optional_w(i, "mixer.in_proj.bias")), {I, conv, H}, -1);
-    // The short convolution over x, B and C, from the cached inputs before this call.
-    const Tensor before = cache ? cache->conv_inputs[size_t(i)] : Tensor();
-    const Tensor xbc_in = zxd[1].contiguous();
-    const Tensor xbc = short_conv(xbc_in, w(i, "mixer.conv1d.weight").reshape({conv, W}),
-                                  optional_w(i, "mixer.conv1d.bias"), before, segments, Activation::silu);
-    if (cache) cache->conv_inputs[size_t(i)] = kept_conv_inputs(before, xbc_in, last_document, W);
-    const std::vector<Tensor> xs_b_c = split(xbc, {I, G * N, G * N}, -1);
-    const Tensor xs = as_dtype(xs_b_c[0], wide).reshape({B, T, H, P});
-    const Tensor k = index_select(as_dtype(xs_b_c[1], wide).reshape({B, T, G, N}), 2, head_groups);
-    const Tensor q = index_select(as_dtype(xs_b_c[2], wide).reshape({B, T, G, N}), 2, head_groups);
-    Tensor dt = softplus(add(as_dtype(zxd[2], wide), as_dtype(w(i, "mixer.dt_bias"), wide)));  // (B,T,H)
-    if (s.time_step_limit_high > 0)
-      dt = minimum(maximum(dt, scalar(s.time_step_limit_low, wide, device)),
-                   scalar(s.time_step_limit_high, wide, device));
-    const Tensor A = neg(exp(as_dtype(w(i, "mixer.A_log"), wide)));  // (H), negative: decays below 1
-    RecurrenceOptions o;
-    o.scale = 1;
-    o.segments = segments;
-    // The SSD recurrence: state (N, P) per head, decayed by exp(dt A), updated by B (x dt)^T, read by C.
-    const RecurrenceResult r = linear_recurrence(q, k, mul(xs, dt.reshape({B, T, H, 1})), mul(dt, A), {},
-                                                 cache ? cache->states[size_t(i)] : Tensor(), o);
-    if (cache) cache->states[size_t(i)] = r.state;
-    const Tensor y = add(r.out, mul(xs, as_dtype(w(i, "mixer.D"), wide).reshape({H, 1}))).reshape({B, T, I});
-    // The gated RMSNorm: y silu(z), normalized over the whole width.
-    const Tensor gated =
-        rms_norm(mul(y, silu(as_dtype(zxd[0], wide))), as_dtype(w(i, "mixer.norm.weight"), wide), c.norm_eps);
-    const Tensor out =
-        linear(as_dtype(gated, dtype), w(i, "mixer.out_proj.weight"), optional_w(i, "mixer.out_proj.bias"));
+    const Tensor h = rms_norm(as_dtype(x, dtype), parameter(p, block(i, "norm.weight")), c.norm_eps);
+    const Tensor out = attend.mix(i, h, [&](const Tensor& rows, KvCache* cache, const Tensor& segments) {
+      return mamba2_mixer(c, p, i, rows, segments, cache);
+    });
     x = add(x, as_dtype(out, stream));
   }
   x = enter_layer(boundaries, L, x);
