@@ -51,6 +51,7 @@ struct Engine::State {
   uint64_t seed =
       uint64_t(std::random_device{}()) << 32 | std::random_device{}();  // unseeded requests' seeds
   EngineStats counts;
+  RecurrentBatches recurrent_batches;  // the last step's stacked recurrent states (NOTE [recurrent pieces])
 
   State(const CausalLM& m, const EngineOptions& o)
       : model(m), options(o), pool(m.config(), o.kv_dtype, pool_blocks(m.config(), o), o.block_size) {
@@ -296,7 +297,7 @@ bool Engine::step() {
   }
   const int64_t N = int64_t(ids.size());
   if (logit_rows.empty()) logit_rows.push_back(double(N - 1));  // prompt chunks only: no row is sampled
-  PagedStepAttention attention(st.pool, pieces, st.options.batch_invariant);
+  PagedStepAttention attention(st.pool, pieces, st.options.batch_invariant, &st.recurrent_batches);
   const Tensor logits =
       as_dtype(st.model.forward(Tensor::from_values(ids, {1, N}, DType::i64),
                                 Tensor::from_values(positions, {1, N}, DType::i64), attention,

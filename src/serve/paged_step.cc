@@ -19,8 +19,8 @@ void copy_rows(const Tensor& x, int64_t from, Tensor& y, int64_t to, int64_t row
 }  // namespace
 
 PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces,
-                                       bool every_token_paged)
-    : pool_(pool), pieces_(std::move(pieces)), every_token_paged_(every_token_paged) {
+                                       bool every_token_paged, RecurrentBatches* batches)
+    : pool_(pool), pieces_(std::move(pieces)), every_token_paged_(every_token_paged), batches_(batches) {
   std::vector<double> tables, lengths;
   int64_t width = 1;
   for (const StepPiece& p : pieces_)
@@ -100,7 +100,9 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
 // NOTE [recurrent pieces]: the one-token pieces whose sequences hold a state at the layer run as one
 // batch of rows (P, 1, C), their states stacked and handed back as views of the result; a prompt's chunk,
 // or a sequence's very first token, runs alone on its sequence's own cache. Either way a sequence's rows
-// meet only its own state, and the kernels compute each row alone.
+// meet only its own state, and the kernels compute each row alone. When every piece's state is still
+// row r of the previous step's stack (steady decoding), that stack is read as it is: stacking the states
+// anew copied them all at every step, most of a small model's step at 32 sequences.
 Tensor PagedStepAttention::mix(int64_t layer, const Tensor& h, const RecurrentMixer& mixer) {
   DEW_REQUIRE(h.size(0) == 1, "[serve] a step is one row of tokens; got h {}", h.describe());
   const int64_t C = h.size(2);
@@ -129,10 +131,26 @@ Tensor PagedStepAttention::mix(int64_t layer, const Tensor& h, const RecurrentMi
       conv.push_back(pieces_[i].recurrent->conv_inputs[size_t(layer)]);
       state.push_back(pieces_[i].recurrent->states[size_t(layer)]);
     }
-    batch.conv_inputs[size_t(layer)] = concat(conv, 0);
-    batch.states[size_t(layer)] = concat(state, 0);
+    // The previous step's stack `kept` at this layer when `rows` are its rows in order; else them stacked.
+    const auto reuse = [&](std::vector<Tensor>* kept, const std::vector<Tensor>& rows) {
+      if (!kept) return concat(rows, 0);
+      if (int64_t(kept->size()) <= layer) kept->resize(size_t(layer) + 1);
+      const Tensor& stack = (*kept)[size_t(layer)];
+      bool same = stack.defined() && stack.size(0) == P;
+      for (int64_t r = 0; same && r < P; ++r)
+        same = rows[size_t(r)].shares_storage_with(stack) &&
+               rows[size_t(r)].raw_data() == static_cast<const char*>(stack.raw_data()) +
+                                                 r * (stack.numel() / P) * int64_t(dtype_size(stack.dtype()));
+      return same ? stack : concat(rows, 0);
+    };
+    batch.conv_inputs[size_t(layer)] = reuse(batches_ ? &batches_->conv_inputs : nullptr, conv);
+    batch.states[size_t(layer)] = reuse(batches_ ? &batches_->states : nullptr, state);
     const Tensor index = Tensor::from_values(rows, {P}, DType::i64);
     const Tensor o = mixer(index_select(h.reshape({h.size(1), C}), 0, index).reshape({P, 1, C}), &batch, {});
+    if (batches_) {
+      batches_->conv_inputs[size_t(layer)] = batch.conv_inputs[size_t(layer)];
+      batches_->states[size_t(layer)] = batch.states[size_t(layer)];
+    }
     for (int64_t r = 0; r < P; ++r) {
       KvCache& own = *pieces_[together[size_t(r)]].recurrent;
       own.conv_inputs[size_t(layer)] = batch.conv_inputs[size_t(layer)].slice(0, r, r + 1);

@@ -24,9 +24,16 @@ struct StepPiece {
   KvCache* recurrent = nullptr;                  // the sequence's recurrent states before the piece
 };
 
+// The last step's stacked recurrent states, per layer (NOTE [recurrent pieces]), kept by the engine from
+// one step to the next.
+struct RecurrentBatches {
+  std::vector<Tensor> conv_inputs, states;
+};
+
 class PagedStepAttention final : public LayerAttention {
  public:
-  PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces, bool every_token_paged = false);
+  PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece> pieces, bool every_token_paged = false,
+                     RecurrentBatches* batches = nullptr);
   Tensor attend(int64_t layer, const Tensor& q, const Tensor& k, const Tensor& v,
                 const AttentionOptions& mask) override;
   Tensor mix(int64_t layer, const Tensor& h, const RecurrentMixer& mixer) override;
@@ -38,6 +45,7 @@ class PagedStepAttention final : public LayerAttention {
   KvBlockPool& pool_;
   std::vector<StepPiece> pieces_;
   bool every_token_paged_;
+  RecurrentBatches* batches_;
   // The paged rows' block tables, lengths and places in the step's row, built once per step.
   Tensor paged_tables_, paged_lengths_, paged_row_index_;
   std::vector<int64_t> paged_rows_;
