@@ -16,10 +16,14 @@
 
 namespace dew::select {
 
+// The check runs on every call; the reason is written only when a refusal is reported (select's
+// error, explain, the gate): formatting it for each implementation passed over cost a decode step's
+// products a few microseconds each.
 template <class Args>
 struct Requirement {
-  std::string text;                                               // "dtype in {f32, bf16}"
-  std::function<std::optional<std::string>(const Args&)> refuse;  // the reason when unmet
+  std::string text;                                // "dtype in {f32, bf16}"
+  std::function<bool(const Args&)> met;            // does the call meet it?
+  std::function<std::string(const Args&)> reason;  // why not, when it does not
   std::vector<DType> dtypes;  // dtype_in's list, on any machine (for the test suite); empty otherwise
 };
 
@@ -52,8 +56,13 @@ class Registry {
 
   static Verdict judge(const Implementation<Args>& impl, const Args& args) {
     for (const auto& req : impl.requirements)
-      if (auto reason = req.refuse(args)) return {impl.name, false, req.text, *reason};
+      if (!req.met(args)) return {impl.name, false, req.text, req.reason(args)};
     return {impl.name, true, {}, {}};
+  }
+  static bool eligible(const Implementation<Args>& impl, const Args& args) {
+    for (const auto& req : impl.requirements)
+      if (!req.met(args)) return false;
+    return true;
   }
 
   // One verdict per implementation, in order of preference: what `explain` prints.
@@ -66,20 +75,18 @@ class Registry {
   // The route for this call: honors DEW_IMPL pins and exclusions, records the route.
   const Implementation<Args>& select(std::string_view op, const Args& args,
                                      std::string_view case_label) const {
-    std::vector<Verdict> verdicts;
     auto pinned = pinned_implementation(op);
     for (const auto& impl : impls_) {
+      if ((pinned && impl.name != *pinned) || excluded(op, impl.name) || !eligible(impl, args)) continue;
+      record_route(op, impl.name, case_label);
+      return impl;
+    }
+    std::vector<Verdict> verdicts;  // nothing is eligible: each candidate's reason, for the error
+    for (const auto& impl : impls_) {
       if (pinned && impl.name != *pinned) continue;
-      if (excluded(op, impl.name)) {
-        verdicts.push_back({impl.name, false, "not excluded by DEW_IMPL", "excluded by DEW_IMPL"});
-        continue;
-      }
-      Verdict v = judge(impl, args);
-      if (v.eligible) {
-        record_route(op, impl.name, case_label);
-        return impl;
-      }
-      verdicts.push_back(std::move(v));
+      verdicts.push_back(excluded(op, impl.name)
+                             ? Verdict{impl.name, false, "not excluded by DEW_IMPL", "excluded by DEW_IMPL"}
+                             : judge(impl, args));
     }
     throw_no_implementation(op, case_label, pinned, verdicts, names());
   }

@@ -39,11 +39,14 @@ select::Requirement<ReduceArgs> reduced_run_requirement(ReducedRunKind kind) {
   const bool rows = kind == ReducedRunKind::rows;
   return {rows ? "reduced axes one run of contiguous x, to its last axis"
                : "fn other than argmax, reduced axes one run of contiguous x, some axis after it",
-          [rows](const ReduceArgs& a) -> std::optional<std::string> {
-            if (!rows && a.fn == ReduceFn::argmax) return std::string("fn is argmax");
+          [rows](const ReduceArgs& a) {
             const std::optional<ReducedRun> run = reduced_run(a);
-            if (!run) return std::string("x is not contiguous, or its reduced axes are not consecutive");
-            if ((run->inner == 1) == rows) return std::nullopt;
+            return (rows || a.fn != ReduceFn::argmax) && run && (run->inner == 1) == rows;
+          },
+          [rows](const ReduceArgs& a) {
+            if (!rows && a.fn == ReduceFn::argmax) return std::string("fn is argmax");
+            if (!reduced_run(a))
+              return std::string("x is not contiguous, or its reduced axes are not consecutive");
             return std::string(rows ? "the reduced axes end before the last axis (cpu.columns' case)"
                                     : "the reduced axes end at the last axis (cpu.rows' case)");
           }};
