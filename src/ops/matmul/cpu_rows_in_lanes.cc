@@ -22,7 +22,7 @@ constexpr int64_t kLanes = 16;
 
 // buf (NW, 16 MV) = the NW weight rows `rows` against the transposed rows xt (K, 16 MV). The next block's
 // rows `next` are asked for line by line as these advance, a block ahead: asked only a few lines ahead of
-// their use, weights coming from memory ran at 60% of the rate from L3 (docs/perf.md, "Serving").
+// their use, weights coming from memory ran at 70-85% of their rate from L3 (docs/perf.md, "Serving").
 template <int MV, int NW>
 [[gnu::always_inline]] inline void broadcast_block(const float* xt, const float* const (&rows)[NW],
                                                    const float* const (&next)[NW], int64_t K, float* buf) {
@@ -50,7 +50,7 @@ template <int MV, int NW>
     for (int v = 0; v < MV; ++v) store_vec(buf + j * Mp + v * kLanes, acc[j][v]);
 }
 
-// xt (K, Mp) = x (M, K) transposed, rows M to Mp of xt zero: 16 x 16 blocks transposed in registers
+// xt (K, Mp) = x (M, K) transposed, lanes M to Mp of each zero: 16 x 16 blocks transposed in registers
 // by four stages of swaps (the stage of distance d swaps the off-diagonal d x d blocks of each 2d x 2d).
 void transpose_rows(const float* x, int64_t M, int64_t K, float* xt, int64_t Mp) {
   alignas(64) int32_t low[4][16], high[4][16];
