@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -342,7 +343,7 @@ struct SamplingOptions {
   double frequency_penalty = 0.0;   // subtracted per occurrence among the generated tokens, -2 to 2
   uint64_t seed = 0;
 };
-int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& options,
+int64_t sample_token(std::span<const float> logits, const SamplingOptions& options,
                      const std::vector<int64_t>& history, uint64_t sequence, uint64_t step);
 
 // The most tokens one generate() call produces: past it a request is a mistake, not a continuation.

@@ -31,7 +31,7 @@ int64_t first_max(const std::vector<double>& scores) {
 
 }  // namespace
 
-int64_t sample_token(const std::vector<float>& logits, const SamplingOptions& o,
+int64_t sample_token(std::span<const float> logits, const SamplingOptions& o,
                      const std::vector<int64_t>& history, uint64_t sequence, uint64_t step) {
   DEW_REQUIRE(!logits.empty(), "[sample] no logits; expected one row of the vocabulary's size");
   DEW_REQUIRE(

@@ -135,7 +135,7 @@ struct Engine::State {
 
   // The step's pieces and their sequences, in the step's order.
   std::vector<StepPiece> schedule(std::vector<Sequence*>& sequences);
-  void sample(Sequence& s, const std::vector<float>& logits);
+  void sample(Sequence& s, std::span<const float> logits);
 };
 
 // NOTE [scheduling]: running sequences first, oldest first, each its next piece (a decode token, or the
@@ -183,7 +183,7 @@ std::vector<StepPiece> Engine::State::schedule(std::vector<Sequence*>& sequences
   return pieces;
 }
 
-void Engine::State::sample(Sequence& s, const std::vector<float>& logits) {
+void Engine::State::sample(Sequence& s, std::span<const float> logits) {
   Request& r = requests.at(s.request);
   const RequestOptions& o = r.options;
   const int64_t step = s.generated();
@@ -314,7 +314,7 @@ bool Engine::step() {
   const int64_t V = st.model.config().vocab_size;
   const float* rows = logits.data<float>();
   for (size_t i = 0; i < sampled.size(); ++i)
-    st.sample(*sampled[i], std::vector<float>(rows + i * size_t(V), rows + (i + 1) * size_t(V)));
+    st.sample(*sampled[i], std::span<const float>(rows + i * size_t(V), size_t(V)));  // no copy of the row
   return true;
 }
 

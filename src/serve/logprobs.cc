@@ -8,7 +8,7 @@
 
 namespace dew::serve {
 
-void token_logprobs(const std::vector<float>& logits, int64_t token, int64_t k, TokenEvent& event) {
+void token_logprobs(std::span<const float> logits, int64_t token, int64_t k, TokenEvent& event) {
   const double top = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
   for (float x : logits) sum += std::exp(double(x) - top);

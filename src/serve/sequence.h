@@ -6,6 +6,7 @@
 #include <dew/serve.h>
 
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace dew::serve {
@@ -32,6 +33,6 @@ struct Request {
 
 // The chosen token's log-probability and the k most likely tokens' (ties to the lower id), from the
 // log-softmax of the logits in double.
-void token_logprobs(const std::vector<float>& logits, int64_t token, int64_t k, TokenEvent& event);
+void token_logprobs(std::span<const float> logits, int64_t token, int64_t k, TokenEvent& event);
 
 }  // namespace dew::serve

@@ -40,7 +40,7 @@ const std::vector<double> kProbs = {0.5, 0.3, 0.15, 0.05};
 TEST(Sampling, TemperatureZeroIsTheFirstMaximum) {
   SamplingOptions greedy;
   greedy.temperature = 0;
-  EXPECT_EQ(sample_token({0.5f, 2.0f, 2.0f, -1.0f}, greedy, {}, 0, 0), 1);
+  EXPECT_EQ(sample_token(std::vector<float>{0.5f, 2.0f, 2.0f, -1.0f}, greedy, {}, 0, 0), 1);
   SamplingOptions top1;
   top1.top_k = 1;
   for (uint64_t step = 0; step < 50; ++step) EXPECT_EQ(sample_token(logits_of(kProbs), top1, {}, 0, step), 0);
@@ -87,20 +87,22 @@ TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeScores) {
   SamplingOptions o;
   o.temperature = 0;
   o.repetition_penalty = 2;
-  EXPECT_EQ(sample_token({2.0f, 1.5f, -0.5f}, o, {0, 0}, 0, 0), 1);  // 2 / 2 = 1 < 1.5
-  EXPECT_EQ(sample_token({-0.2f, -0.3f, -1.0f}, o, {0}, 0, 0), 1);   // -0.2 x 2 = -0.4 < -0.3
-  EXPECT_EQ(sample_token({-0.2f, -0.3f, -1.0f}, o, {}, 0, 0), 0);
+  EXPECT_EQ(sample_token(std::vector<float>{2.0f, 1.5f, -0.5f}, o, {0, 0}, 0, 0), 1);  // 2 / 2 = 1 < 1.5
+  EXPECT_EQ(sample_token(std::vector<float>{-0.2f, -0.3f, -1.0f}, o, {0}, 0, 0),
+            1);  // -0.2 x 2 = -0.4 < -0.3
+  EXPECT_EQ(sample_token(std::vector<float>{-0.2f, -0.3f, -1.0f}, o, {}, 0, 0), 0);
 }
 
 TEST(Sampling, BadOptionsAreRefusedByName) {
   SamplingOptions o;
   o.top_p = 0;
-  EXPECT_NE(testing::error_of([&] { sample_token({1.0f}, o, {}, 0, 0); }).find("0 < top_p <= 1"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::error_of([&] { sample_token(std::vector<float>{1.0f}, o, {}, 0, 0); }).find("0 < top_p <= 1"),
+      std::string::npos);
   SamplingOptions h;
   h.repetition_penalty = 1.2;
   EXPECT_NE(testing::error_of([&] {
-              sample_token({1.0f, 2.0f}, h, {7}, 0, 0);
+              sample_token(std::vector<float>{1.0f, 2.0f}, h, {7}, 0, 0);
             }).find("history holds id 7"),
             std::string::npos);
 }
