@@ -12,6 +12,16 @@
 
 namespace dew {
 namespace models {
+namespace {
+
+// layer_types: `kind` where the flag is set, full_attention elsewhere (config.cc's parse_layer_types).
+std::vector<std::string> layer_types(const std::vector<uint8_t>& of_kind, const char* kind) {
+  std::vector<std::string> types;
+  for (const uint8_t k : of_kind) types.push_back(k ? kind : "full_attention");
+  return types;
+}
+
+}  // namespace
 
 std::string model_config_json(const ModelConfig& c) {
   nlohmann::ordered_json j;
@@ -80,9 +90,7 @@ std::string model_config_json(const ModelConfig& c) {
     }
     if (!d.sliding_layers.empty()) {  // gemma2, gemma3_text, gpt_oss
       j["sliding_window"] = c.sliding_window;
-      std::vector<std::string> types;
-      for (const uint8_t s : d.sliding_layers) types.push_back(s ? "sliding_attention" : "full_attention");
-      j["layer_types"] = types;
+      j["layer_types"] = layer_types(d.sliding_layers, "sliding_attention");
     }
     if (d.local_rope_theta > 0) j["rope_local_base_freq"] = d.local_rope_theta;
     const bool next = c.model_type == "qwen3_next";
@@ -99,9 +107,7 @@ std::string model_config_json(const ModelConfig& c) {
       j["linear_key_head_dim"] = g.key_head_dim;
       j["linear_value_head_dim"] = g.value_head_dim;
       j["linear_conv_kernel_dim"] = g.conv_kernel;
-      std::vector<std::string> types;
-      for (const uint8_t linear : g.layers) types.push_back(linear ? "linear_attention" : "full_attention");
-      j["layer_types"] = types;
+      j["layer_types"] = layer_types(g.layers, "linear_attention");
     }
     if (c.rope.type != "default") {
       nlohmann::ordered_json r = {{"rope_type", c.rope.type}, {"factor", c.rope.factor}};

@@ -28,6 +28,17 @@ Tensor last_document_window(const Tensor& segments, int64_t W, DType dtype, Devi
   return Tensor::from_values(keep, {B, W - 1 + T, 1}, dtype).to(device);
 }
 
+void hold_layer(KvCache& cache, int64_t layer) {
+  for (auto* per_layer : {&cache.conv_inputs, &cache.states})
+    if (int64_t(per_layer->size()) <= layer) per_layer->resize(size_t(layer) + 1);
+}
+
+Tensor shared_heads(int64_t heads, int64_t sources, Device device) {
+  std::vector<double> source;
+  for (int64_t h = 0; h < heads; ++h) source.push_back(double(h / (heads / sources)));
+  return Tensor::from_values(source, {heads}, DType::i64).to(device);
+}
+
 Tensor kept_conv_inputs(const Tensor& before, const Tensor& inputs, const Tensor& last_document, int64_t W) {
   const int64_t B = inputs.size(0), T = inputs.size(1), C = inputs.size(2);
   Tensor window = concat(

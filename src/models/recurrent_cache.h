@@ -3,6 +3,7 @@
 // to src/models.
 #pragma once
 
+#include <dew/models.h>
 #include <dew/tensor.h>
 
 namespace dew::models {
@@ -20,5 +21,12 @@ Tensor last_document_window(const Tensor& segments, int64_t W, DType dtype, Devi
 // The W-1 inputs (B, W-1, C) a cache keeps for the next call: the last of the cached ones `before`
 // (undefined: zeros) followed by this call's `inputs` (B,T,C), masked by last_document_window.
 Tensor kept_conv_inputs(const Tensor& before, const Tensor& inputs, const Tensor& last_document, int64_t W);
+
+// The cache's convolution inputs and states grown to hold layer `layer` (a mixer's first call on it).
+void hold_layer(KvCache& cache, int64_t layer);
+
+// (heads) i64: the source head each of `heads` reads, `heads / sources` consecutive heads a source (as
+// repeat_interleave gives them): mamba2's B and C shared by a group, qwen3_next's q and k by a key head.
+Tensor shared_heads(int64_t heads, int64_t sources, Device device);
 
 }  // namespace dew::models

@@ -96,12 +96,8 @@ Tensor mamba2_mixer(const ModelConfig& c, const Parameters& p, int64_t i, const 
     const auto it = p.find(block(i, rest));
     return it == p.end() ? Tensor() : it->second;
   };
-  std::vector<double> group_of_head;  // B and C are shared by the H / G heads of a group
-  for (int64_t head = 0; head < H; ++head) group_of_head.push_back(double(head / (H / G)));
-  const Tensor head_groups = Tensor::from_values(group_of_head, {H}, DType::i64).to(device);
-  if (cache)
-    for (auto* per_layer : {&cache->conv_inputs, &cache->states})
-      if (int64_t(per_layer->size()) <= i) per_layer->resize(size_t(i) + 1);
+  const Tensor head_groups = shared_heads(H, G, device);  // B and C shared by the H / G heads of a group
+  if (cache) hold_layer(*cache, i);
   const std::vector<Tensor> zxd =
       split(linear(h, w("mixer.in_proj.weight"), optional_w("mixer.in_proj.bias")), {I, conv, H}, -1);
   // The short convolution over x, B and C, from the cached inputs before this call.

@@ -73,9 +73,7 @@ Tensor gated_delta_net(const ModelConfig& c, const Parameters& p, int64_t layer,
   const Tensor mixed = concat(
       {qkvz[0].reshape({B, T, Hk * Dk}), qkvz[1].reshape({B, T, Hk * Dk}), qkvz[2].reshape({B, T, Hv * Dv})},
       -1);
-  if (cache)
-    for (auto* per_layer : {&cache->conv_inputs, &cache->states})
-      if (int64_t(per_layer->size()) <= layer) per_layer->resize(size_t(layer) + 1);
+  if (cache) hold_layer(*cache, layer);
   const Tensor before = cache ? cache->conv_inputs[size_t(layer)] : Tensor();
   const Tensor convolved = short_conv(mixed, w("conv1d.weight").reshape({g.conv_dim(), W}), {}, before,
                                       segments, Activation::silu);
@@ -83,10 +81,7 @@ Tensor gated_delta_net(const ModelConfig& c, const Parameters& p, int64_t layer,
     cache->conv_inputs[size_t(layer)] =
         kept_conv_inputs(before, mixed, last_document_window(segments, W, dtype, device), W);
   const std::vector<Tensor> qkv = split(as_dtype(convolved, wide), {Hk * Dk, Hk * Dk, Hv * Dv}, -1);
-  // The r value heads of a key head share its q and k (repeat_interleave).
-  std::vector<double> key_head_of;
-  for (int64_t head = 0; head < Hv; ++head) key_head_of.push_back(double(head / r));
-  const Tensor key_heads = Tensor::from_values(key_head_of, {Hv}, DType::i64).to(device);
+  const Tensor key_heads = shared_heads(Hv, Hk, device);  // a key head's q and k, its r value heads'
   const Tensor q = index_select(l2_normalize(qkv[0].reshape({B, T, Hk, Dk})), 2, key_heads);
   const Tensor k = index_select(l2_normalize(qkv[1].reshape({B, T, Hk, Dk})), 2, key_heads);
   const Tensor v = qkv[2].reshape({B, T, Hv, Dv});
