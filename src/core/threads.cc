@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
@@ -21,8 +20,8 @@ thread_local bool inside_pool_body = false;
 // NOTE [spin before sleeping]: a decode step runs ~150 small parallel regions back to back; waking a
 // worker from a futex sleep for each costs a large share of the step. So a worker that
 // finishes polls for the next job, and the caller for its workers' completion, for a short while
-// before blocking on the condition variable — as OpenMP runtimes do. The condition variable still
-// carries every wake-up that a poll misses.
+// before sleeping on the atomic — as OpenMP runtimes do. The atomic's wait still carries every
+// wake-up that a poll misses.
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 template <class Ready>
@@ -51,6 +50,11 @@ int default_threads() {
   return std::max(1, cores / std::max(1, local_ranks ? std::atoi(local_ranks) : 1));
 }
 
+// NOTE [pool handshake]: a job is published by storing job_ and chunks_, then bumping generation_;
+// every worker acknowledges every generation (pending_ counts all workers, needed or not), so the
+// caller cannot publish the next job while a worker may still read this one's fields. Both sides
+// hand over through atomics and C++20 atomic wait/notify, which touch the futex only when a side
+// is actually asleep: no mutex on the hot path, whose contention cost a syscall per handover.
 class Pool {
  public:
   explicit Pool(int threads) { resize(threads); }
@@ -61,23 +65,20 @@ class Pool {
   void resize(int threads) {
     stop();
     threads_ = threads;
-    quit_ = false;
+    quit_.store(false);
     // A new worker waits for the next job, not one that ran before it existed (its job_ is gone).
-    const uint64_t current = generation_.load();
+    const uint32_t current = generation_.load();
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i, current] { work(i, current); });
   }
 
   // Runs job(chunk) for chunk in [0, chunks), chunk 0 on the calling thread.
   void run(int chunks, const std::function<void(int)>& job) {
     std::unique_lock call_lock(call_mutex_);
-    {
-      std::lock_guard lock(mutex_);
-      job_ = &job;
-      chunks_ = chunks;
-      pending_ = chunks - 1;
-      ++generation_;
-    }
-    wake_.notify_all();
+    job_ = &job;
+    chunks_ = chunks;
+    pending_.store(int(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
     inside_pool_body = true;
     std::exception_ptr error;
     try {
@@ -86,9 +87,9 @@ class Pool {
       error = std::current_exception();
     }
     inside_pool_body = false;
-    spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return pending_ == 0; });
+    if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; }))
+      for (int left; (left = pending_.load(std::memory_order_acquire)) != 0;) pending_.wait(left);
+    std::lock_guard lock(error_mutex_);
     if (!error) error = error_;
     error_ = nullptr;
     job_ = nullptr;
@@ -96,50 +97,45 @@ class Pool {
   }
 
  private:
-  void work(int index, uint64_t seen) {
+  void work(int index, uint32_t seen) {
     inside_pool_body = true;
     detail::Untracked kernels_only;  // workers run kernel bodies: their views never join a graph
     for (;;) {
-      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return quit_ || generation_ != seen; });
-      if (quit_) return;
-      seen = generation_;
-      if (index >= chunks_) continue;
-      const auto* job = job_;
-      lock.unlock();
-      std::exception_ptr error;
-      try {
-        (*job)(index);
-      } catch (...) {
-        error = std::current_exception();
+      if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
+        generation_.wait(seen, std::memory_order_acquire);
+      const uint32_t now = generation_.load(std::memory_order_acquire);
+      if (now == seen) continue;  // woken spuriously
+      seen = now;
+      if (quit_.load(std::memory_order_acquire)) return;
+      if (index < chunks_) {
+        try {
+          (*job_)(index);
+        } catch (...) {
+          std::lock_guard lock(error_mutex_);
+          if (!error_) error_ = std::current_exception();
+        }
       }
-      lock.lock();
-      if (error && !error_) error_ = error;
-      if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
     }
   }
 
   void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      quit_ = true;
-    }
-    wake_.notify_all();
+    quit_.store(true, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
     for (auto& w : workers_) w.join();
     workers_.clear();
   }
 
   int threads_ = 1;
   std::vector<std::thread> workers_;
-  std::mutex call_mutex_, mutex_;
-  std::condition_variable wake_, done_;
+  std::mutex call_mutex_, error_mutex_;
+  // Written by the caller before generation_'s release store, read by workers after its acquire load.
   const std::function<void(int)>* job_ = nullptr;
   int chunks_ = 0;
-  // Written under mutex_; atomic so that the spins can read them without it.
   std::atomic<int> pending_ = 0;
-  std::atomic<uint64_t> generation_ = 0;
-  bool quit_ = false;
+  std::atomic<uint32_t> generation_ = 0;
+  std::atomic<bool> quit_ = false;
   std::exception_ptr error_;
 };
 

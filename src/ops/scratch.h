@@ -21,10 +21,15 @@ template <class Acc>
 class Scratch {
  public:
   Scratch() = default;
-  explicit Scratch(int64_t n) : Scratch(Tensor::empty({n}, Scalar<Acc>::dtype)) {}
+  // An empty buffer takes nothing from the allocator: kernels ask for one per row range even when
+  // they need none, and the allocator's lock taken from two threads at once costs a futex call.
+  explicit Scratch(int64_t n) : Scratch(n == 0 ? Tensor() : Tensor::empty({n}, Scalar<Acc>::dtype)) {}
   Scratch(int64_t n, Acc value) : Scratch(n) { std::fill(p_, p_ + n_, value); }
   // The values of t (contiguous, of dtype Acc) without a copy; kernels only read such a view.
-  explicit Scratch(Tensor t) : t_(std::move(t)), p_(t_.data<Acc>()), n_(size_t(t_.numel())) {}
+  explicit Scratch(Tensor t)
+      : t_(std::move(t)),
+        p_(t_.defined() ? t_.data<Acc>() : nullptr),
+        n_(t_.defined() ? size_t(t_.numel()) : 0) {}
   Acc* data() { return p_; }
   const Acc* data() const { return p_; }
   size_t size() const { return n_; }

@@ -174,5 +174,22 @@ TEST(Threads, APoolResizedAfterJobsRanWaitsForTheNextJob) {
   set_num_threads(threads);
 }
 
+TEST(Threads, JobsRunOnceEachWhetherWorkersSpinSleepOrSitOut) {
+  // Back-to-back jobs find the workers polling, jobs after a pause find them asleep; with four
+  // threads a two-chunk job leaves two workers out, and none of them may run a chunk twice or late.
+  const int threads = num_threads();
+  set_num_threads(4);
+  int64_t expected = 0;
+  std::atomic<int64_t> total = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int64_t n = round % 3 == 0 ? 2 : 1000;
+    parallel_for(n, 1, [&](int64_t b, int64_t e) { total += e - b; });
+    expected += n;
+    if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(total.load(), expected);
+  set_num_threads(threads);
+}
+
 }  // namespace
 }  // namespace dew
