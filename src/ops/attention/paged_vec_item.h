@@ -26,6 +26,34 @@ struct PagedRows {
   }
 };
 
+// out = out * correction + sum over j < keys of weight[j] v[j], the keys' terms in order. Blocks of up
+// to kBlock vectors of columns keep their sums in registers across the keys: one column vector at a
+// time made each sum a chain of dependent multiply-adds, waiting on the previous one's latency.
+template <class T>
+inline void add_weighted_values(float* out, const T* const* v, const float* weight, int keys,
+                                float correction, int64_t D) {
+  constexpr int W = kVecWidth, kBlock = 8;
+  const int64_t full = D / W * W;
+  const int tail = int(D - full);
+  for (int64_t d0 = 0; d0 < full; d0 += kBlock * W) {
+    const int n = int(std::min<int64_t>(kBlock, (full - d0) / W));
+    FloatVec o[kBlock];
+    for (int u = 0; u < kBlock; ++u) o[u] = u < n ? load_vec(out + d0 + u * W) * FloatVec(correction) : 0.0f;
+    for (int j = 0; j < keys; ++j) {
+      const FloatVec wj(weight[j]);
+      for (int u = 0; u < kBlock; ++u)
+        if (u < n) o[u] = mul_add(wj, load_vec(v[j] + d0 + u * W), o[u]);
+    }
+    for (int u = 0; u < kBlock; ++u)
+      if (u < n) store_vec(out + d0 + u * W, o[u]);
+  }
+  if (tail > 0) {
+    FloatVec o = load_vec(out + full, tail) * FloatVec(correction);
+    for (int j = 0; j < keys; ++j) o = mul_add(FloatVec(weight[j]), load_vec(v[j] + full, tail), o);
+    store_vec(out + full, o, tail);
+  }
+}
+
 // Keys [first, last) for `group` query heads q (widened, D each): m, l and acc (D per head) carry each
 // head's running max, sum and unnormalized output, as the portable loop's do.
 template <class T>
@@ -44,15 +72,26 @@ void paged_keys_vec(const PagedRows<T>& rows, int64_t first, int64_t last, const
     }
     for (int64_t g = 0; g < group; ++g) {
       const float* qg = q + g * D;
+      // kInterleave keys' dots side by side, so that their chains of multiply-adds overlap; a key past
+      // `keys` repeats the last one and its dot is dropped.
+      constexpr int kInterleave = 8;
       FloatVec dots[W];
-      for (int j = 0; j < W; ++j) {
-        FloatVec s = 0.0f;
-        if (j < keys) {
+      for (int j0 = 0; j0 < W; j0 += kInterleave) {
+        FloatVec s[kInterleave];
+        const T* kr[kInterleave];
+        for (int u = 0; u < kInterleave; ++u) s[u] = 0.0f, kr[u] = k[std::min(j0 + u, keys - 1)];
+        if (j0 < keys) {
           int64_t d = 0;
-          for (; d < full; d += W) s = mul_add(load_vec(qg + d), load_vec(k[j] + d), s);
-          if (tail > 0) s = mul_add(load_vec(qg + d, tail), load_vec(k[j] + d, tail), s);
+          for (; d < full; d += W) {
+            const FloatVec qv = load_vec(qg + d);
+            for (int u = 0; u < kInterleave; ++u) s[u] = mul_add(qv, load_vec(kr[u] + d), s[u]);
+          }
+          if (tail > 0) {
+            const FloatVec qv = load_vec(qg + d, tail);
+            for (int u = 0; u < kInterleave; ++u) s[u] = mul_add(qv, load_vec(kr[u] + d, tail), s[u]);
+          }
         }
-        dots[j] = s;
+        for (int u = 0; u < kInterleave; ++u) dots[j0 + u] = j0 + u < keys ? s[u] : FloatVec(0.0f);
       }
       FloatVec scores = lanes_sums(dots) * FloatVec(scale);
       if (cap > 0) scores = tanh_f32(scores / FloatVec(cap)) * FloatVec(cap);
@@ -63,18 +102,7 @@ void paged_keys_vec(const PagedRows<T>& rows, int64_t first, int64_t last, const
       const FloatVec p = keep_first_lanes(exp_f32(scores - FloatVec(new_m)), keys);
       alignas(64) float weight[W];
       store_vec(weight, p);
-      float* out = acc + g * D;
-      int64_t d = 0;
-      for (; d < full; d += W) {
-        FloatVec o = load_vec(out + d) * FloatVec(correction);
-        for (int j = 0; j < keys; ++j) o = mul_add(FloatVec(weight[j]), load_vec(v[j] + d), o);
-        store_vec(out + d, o);
-      }
-      if (tail > 0) {
-        FloatVec o = load_vec(out + d, tail) * FloatVec(correction);
-        for (int j = 0; j < keys; ++j) o = mul_add(FloatVec(weight[j]), load_vec(v[j] + d, tail), o);
-        store_vec(out + d, o, tail);
-      }
+      add_weighted_values(acc + g * D, v, weight, keys, correction, D);
       l[g] = l[g] * correction + lanes_sum(p);
       m[g] = new_m;
     }
