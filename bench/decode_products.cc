@@ -1,14 +1,15 @@
 // bench/decode_products: a decode batch's f32 products with their weights coming from memory, as in a
-// decode step: 32 rows of 384 against 64 different 1024 x 384 matrices in turn (the default model's up
-// projection) and against 8 different 8192 x 384 ones (its head), each product's implementation as the
-// selector chooses and with cpu.avx512.rows_in_lanes forbidden, alternating: 3 rounds of 400 calls.
-// Usage: build/bench/decode_products (docs/perf.md, "Serving").
+// decode step: 32 rows against 64 different matrices in turn (the default model's up projection, 1024 x
+// 384, and down projection, 384 x 1024) and against 8 different 8192 x 384 ones (its head), each product's
+// implementation as the selector chooses and with cpu.avx512.rows_in_lanes forbidden, alternating: 3 rounds
+// of 400 calls. Usage: build/bench/decode_products (docs/perf.md, "Serving").
 #include <dew/ops.h>
 #include <dew/runtime.h>
 #include <dew/tensor.h>
 #include <fmt/format.h>
 
 #include <chrono>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -28,12 +29,15 @@ double rate(const Tensor& x, const std::vector<Tensor>& weights, int calls) {
 }  // namespace
 
 int main() {
-  Tensor x = Tensor::empty({32, 384}, DType::f32);
-  fill_normal(x, {1, 0, 0}, 0, 1);
-  for (const auto& [N, copies] : {std::pair<int64_t, int>{1024, 64}, {8192, 8}}) {
+  // (K, N, copies): the up projection, the down projection (K 1024: x's transposition outgrows L1) and the
+  // head.
+  for (const auto& [K, N, copies] :
+       {std::tuple<int64_t, int64_t, int>{384, 1024, 64}, {1024, 384, 64}, {384, 8192, 8}}) {
+    Tensor x = Tensor::empty({32, K}, DType::f32);
+    fill_normal(x, {1, 0, 0}, 0, 1);
     std::vector<Tensor> weights;
     for (int i = 0; i < copies; ++i) {
-      weights.push_back(Tensor::empty({N, 384}, DType::f32));
+      weights.push_back(Tensor::empty({N, K}, DType::f32));
       fill_normal(weights.back(), {2, uint64_t(i), 0}, 0, 1);
     }
     for (int round = 1; round <= 3; ++round) {
@@ -42,9 +46,9 @@ int main() {
       set_impl_overrides("matmul:-cpu.avx512.rows_in_lanes");
       const double without = rate(x, weights, 400);
       fmt::print(
-          "32 x {} x 384, {} weights in turn, round {}: {:.0f} GFLOP/s chosen, {:.0f} without "
+          "32 x {} x {}, {} weights in turn, round {}: {:.0f} GFLOP/s chosen, {:.0f} without "
           "rows_in_lanes\n",
-          N, copies, round, chosen, without);
+          N, K, copies, round, chosen, without);
     }
   }
   set_impl_overrides("");

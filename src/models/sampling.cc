@@ -29,6 +29,31 @@ int64_t first_max(const std::vector<double>& scores) {
   return int64_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
 }
 
+// The first maximum of a row, std::max_element's answer (a NaN is passed over, unless it comes first),
+// in two passes the compiler vectorizes: the maximum over kLanes interleaved lanes, then the first block
+// holding it. max_element's one running comparison per element took 6 us for a row of 8192.
+int64_t first_max(std::span<const float> row) {
+  constexpr size_t kLanes = 16;
+  const float* x = row.data();
+  const size_t n = row.size();
+  if (std::isnan(x[0])) return 0;
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float top = x[0];
+  for (; i < n; ++i) top = x[i] > top ? x[i] : top;
+  for (size_t j = 0; j < kLanes; ++j) top = lane[j] > top ? lane[j] : top;
+  for (i = 0; i + kLanes <= n; i += kLanes) {
+    bool hit = false;
+    for (size_t j = 0; j < kLanes; ++j) hit |= x[i + j] == top;
+    if (hit) break;
+  }
+  while (x[i] != top) ++i;  // top is one of the row's values
+  return int64_t(i);
+}
+
 }  // namespace
 
 int64_t sample_token(std::span<const float> logits, const SamplingOptions& o,
@@ -45,7 +70,7 @@ int64_t sample_token(std::span<const float> logits, const SamplingOptions& o,
       o.frequency_penalty);
   const bool penalties = o.repetition_penalty != 1 || o.presence_penalty != 0 || o.frequency_penalty != 0;
   if (o.temperature == 0 && !penalties)  // greedy: the first maximum of the row as it is (no copy)
-    return int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return first_max(logits);
   std::vector<double> s(logits.begin(), logits.end());
   // Repetition penalty (RepetitionPenaltyLogitsProcessor): each token seen, once, made less likely.
   if (o.repetition_penalty != 1) {

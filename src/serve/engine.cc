@@ -135,7 +135,8 @@ struct Engine::State {
 
   // The step's pieces and their sequences, in the step's order.
   std::vector<StepPiece> schedule(std::vector<Sequence*>& sequences);
-  void sample(Sequence& s, std::span<const float> logits);
+  int64_t draw(const Sequence& s, std::span<const float> logits) const;
+  void take(Sequence& s, int64_t token, std::span<const float> logits);
 };
 
 // NOTE [scheduling]: running sequences first, oldest first, each its next piece (a decode token, or the
@@ -183,11 +184,16 @@ std::vector<StepPiece> Engine::State::schedule(std::vector<Sequence*>& sequences
   return pieces;
 }
 
-void Engine::State::sample(Sequence& s, std::span<const float> logits) {
+// The sequence's next token from its row of logits: reads the sequence and its request only, so the
+// step draws its rows on every thread at once.
+int64_t Engine::State::draw(const Sequence& s, std::span<const float> logits) const {
+  return sample_token(logits, requests.at(s.request).options.sampling, s.tokens, uint64_t(s.choice),
+                      uint64_t(s.generated()));
+}
+
+void Engine::State::take(Sequence& s, int64_t token, std::span<const float> logits) {
   Request& r = requests.at(s.request);
   const RequestOptions& o = r.options;
-  const int64_t step = s.generated();
-  const int64_t token = sample_token(logits, o.sampling, s.tokens, uint64_t(s.choice), uint64_t(step));
   TokenEvent event{s.request, s.choice, token, {token, 0}, {}};
   if (o.logprobs >= 0) token_logprobs(logits, token, o.logprobs, event);
   s.tokens.push_back(token);
@@ -312,9 +318,14 @@ bool Engine::step() {
     st.publish(s);
   }
   const int64_t V = st.model.config().vocab_size;
-  const float* rows = logits.data<float>();
-  for (size_t i = 0; i < sampled.size(); ++i)
-    st.sample(*sampled[i], std::span<const float>(rows + i * size_t(V), size_t(V)));  // no copy of the row
+  const auto row = [&, rows = logits.data<float>()](size_t i) {  // no copy of the row
+    return std::span<const float>(rows + i * size_t(V), size_t(V));
+  };
+  std::vector<int64_t> tokens(sampled.size());
+  parallel_for(int64_t(sampled.size()), 4, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) tokens[size_t(i)] = st.draw(*sampled[size_t(i)], row(size_t(i)));
+  });
+  for (size_t i = 0; i < sampled.size(); ++i) st.take(*sampled[i], tokens[i], row(i));  // in order
   return true;
 }
 

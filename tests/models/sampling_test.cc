@@ -4,6 +4,7 @@
 #include <dew/models.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "error_of.h"
@@ -44,6 +45,30 @@ TEST(Sampling, TemperatureZeroIsTheFirstMaximum) {
   SamplingOptions top1;
   top1.top_k = 1;
   for (uint64_t step = 0; step < 50; ++step) EXPECT_EQ(sample_token(logits_of(kProbs), top1, {}, 0, step), 0);
+}
+
+TEST(Sampling, GreedyAnswersAsMaxElementOnLongRowsTiesNaNsAndZeros) {
+  // Rows past the vector lanes with ties, NaNs (passed over unless first), signed zeros and -inf:
+  // greedy's index is std::max_element's on each.
+  SamplingOptions greedy;
+  greedy.temperature = 0;
+  const float nan = std::nanf(""), inf = INFINITY;
+  std::vector<std::vector<float>> rows = {{nan, 1, 2},       {1, nan, 2, 3, nan}, {-inf, nan, -inf},
+                                          {-1, -0.0f, 0.0f}, {-1, 0.0f, -0.0f},   {-inf, -inf}};
+  for (int n : {15, 16, 17, 100, 8193}) {
+    std::vector<float> row;
+    for (int i = 0; i < n; ++i) row.push_back(float((i * 37) % 101) - 50);  // ties at 50 from i 19 on
+    rows.push_back(row);
+    row[size_t(n / 3)] = nan;
+    row[size_t(n - 1)] = 1000;
+    rows.push_back(row);
+    std::vector<float> zeros(size_t(n), -0.0f);
+    zeros[size_t(n / 2)] = 0.0f;
+    rows.push_back(zeros);
+  }
+  for (const auto& row : rows)
+    EXPECT_EQ(sample_token(row, greedy, {}, 0, 0), std::max_element(row.begin(), row.end()) - row.begin())
+        << "a row of " << row.size();
 }
 
 TEST(Sampling, DrawsFollowTheProbabilitiesAndRepeatForTheSameKey) {
