@@ -65,16 +65,20 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
   const Tensor& values = pool_.values(layer);
   const int64_t N = q.size(1), H = q.size(2), D = q.size(3), Hkv = keys.size(2), bs = pool_.block_size();
   const DType cache_dtype = keys.dtype();
-  Tensor out = Tensor::empty({1, N, H, D}, q.dtype());
-  const size_t out_row = size_t(H * D) * dtype_size(q.dtype());
   AttentionOptions options = mask;
   options.causal = true;
-  if (!paged_rows_.empty()) {
-    const Tensor rows = index_select(q.reshape({N, H, D}), 0, paged_row_index_);
-    const Tensor o = as_dtype(
+  const auto paged_out = [&](const Tensor& rows) {  // (n,H,D) queries of the paged rows
+    return as_dtype(
         paged_attention(as_dtype(rows, cache_dtype), keys, values, paged_tables_, paged_lengths_, options)
             .out,
         q.dtype());
+  };
+  // A step of decode tokens only (rows 0 to N-1 in order) needs neither the gather nor the scatter.
+  if (int64_t(paged_rows_.size()) == N) return paged_out(q.reshape({N, H, D})).reshape({1, N, H, D});
+  Tensor out = Tensor::empty({1, N, H, D}, q.dtype());
+  const size_t out_row = size_t(H * D) * dtype_size(q.dtype());
+  if (!paged_rows_.empty()) {
+    const Tensor o = paged_out(index_select(q.reshape({N, H, D}), 0, paged_row_index_));
     for (size_t i = 0; i < paged_rows_.size(); ++i) copy_rows(o, int64_t(i), out, paged_rows_[i], 1, out_row);
   }
   for (const StepPiece& p : pieces_) {
