@@ -23,6 +23,8 @@ constexpr int64_t kLanes = 16;
 // buf (NW, 16 MV) = the NW weight rows `rows` against the transposed rows xt (K, 16 MV). The next block's
 // rows `next` are asked for line by line as these advance, a block ahead: asked only a few lines ahead of
 // their use, weights coming from memory ran at 70-85% of their rate from L3 (docs/perf.md, "Serving").
+// They are asked into L2 only: rows 4 KB apart (K = 1024) fall in one L1 set, which the current block's
+// rows already fill.
 template <int MV, int NW>
 [[gnu::always_inline]] inline void broadcast_block(const float* xt, const float* const (&rows)[NW],
                                                    const float* const (&next)[NW], int64_t K, float* buf) {
@@ -34,7 +36,7 @@ template <int MV, int NW>
     // The weight rows' next lines on their way while these 16 steps run.
     for (int j = 0; j < NW; ++j) {
       __builtin_prefetch(rows[j] + k0 + 2 * kLanes, 0, 3);
-      __builtin_prefetch(next[j] + k0, 0, 3);
+      __builtin_prefetch(next[j] + k0, 0, 2);
     }
     const int64_t k1 = std::min(K, k0 + kLanes);
     for (int64_t k = k0; k < k1; ++k) {
