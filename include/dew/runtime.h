@@ -43,6 +43,9 @@ struct OpTime {
 void set_op_profiling(bool on);
 std::vector<OpTime> op_profile();
 void reset_op_profile();
+// The profile's own time since the last reset (each call's label, FLOP count and record): a profiled
+// step's wall time less this is the step as it runs unprofiled, near enough.
+double op_profile_bookkeeping_seconds();
 class ProfilePhase {  // names the phase of the ops run in its scope on this thread
  public:
   explicit ProfilePhase(const char* name);  // a string literal: it is kept, not copied

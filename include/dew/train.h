@@ -292,7 +292,8 @@ void save_image_grid(const Tensor& images, int64_t columns, const std::string& p
 // kernel times (runtime.h) sorted into kinds, per step. GEMMs are split by role — forward, input
 // gradient, weight gradient, the forward recomputed in backward, and the head (a dimension equal to
 // the vocabulary) — and listed by shape; "remainder" is the step time no kernel accounts for
-// (differentiation, allocation, dispatch). Minor page faults count pages the system mapped fresh.
+// (differentiation, allocation, dispatch). The step's time leaves out the profile's own bookkeeping.
+// Minor page faults count pages the system mapped fresh.
 struct StepProfile {
   struct Row {
     std::string name;

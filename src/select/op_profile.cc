@@ -15,6 +15,7 @@ namespace {
 struct OpProfile {
   std::mutex mutex;
   std::map<std::tuple<std::string, std::string, std::string>, OpTime> rows;
+  double bookkeeping = 0;  // seconds
 };
 
 OpProfile& op_profile_store() {
@@ -26,7 +27,8 @@ thread_local const char* current_phase = "";
 
 }  // namespace
 
-void record_op_time(std::string_view op, const std::string& label, double seconds, double flops) {
+void record_op_time(std::string_view op, const std::string& label, double seconds, double flops,
+                    std::chrono::steady_clock::time_point ended) {
   OpProfile& p = op_profile_store();
   std::lock_guard lock(p.mutex);
   OpTime& row = p.rows[{std::string(current_phase), std::string(op), label}];
@@ -37,6 +39,7 @@ void record_op_time(std::string_view op, const std::string& label, double second
   }
   row.seconds += seconds;
   row.flops += flops;
+  p.bookkeeping += std::chrono::duration<double>(std::chrono::steady_clock::now() - ended).count();
 }
 
 }  // namespace dew::select
@@ -59,6 +62,13 @@ void reset_op_profile() {
   select::OpProfile& p = select::op_profile_store();
   std::lock_guard lock(p.mutex);
   p.rows.clear();
+  p.bookkeeping = 0;
+}
+
+double op_profile_bookkeeping_seconds() {
+  select::OpProfile& p = select::op_profile_store();
+  std::lock_guard lock(p.mutex);
+  return p.bookkeeping;
 }
 
 ProfilePhase::ProfilePhase(const char* name) : previous_(select::current_phase) {

@@ -14,7 +14,9 @@ namespace dew::select {
 
 extern std::atomic<bool> op_profiling_on;
 
-void record_op_time(std::string_view op, const std::string& label, double seconds, double flops);
+// Records a kernel's time; the bookkeeping from `ended` (the kernel's end) on is summed apart.
+void record_op_time(std::string_view op, const std::string& label, double seconds, double flops,
+                    std::chrono::steady_clock::time_point ended);
 
 // Times its scope when profiling is on; label() and flops() are only called then.
 template <class Label, class Flops>
@@ -26,8 +28,8 @@ class OpTimer {
   }
   ~OpTimer() {
     if (!on_) return;
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    record_op_time(op_, label_(), s, flops_());
+    const auto ended = std::chrono::steady_clock::now();
+    record_op_time(op_, label_(), std::chrono::duration<double>(ended - start_).count(), flops_(), ended);
   }
   OpTimer(const OpTimer&) = delete;
   OpTimer& operator=(const OpTimer&) = delete;

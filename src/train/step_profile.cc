@@ -126,7 +126,7 @@ StepProfile StepProfiler::result(int64_t vocab) const {
   p.steps = steps_;
   if (steps_ == 0) return p;
   const double n = double(steps_);
-  p.step_seconds = wall_ / n;
+  p.step_seconds = (wall_ - op_profile_bookkeeping_seconds()) / n;
   p.minor_faults = faults_ / n;
   p.system_seconds = system_ / n;
   std::map<std::string, StepProfile::Row> kinds, gemms;

@@ -93,6 +93,7 @@ TEST(StepProfile, RecordsNothingWhileOff) {
   const Tensor a = Tensor::full({4, 4}, 1.0, DType::f32);
   (void)matmul(a, a);
   EXPECT_TRUE(op_profile().empty());
+  EXPECT_EQ(op_profile_bookkeeping_seconds(), 0.0);
   set_op_profiling(true);
   {
     const ProfilePhase outer("backward");
@@ -109,7 +110,9 @@ TEST(StepProfile, RecordsNothingWhileOff) {
   EXPECT_EQ(rows[1].phase, "weight gradient");
   EXPECT_EQ(rows[0].label, "4x4x4 f32");
   EXPECT_DOUBLE_EQ(rows[0].flops, 2.0 * 64);
+  EXPECT_GT(op_profile_bookkeeping_seconds(), 0.0);  // the records' own time, kept apart
   reset_op_profile();
+  EXPECT_EQ(op_profile_bookkeeping_seconds(), 0.0);
 }
 
 TEST(StepProfile, JsonReadsBackAndTablesShowBothSystems) {
@@ -155,8 +158,7 @@ TEST(StepProfile, ASteadyStepMapsNoFreshPages) {
     // machine some steps map more — under ctest -j2 three of five at 99-137 once, which failed the
     // median — so two of the five must stay under 64; before, f32 mapped 100-700 every step.
     std::sort(faults.begin(), faults.end());
-    EXPECT_LT(faults[1], 64)
-        << dtype_name(compute) << ": " << fmt::format("{}", fmt::join(faults, ", "));
+    EXPECT_LT(faults[1], 64) << dtype_name(compute) << ": " << fmt::format("{}", fmt::join(faults, ", "));
   }
 }
 
