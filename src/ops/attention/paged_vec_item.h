@@ -26,26 +26,51 @@ struct PagedRows {
   }
 };
 
-// out = out * correction + sum over j < keys of weight[j] v[j], the keys' terms in order. Blocks of up
-// to kBlock vectors of columns keep their sums in registers across the keys: one column vector at a
-// time made each sum a chain of dependent multiply-adds, waiting on the previous one's latency.
+// NB vectors of columns from d0 of out = out * correction + sum over j < keys of weight[j] v[j]: the
+// even keys' terms and the odd keys' in two sets of sums kept in registers, added at the end. One
+// column vector at a time, or one set, made each sum a chain of multiply-adds waiting on the latency
+// of the one before.
+template <int NB, class T>
+[[gnu::always_inline]] inline void add_weighted_block(float* out, const T* const* v, const float* weight,
+                                                      int keys, float correction, int64_t d0) {
+  constexpr int W = kVecWidth;
+  FloatVec even[NB], odd[NB];
+  for (int u = 0; u < NB; ++u) even[u] = load_vec(out + d0 + u * W) * FloatVec(correction), odd[u] = 0.0f;
+  int j = 0;
+  for (; j + 1 < keys; j += 2) {
+    const FloatVec w0(weight[j]), w1(weight[j + 1]);
+    for (int u = 0; u < NB; ++u) {
+      even[u] = mul_add(w0, load_vec(v[j] + d0 + u * W), even[u]);
+      odd[u] = mul_add(w1, load_vec(v[j + 1] + d0 + u * W), odd[u]);
+    }
+  }
+  if (j < keys)
+    for (int u = 0; u < NB; ++u) even[u] = mul_add(FloatVec(weight[j]), load_vec(v[j] + d0 + u * W), even[u]);
+  for (int u = 0; u < NB; ++u) store_vec(out + d0 + u * W, even[u] + odd[u]);
+}
+
+// out (D) = out * correction + sum over j < keys of weight[j] v[j], blocks of up to 4 column vectors
+// at a time, then a tail of fewer than kVecWidth columns.
 template <class T>
 inline void add_weighted_values(float* out, const T* const* v, const float* weight, int keys,
                                 float correction, int64_t D) {
-  constexpr int W = kVecWidth, kBlock = 8;
+  constexpr int W = kVecWidth, kBlock = 4;
   const int64_t full = D / W * W;
   const int tail = int(D - full);
   for (int64_t d0 = 0; d0 < full; d0 += kBlock * W) {
-    const int n = int(std::min<int64_t>(kBlock, (full - d0) / W));
-    FloatVec o[kBlock];
-    for (int u = 0; u < kBlock; ++u) o[u] = u < n ? load_vec(out + d0 + u * W) * FloatVec(correction) : 0.0f;
-    for (int j = 0; j < keys; ++j) {
-      const FloatVec wj(weight[j]);
-      for (int u = 0; u < kBlock; ++u)
-        if (u < n) o[u] = mul_add(wj, load_vec(v[j] + d0 + u * W), o[u]);
+    switch (std::min<int64_t>(kBlock, (full - d0) / W)) {
+      case 1:
+        add_weighted_block<1>(out, v, weight, keys, correction, d0);
+        break;
+      case 2:
+        add_weighted_block<2>(out, v, weight, keys, correction, d0);
+        break;
+      case 3:
+        add_weighted_block<3>(out, v, weight, keys, correction, d0);
+        break;
+      default:
+        add_weighted_block<4>(out, v, weight, keys, correction, d0);
     }
-    for (int u = 0; u < kBlock; ++u)
-      if (u < n) store_vec(out + d0 + u * W, o[u]);
   }
   if (tail > 0) {
     FloatVec o = load_vec(out + full, tail) * FloatVec(correction);
