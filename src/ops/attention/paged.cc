@@ -199,7 +199,9 @@ std::vector<Case<PagedAttentionArgs>> PagedAttention::cases(std::string_view) {
       // a head size of whole vectors and a tail on either tier; a key tile cut short by the length
       {"head_dim_with_tail", {"ci", "edge"}, 3, 3, 40, 8, 9, {21, 45}, plain, false},
       {"llama8b_decode_32", {"bench"}, 32, 8, 128, 16, 2053, std::vector<int64_t>(32, 1024), plain, false},
-      {"gpt2_decode_8", {"bench"}, 12, 12, 64, 16, 257, std::vector<int64_t>(8, 512), plain, false}};
+      {"gpt2_decode_8", {"bench"}, 12, 12, 64, 16, 257, std::vector<int64_t>(8, 512), plain, false},
+      // the default model's decode at 32 requests midway through 64 new tokens after prompts of 16
+      {"default_decode_32", {"bench"}, 6, 2, 64, 16, 101, std::vector<int64_t>(32, 48), plain, false}};
   std::vector<Case<PagedAttentionArgs>> out;
   for (const PagedCase& c : table) {
     std::vector<DType> dtypes = c.tags[0] == "bench"
