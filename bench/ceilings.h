@@ -18,6 +18,9 @@ class TriadProbe {
 };
 // The best of `reps` passes of a fresh TriadProbe.
 double triad_gb_per_s(int megabytes = 400, int reps = 5);
+// The cores' f32 multiply-add peak: 12 independent FMA chains on each pool thread, on the widest
+// vectors the CPU has (AVX-512, else AVX2 with FMA, else none: 0); GFLOP/s, best of `reps`.
+double fma_peak_gflop_per_s(int reps = 5);
 // oneDNN sgemm called directly at M = N = K = n: GFLOP/s, best of `reps`.
 double sgemm_gflop_per_s(int n = 2048, int reps = 5);
 // oneDNN sgemm called directly on a row-major (M,K) x (K,N) or x (N,K)^T product; seconds, median.

@@ -111,7 +111,7 @@ int run_serve_bench(const ServeBenchOptions& o) {
   const CausalLM model = CausalLM::init(config, dtype, 1);
   int64_t weight_bytes = 0;
   for (const auto& [name, t] : model.parameters()) weight_bytes += t.numel() * int64_t(dtype_size(t.dtype()));
-  const double triad = triad_gb_per_s();
+  const double triad = triad_gb_per_s(), fma_peak = fma_peak_gflop_per_s();
   const int64_t most = *std::max_element(o.concurrency.begin(), o.concurrency.end());
   serve::EngineOptions eo;
   eo.kv_dtype = dtype;
@@ -120,9 +120,10 @@ int run_serve_bench(const ServeBenchOptions& o) {
   eo.batch_invariant = o.batch_invariant;
   fmt::print(
       "serve: {} ({:.1f} M parameters, {}{}), prompt {}, {} new tokens each, all requests at once; step "
-      "budget {} tokens; triad {:.1f} GB/s\n",
+      "budget {} tokens; triad {:.1f} GB/s, FMA peak {:.0f} GFLOP/s\n",
       o.model, double(model.parameter_count()) / 1e6, o.precision,
-      o.batch_invariant ? ", batch-invariant" : "", o.prompt, o.new_tokens, eo.max_step_tokens, triad);
+      o.batch_invariant ? ", batch-invariant" : "", o.prompt, o.new_tokens, eo.max_step_tokens, triad,
+      fma_peak);
   fmt::print("{:>11} {:>14} {:>9} {:>22} {:>22}\n", "concurrent", "output tok/s", "gain",
              "first token ms p50/p99", "inter-token ms p50/p99");
   nlohmann::json levels = nlohmann::json::array();
@@ -156,6 +157,7 @@ int run_serve_bench(const ServeBenchOptions& o) {
                          {"prompt", o.prompt},
                          {"new_tokens", o.new_tokens},
                          {"triad_gb_s", triad},
+                         {"fma_peak_gflop_s", fma_peak},
                          {"weight_bytes", weight_bytes},
                          {"single_decode_tokens_per_s", single_decode},
                          {"single_decode_of_triad", weights_gb_s / triad},

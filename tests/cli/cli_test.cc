@@ -246,6 +246,9 @@ TEST(Cli, BenchServeProfileTimesTheStepsByOp) {
   EXPECT_NE(r.out.find("paged_attention f32"), std::string::npos) << r.out;
   Result plain = run("bench serve default --prompt 4 --new-tokens 2 --concurrency 2");
   EXPECT_EQ(plain.out.find("ms a step"), std::string::npos) << plain.out;
+  // the cores' FMA peak beside the triad: measured (every CPU these tests run on has AVX2 and FMA)
+  EXPECT_NE(plain.out.find(R"("fma_peak_gflop_s":)"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find(R"("fma_peak_gflop_s":0)"), std::string::npos) << plain.out;
 }
 
 }  // namespace
