@@ -24,7 +24,8 @@ std::vector<double> probabilities(const std::vector<double>& scores) {
   return p;
 }
 
-// The first maximum, as torch.argmax.
+// The first maximum of penalized scores in double: std::max_element's answer, as the row's overload
+// below gives it for the logits as they are.
 int64_t first_max(const std::vector<double>& scores) {
   return int64_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
 }
