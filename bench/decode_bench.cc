@@ -47,7 +47,8 @@ int run_decode_bench(const DecodeBenchOptions& o) {
              "decode tok/s", "weights GB/s", "of triad");
   std::string rows, llama_rows, llama_why;
   for (DType dt : {DType::f32, DType::bf16}) {
-    const CausalLM model = base.to(dt);
+    CausalLM model = base.to(dt);
+    model.pack_projections();  // as dew generate runs it
     int64_t params = 0, bytes = 0;
     for (const auto& [name, t] : model.parameters()) {
       params += t.numel();

@@ -108,7 +108,8 @@ int run_serve_bench(const ServeBenchOptions& o) {
               o.new_tokens);
   const ModelConfig config = parse_model_config(bench_model_json(o.model, "serve"), o.model);
   const DType dtype = parse_dtype(o.precision);
-  const CausalLM model = CausalLM::init(config, dtype, 1);
+  CausalLM model = CausalLM::init(config, dtype, 1);
+  model.pack_projections();  // as dew serve runs it
   int64_t weight_bytes = 0;
   for (const auto& [name, t] : model.parameters()) weight_bytes += t.numel() * int64_t(dtype_size(t.dtype()));
   const double triad = triad_gb_per_s(), fma_peak = fma_peak_gflop_per_s();

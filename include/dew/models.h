@@ -290,6 +290,12 @@ class CausalLM {
   Device device() const;  // the parameters' device (cpu for a model without parameters)
   // Entered by every forward from now on, by this model and its copies (to()); not owned. Null: none.
   void set_layer_boundaries(LayerBoundaries* boundaries) { boundaries_ = boundaries; }
+  // For inference: each attention layer's q, k and v weights (and biases), and each dense MLP's gate and
+  // up, moved one after another into one tensor, the parameters becoming views of it (names, shapes and
+  // values unchanged), so that a forward computes them by one wider product each (docs/serving.md). A
+  // model whose parameters require gradients is refused; gpt2 (its qkv one tensor already) and mamba2
+  // are left as they are.
+  void pack_projections();
   // This rank's part of the model under tensor parallelism over `group` (not owned): every split
   // parameter's slice (tensor_parallel_dim) as a new tensor, the others shared; its forwards compute
   // their heads and hidden units and sum over the group. Refuses a model it does not cover (experts,

@@ -105,10 +105,14 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // drops dim
   Tensor permute(const std::vector<int64_t>& order) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor reshape(const Shape& shape) const;  // contiguous data only; one -1 allowed
+  Tensor reshape(const Shape& shape) const;  // a view where strides can express it (torch's view); one -1
   Tensor expand(const Shape& shape) const;   // broadcast: size-1 dims get stride 0
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
+  // `parts` (N_i, ...) of one dtype and trailing shape as one (Σ N_i, ...) view, when each is contiguous
+  // and begins in one storage where the part before it ends (rows packed one after another); undefined
+  // when they do not, or when one requires a gradient (the view is not recorded for differentiation).
+  static Tensor joined_view(const std::vector<Tensor>& parts);
 
   // A contiguous copy when not contiguous, else this tensor.
   Tensor contiguous() const;

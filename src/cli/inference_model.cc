@@ -34,6 +34,7 @@ InferenceModel load_inference_model(const std::string& model_or_run, const std::
       "or check how these weights were made",
       directory, broken.front(),
       broken.size() > 1 ? fmt::format(" and {} other tensors", broken.size() - 1) : std::string());
+  model.pack_projections();
   return {directory, std::move(model)};
 }
 

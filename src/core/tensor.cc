@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 
 #include "core/allocator.h"
 #include "core/autograd.h"
@@ -193,6 +194,25 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   return v;
 }
 
+Tensor Tensor::joined_view(const std::vector<Tensor>& parts) {
+  if (parts.empty()) return {};
+  const Tensor& first = parts.front();
+  Shape shape = first.shape_;
+  if (shape.empty()) return {};
+  int64_t next = first.offset_;
+  for (const Tensor& p : parts) {
+    const bool fits = p.defined() && p.storage_ == first.storage_ && p.dtype_ == first.dtype_ &&
+                      p.dim() == first.dim() &&
+                      std::equal(p.shape_.begin() + 1, p.shape_.end(), shape.begin() + 1) &&
+                      p.is_contiguous() && p.offset_ == next && !p.requires_grad();
+    if (!fits) return {};
+    next += p.numel();
+  }
+  shape[0] = 0;
+  for (const Tensor& p : parts) shape[0] += p.shape_[0];
+  return first.with_geometry(shape, contiguous_strides(shape), first.offset_);
+}
+
 Tensor Tensor::select(int64_t d, int64_t index) const {
   d = normalize_axis(d, dim(), "select");
   int64_t n = shape_[size_t(d)];
@@ -239,6 +259,32 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
   return permute(order);
 }
 
+namespace {
+
+// The strides that view (shape, strides) as `wanted` without moving an element, as torch's view finds
+// them: each run of axes that lie one inside the next is split or merged into wanted's axes of the same
+// element count; none when an axis of `wanted` would span two runs.
+std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& wanted) {
+  Strides out(wanted.size());
+  int64_t w = int64_t(wanted.size()) - 1, base = strides.empty() ? 1 : strides.back(), run = 1, viewed = 1;
+  for (int64_t d = int64_t(shape.size()) - 1; d >= 0; --d) {
+    run *= shape[size_t(d)];
+    const bool run_ends = d == 0 || (shape[size_t(d - 1)] != 1 && strides[size_t(d - 1)] != run * base);
+    if (!run_ends) continue;
+    while (w >= 0 && (viewed < run || wanted[size_t(w)] == 1)) {
+      out[size_t(w)] = viewed * base;
+      viewed *= wanted[size_t(w)];
+      --w;
+    }
+    if (viewed != run) return std::nullopt;
+    if (d > 0) base = strides[size_t(d - 1)], run = 1, viewed = 1;
+  }
+  if (w != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
 Tensor Tensor::reshape(const Shape& requested) const {
   Shape shape = requested;
   int64_t known = 1, infer_at = -1;
@@ -260,8 +306,13 @@ Tensor Tensor::reshape(const Shape& requested) const {
   DEW_REQUIRE(numel_of(shape) == numel(),
               "[reshape] {} has {} elements; expected a shape of {} elements, got {}", describe(), numel(),
               numel(), shape_str(requested));
-  DEW_REQUIRE(is_contiguous(), "[reshape] {} is not contiguous; call contiguous() first", describe());
-  Tensor v = with_geometry(shape, contiguous_strides(shape), offset_);
+  std::optional<Strides> strides =
+      is_contiguous() ? contiguous_strides(shape) : view_strides(shape_, strides_, shape);
+  DEW_REQUIRE(
+      strides.has_value(),
+      "[reshape] {} (strides {}) is not contiguous and cannot be viewed as {}; call contiguous() first",
+      describe(), shape_str(strides_), shape_str(shape));
+  Tensor v = with_geometry(shape, *strides, offset_);
   if (autograd_)
     detail::record_view(*this, v, {detail::ViewSpec::Kind::reshape, shape_, {}},
                         [&](const Tensor& t) { return t.contiguous().reshape(shape); });

@@ -408,6 +408,15 @@ Tensor CausalLM::forward(const Tensor& ids, const Tensor& positions, LayerAttent
   return run_family(ids, positions, attention, mask, logit_rows, nullptr);
 }
 
+void CausalLM::pack_projections() {
+  for (const auto& [name, t] : parameters_)
+    DEW_REQUIRE(!t.requires_grad() && !t.storage_released(),
+                "[model] pack_projections: {} {}; expected a model for inference (no parameter requiring a "
+                "gradient, every one held)",
+                name, t.requires_grad() ? "requires a gradient" : "is not held here");
+  if (!is_gpt2(config_) && !is_mamba2(config_)) models::pack_llama_projections(config_, parameters_);
+}
+
 Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
                             const AttentionOptions& mask, const Tensor& logit_rows,
                             RouterStats* router) const {

@@ -33,6 +33,10 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
                      LayerBoundaries* boundaries = nullptr, RouterStats* router = nullptr,
                      TensorParallel* tensor = nullptr);
 
+// Each attention layer's q, k and v weights (and biases) laid out one after another in one tensor, and
+// each dense MLP's gate and up, the parameters becoming views of it (CausalLM::pack_projections).
+void pack_llama_projections(const ModelConfig& c, Parameters& p);
+
 // qwen3_next's Gated DeltaNet layer `layer` (c.delta_net; gated_delta_net.cc): its parameters' names
 // and shapes appended to `shapes`; transformers' initialization of those it does not draw as std-0.02
 // normals (dt_bias and the gated norm at 1, A_log = log U(0, 16)); and its mixing of h (B,T,C) ->

@@ -242,7 +242,7 @@ TEST(Cli, BenchServeProfileTimesTheStepsByOp) {
   EXPECT_NE(r.out.find(" steps, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ms a step: ops "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("outside them"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("matmul 2x1024x384 f32 tb"), std::string::npos) << r.out;  // a decode step's MLP up
+  EXPECT_NE(r.out.find("matmul 2x2048x384 f32 tb"), std::string::npos) << r.out;  // gate and up, packed
   EXPECT_NE(r.out.find("paged_attention f32"), std::string::npos) << r.out;
   Result plain = run("bench serve default --prompt 4 --new-tokens 2 --concurrency 2");
   EXPECT_EQ(plain.out.find("ms a step"), std::string::npos) << plain.out;

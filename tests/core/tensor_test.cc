@@ -27,6 +27,42 @@ TEST(Tensor, SliceSelectAndStepAddressTheRightElements) {
   EXPECT_FALSE(t.slice(1, 1, 4).is_contiguous());
 }
 
+// A strided tensor reshapes into a view wherever strides can say the new shape (torch's view rules):
+// an axis of a column range splits; axes that are not one run do not merge.
+TEST(Tensor, ReshapeViewsStridedDataWhereStridesCanSayIt) {
+  const Tensor t = iota({3, 8});
+  const Tensor columns = t.slice(1, 2, 6);  // (3,4), rows 8 apart
+  const Tensor heads = columns.reshape({3, 2, 2});
+  EXPECT_TRUE(heads.shares_storage_with(t));
+  EXPECT_EQ(heads.strides(), (Strides{8, 2, 1}));
+  EXPECT_EQ(heads.to_f64_vector(), columns.contiguous().to_f64_vector());
+  EXPECT_EQ(columns.reshape({1, 3, 4, 1}).to_f64_vector(), columns.contiguous().to_f64_vector());
+  EXPECT_EQ(t.reshape({3, 2, 4}).slice(1, 1, 2).reshape({3, 4}).to_f64_vector(),
+            t.slice(1, 4, 8).contiguous().to_f64_vector());
+  EXPECT_NE(error_of([&] { columns.reshape({12}); }).find("cannot be viewed as [12]"), std::string::npos);
+  EXPECT_NE(error_of([&] { columns.reshape({2, 6}); }).find("call contiguous() first"), std::string::npos);
+}
+
+// Rows packed one after another join into one view of them in order; anything else is not joined.
+TEST(Tensor, JoinedViewCoversAdjacentRowBlocksOnly) {
+  const Tensor t = iota({6, 2});
+  const Tensor a = t.slice(0, 0, 1), b = t.slice(0, 1, 4), c = t.slice(0, 4, 6);
+  const Tensor abc = Tensor::joined_view({a, b, c});
+  ASSERT_TRUE(abc.defined());
+  EXPECT_EQ(abc.shape(), (Shape{6, 2}));
+  EXPECT_EQ(abc.to_f64_vector(), t.to_f64_vector());
+  EXPECT_TRUE(abc.shares_storage_with(t));
+  EXPECT_EQ(Tensor::joined_view({b, c}).to_f64_vector(), t.slice(0, 1, 6).to_f64_vector());
+  EXPECT_FALSE(Tensor::joined_view({a, c}).defined());                                // a gap
+  EXPECT_FALSE(Tensor::joined_view({b, a}).defined());                                // out of order
+  EXPECT_FALSE(Tensor::joined_view({a, iota({1, 2})}).defined());                     // another storage
+  EXPECT_FALSE(Tensor::joined_view({t.slice(1, 0, 1), t.slice(1, 1, 2)}).defined());  // columns
+  EXPECT_FALSE(Tensor::joined_view({}).defined());
+  Tensor grad_leaf = iota({2, 2});
+  grad_leaf.requires_grad_(true);
+  EXPECT_FALSE(Tensor::joined_view({grad_leaf.detach().slice(0, 0, 1), grad_leaf.slice(0, 1, 2)}).defined());
+}
+
 TEST(Tensor, WritesThroughAViewAreSeenByTheBase) {
   Tensor t = Tensor::zeros({3, 3}, DType::f32);
   Tensor col = t.transpose(0, 1).select(0, 2);  // column 2
@@ -80,7 +116,7 @@ TEST(Tensor, ReshapeInfersOneDimAndRefusesStridedData) {
   Tensor t = iota({2, 6});
   EXPECT_EQ(t.reshape({3, -1}).shape(), (Shape{3, 4}));
   EXPECT_TRUE(t.reshape({12}).shares_storage_with(t));
-  EXPECT_NE(error_of([&] { t.transpose(0, 1).reshape({12}); }).find("not contiguous"), std::string::npos);
+  EXPECT_NE(error_of([&] { t.transpose(0, 1).reshape({12}); }).find("cannot be viewed"), std::string::npos);
   EXPECT_NE(error_of([&] { t.reshape({5, -1}); }).find("cannot infer"), std::string::npos);
   EXPECT_NE(error_of([&] { t.reshape({5, 2}); }).find("expected a shape of 12 elements"), std::string::npos);
 }

@@ -1,8 +1,10 @@
 // The language-model families: config.json parsing and refusals, rotary frequencies, every family's
 // logits through the gate against the same model in float64, causality, gradients against central
 // differences, and checkpoint load/save round trips with their refusals.
+#include <dew/autodiff.h>
 #include <dew/models.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <dew/safetensors.h>
 #include <gtest/gtest.h>
 
@@ -576,6 +578,64 @@ TEST_P(Family, GradientsMatchCentralDifferences) {
   };
   const auto failures = testing::derivative_failures(GetParam(), logits, values, {}, /*forward_mode=*/false);
   EXPECT_TRUE(failures.empty()) << fmt::format("{}", fmt::join(failures, "\n"));
+}
+
+// The matmul calls of one forward, by the op profile.
+int64_t products_of_forward(const CausalLM& model, const Batch& in) {
+  reset_op_profile();
+  set_op_profiling(true);
+  model.forward(in.ids, in.positions);
+  set_op_profiling(false);
+  int64_t calls = 0;
+  for (const OpTime& r : op_profile())
+    if (r.op == "matmul") calls += r.calls;
+  return calls;
+}
+
+// Packed for inference, a model holds the same parameters by name and value, computes each layer's q, k
+// and v (and a dense MLP's gate and up) by one product, and gives the same logits bit for bit (portable
+// products: each output sums its K terms in the same order whatever the rows beside it).
+TEST_P(Family, PackedProjectionsGiveTheSameLogitsFromFewerProducts) {
+  const ModelConfig c = tiny(GetParam());
+  const CausalLM model = CausalLM::init(c, DType::f32, 23);
+  CausalLM packed = model;
+  packed.pack_projections();
+  for (const auto& [name, t] : model.parameters()) {
+    ASSERT_EQ(packed.parameter(name).shape(), t.shape()) << name;
+    EXPECT_EQ(packed.parameter(name).to_f64_vector(), t.to_f64_vector()) << name;
+  }
+  const Batch in = batch(2, 7, c.vocab_size, 29);
+  PortableEverywhere portable;
+  EXPECT_EQ(packed.forward(in.ids, in.positions).to_f64_vector(),
+            model.forward(in.ids, in.positions).to_f64_vector());
+  const bool llama_family = GetParam() != "gpt2" && GetParam() != "mamba2";
+  const auto shared = [&](const char* a, const char* b) {
+    return packed.parameter(a).shares_storage_with(packed.parameter(b));
+  };
+  if (!llama_family) {
+    EXPECT_EQ(products_of_forward(packed, in), products_of_forward(model, in));
+    return;
+  }
+  // Layer 1 has attention in every llama family (qwen3_next: its full_attention layer).
+  EXPECT_TRUE(shared("model.layers.1.self_attn.q_proj.weight", "model.layers.1.self_attn.v_proj.weight"));
+  EXPECT_LT(products_of_forward(packed, in), products_of_forward(model, in));
+}
+
+// Packing is for inference: a model whose parameters require gradients is refused by name, and one
+// whose parameters come to require them after packing computes its products one by one again, each
+// weight getting its gradient.
+TEST(CausalLM, PackedProjectionsLeaveTrainingAlone) {
+  CausalLM model = CausalLM::init(tiny("qwen2"), DType::f32, 31);
+  for (auto& [name, t] : model.parameters()) t.requires_grad_(true);
+  EXPECT_NE(error_of([&] { model.pack_projections(); }).find("requires a gradient"), std::string::npos);
+  for (auto& [name, t] : model.parameters()) t.requires_grad_(false);
+  model.pack_projections();
+  for (auto& [name, t] : model.parameters()) t.requires_grad_(true);
+  const Batch in = batch(1, 5, 97, 37);
+  backward(sum(model.forward(in.ids, in.positions)));
+  for (const char* name : {"model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.bias",
+                           "model.layers.0.self_attn.v_proj.weight", "model.layers.1.mlp.up_proj.weight"})
+    EXPECT_TRUE(model.parameter(name).grad().defined()) << name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Family,

@@ -167,6 +167,42 @@ ParameterShapes llama_parameter_shapes(const ModelConfig& c) {
   return s;
 }
 
+void pack_llama_projections(const ModelConfig& c, Parameters& p) {
+  // The named parameters moved into one tensor, in order, each replaced by its rows of it.
+  const auto pack = [&](const std::vector<std::string>& names) {
+    std::vector<Tensor> parts;
+    for (const std::string& name : names) parts.push_back(parameter(p, name));
+    if (Tensor::joined_view(parts).defined()) return;  // packed already
+    Shape shape = parts[0].shape();
+    shape[0] = 0;
+    for (const Tensor& t : parts) shape[0] += t.size(0);
+    const Tensor packed = Tensor::empty(shape, parts[0].dtype(), parts[0].device());
+    int64_t row = 0;
+    for (const std::string& name : names) {
+      Tensor& t = p.at(name);
+      Tensor rows = packed.slice(0, row, row + t.size(0));
+      rows.copy_from(t);
+      row += t.size(0);
+      t = rows;
+    }
+  };
+  const auto names = [](int64_t i, const char* block, std::vector<const char*> projections,
+                        const char* kind) {
+    std::vector<std::string> n;
+    for (const char* proj : projections)
+      n.push_back(layer(i, fmt::format("{}.{}_proj.{}", block, proj, kind)));
+    return n;
+  };
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    if (!c.delta_net.replaces_attention(i))
+      for (const char* kind : c.attention_bias ? std::vector{"weight", "bias"} : std::vector{"weight"})
+        pack(names(i, "self_attn", {"q", "k", "v"}, kind));
+    if (!c.moe.is_sparse(i))
+      for (const char* kind : c.mlp_bias ? std::vector{"weight", "bias"} : std::vector{"weight"})
+        pack(names(i, "mlp", {"gate", "up"}, kind));
+  }
+}
+
 Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                      LayerAttention& attend, AttentionOptions mask, const Tensor& logit_rows,
                      LayerBoundaries* boundaries, RouterStats* router, TensorParallel* tensor) {
@@ -222,15 +258,17 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     const Tensor h = sub_block_input(norms.before_attention.empty() ? x : norm(x, w(norms.before_attention)));
     // Attention's output, o_proj's input (B,T,H D).
     const auto attention_block = [&]() {
-      Tensor q = linear(h, w("self_attn.q_proj.weight"), b("self_attn.q_proj.bias", c.attention_bias));
+      const std::vector<Tensor> qkv = linears(
+          h, {w("self_attn.q_proj.weight"), w("self_attn.k_proj.weight"), w("self_attn.v_proj.weight")},
+          {b("self_attn.q_proj.bias", c.attention_bias), b("self_attn.k_proj.bias", c.attention_bias),
+           b("self_attn.v_proj.bias", c.attention_bias)});
+      Tensor q = qkv[0], k = qkv[1], v = qkv[2];  // views of one product's columns when packed
       Tensor gate;
       if (d.attention_output_gate) {  // each head's D queries, then its D gate logits
         const std::vector<Tensor> parts = split(q.reshape({B, T, H, 2 * D}), {D, D}, -1);
         q = parts[0];
         gate = parts[1].reshape({B, T, H * D});
       }
-      Tensor k = linear(h, w("self_attn.k_proj.weight"), b("self_attn.k_proj.bias", c.attention_bias));
-      Tensor v = linear(h, w("self_attn.v_proj.weight"), b("self_attn.v_proj.bias", c.attention_bias));
       if (c.qk_norm && d.qk_norm_whole) {  // olmo2: over the whole projection, before the heads split
         q = norm(q, w("self_attn.q_norm.weight"));
         k = norm(k, w("self_attn.k_norm.weight"));
@@ -291,8 +329,10 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
       }
       continue;
     }
-    const Tensor gate = linear(h2, w("mlp.gate_proj.weight"), b("mlp.gate_proj.bias", c.mlp_bias));
-    const Tensor up = linear(h2, w("mlp.up_proj.weight"), b("mlp.up_proj.bias", c.mlp_bias));
+    const std::vector<Tensor> gate_up =
+        linears(h2, {w("mlp.gate_proj.weight"), w("mlp.up_proj.weight")},
+                {b("mlp.gate_proj.bias", c.mlp_bias), b("mlp.up_proj.bias", c.mlp_bias)});
+    const Tensor &gate = gate_up[0], &up = gate_up[1];
     const Tensor gated =
         d.activation == "silu" ? swiglu(gate, up) : geglu(gate, up, d.activation == "gelu_tanh");
     x = residual_add(norms.after_mlp, gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias));

@@ -63,9 +63,16 @@ std::vector<Case<GluArgs>> Glu::cases(std::string_view op) {
       return a;
     };
   };
+  // gate and up as the two column ranges of one product (a packed model's, NOTE [rows read in place]).
+  const auto halves = [=](DType t, RandomKey k) {
+    const Tensor both = random_input({2, 3, 2 * 37}, t, k, 3.0);
+    return GluArgs{backward ? random_input({2, 3, 37}, t, {k.seed, k.stream + 2}) : Tensor(),
+                   both.slice(-1, 0, 37), both.slice(-1, 37, 2 * 37), act, backward};
+  };
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
   return {{"rows_688", {"ci"}, all, make({6, 688})},
           {"odd", {"ci", "edge"}, all, make({3, 5, 37})},
+          {"halves_of_one_product", {"ci", "edge"}, all, halves},
           {"llama8b_mlp", {"bench"}, {DType::f32, DType::bf16, DType::f16}, make({512, 14336})}};
 }
 

@@ -6,6 +6,7 @@
 #include "ops/glu/glu.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
+#include "ops/rows.h"
 #include "ops/unary/unary.h"
 #include "simd/isa.h"
 #include "simd/vector_math.h"
@@ -188,10 +189,35 @@ void glu_backward_by_table(const float* pairs, const T* g, const T* u, const T* 
   }
 }
 
+// Where glu reads gate and up: rows `width` long, `stride` apart (NOTE [rows read in place], ops/rows.h),
+// or every element as one run.
+struct GateRuns {
+  int64_t width, stride;
+};
+
+// body(in, out, n) over the numel elements in parallel, a run at a time within one row: the inputs'
+// elements from `in`, the (contiguous) outputs' from `out`.
+template <class Body>
+void over_gate_runs(int64_t numel, GateRuns r, const Body& body) {
+  parallel_for(numel, 16384, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1;) {
+      const int64_t row = i / r.width, column = i % r.width, n = std::min(i1 - i, r.width - column);
+      body(row * r.stride + column, i, n);
+      i += n;
+    }
+  });
+}
+
 template <Activation A, bool VectorMath, class T>
 void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
   using Acc = AccumulatorOf<T>;
-  Tensor gc = a.gate.contiguous(), uc = a.up.contiguous(), dc = a.backward ? a.dy.contiguous() : Tensor();
+  const bool contiguous = a.gate.is_contiguous() && a.up.is_contiguous();
+  const int64_t stride = a.backward || contiguous ? 0 : row_stride(a.gate);
+  const bool in_place = stride > 0 && row_stride(a.up) == stride;  // NOTE [rows read in place]
+  const GateRuns runs{in_place ? a.gate.size(-1) : std::max<int64_t>(1, a.gate.numel()),
+                      in_place ? stride : std::max<int64_t>(1, a.gate.numel())};
+  Tensor gc = in_place ? a.gate : a.gate.contiguous(), uc = in_place ? a.up : a.up.contiguous(),
+         dc = a.backward ? a.dy.contiguous() : Tensor();
   const T* g = gc.data<T>();
   const T* u = uc.data<T>();
   const T* dy = a.backward ? dc.data<T>() : nullptr;
@@ -201,9 +227,9 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
     if (!(a.backward && A == Activation::silu && std::is_same_v<T, f16>)) {
 #if DEW_HAS_F32X16
       if (!a.backward && rows_on_float_vec<T>()) {  // NOTE [half gates computed on AVX-512]
-        parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+        over_gate_runs(a.gate.numel(), runs, [&](int64_t i0, int64_t o, int64_t n) {
           map_elements<T>(
-              std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
+              std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + o}, n,
               []<class V>(V gi, V ui)
                   __attribute__((always_inline)) { return act_rounding_to<A, T>(gi) * ui; });
         });
@@ -212,16 +238,16 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
 #endif
       if (!a.backward) {
         const float* act_table = function_values(unary_of(A), Scalar<T>::dtype);
-        parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-          glu_forward_by_table(act_table, g + i0, u + i0, o0 + i0, i1 - i0);
+        over_gate_runs(a.gate.numel(), runs, [&](int64_t i0, int64_t o, int64_t n) {
+          glu_forward_by_table(act_table, g + i0, u + i0, o0 + o, n);
         });
         return;
       }
 #if DEW_HAS_F32X16
       if (std::is_same_v<T, bf16> && rows_on_float_vec<T>()) {  // NOTE [half gates computed on AVX-512]
-        parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+        over_gate_runs(a.gate.numel(), runs, [&](int64_t i0, int64_t o, int64_t n) {
           map_elements<T>(
-              std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
+              std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + o, o1 + o}, n,
               []<class V>(V gi, V ui, V di) __attribute__((always_inline)) {
                 const auto [value, derivative] = act_and_derivative_rounding_to<A, T>(gi);
                 return std::array<V, 2>{di * ui * derivative, di * value};
@@ -231,17 +257,17 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
       }
 #endif
       const float* pairs = activation_value_derivative_pairs(unary_of(A), Scalar<T>::dtype);
-      parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
-        glu_backward_by_table(pairs, g + i0, u + i0, dy + i0, o0 + i0, o1 + i0, i1 - i0);
+      over_gate_runs(a.gate.numel(), runs, [&](int64_t i0, int64_t o, int64_t n) {
+        glu_backward_by_table(pairs, g + i0, u + i0, dy + i0, o0 + o, o1 + o, n);
       });
       return;
     }
   }
   // The arithmetic: f32, and the GLUs the tables do not serve.
-  parallel_for(a.gate.numel(), 16384, [&](int64_t i0, int64_t i1) {
+  over_gate_runs(a.gate.numel(), runs, [&](int64_t i0, int64_t o, int64_t n) {
     if (!a.backward) {
       map_elements<T>(
-          std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + i0}, i1 - i0,
+          std::array<const T*, 2>{g + i0, u + i0}, std::array<T*, 1>{o0 + o}, n,
           []<class V>(V gi, V ui) __attribute__((always_inline)) requires(
               std::is_same_v<V, Acc> || activation_has_float_vec_form<A, VectorMath>) {
             return act<A, VectorMath>(gi) * ui;
@@ -249,7 +275,7 @@ void glu_loop(const GluArgs& a, std::vector<Tensor>& outs) {
       return;
     }
     map_elements<T>(
-        std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + i0, o1 + i0}, i1 - i0,
+        std::array<const T*, 3>{g + i0, u + i0, dy + i0}, std::array<T*, 2>{o0 + o, o1 + o}, n,
         []<class V>(V gi, V ui, V di) __attribute__((always_inline)) requires(
             std::is_same_v<V, Acc> || activation_has_float_vec_form<A, VectorMath>) {
           // d_gate = dy * up * act'(gate); d_up = dy * act(gate)

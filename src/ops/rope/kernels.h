@@ -5,6 +5,7 @@
 
 #include "ops/kernel_types.h"
 #include "ops/rope/rope.h"
+#include "ops/rows.h"
 #include "ops/scratch.h"
 #include "simd/float_vec.h"
 #include "simd/isa.h"
@@ -23,14 +24,17 @@ inline void rotate_pair(const T* a, const T* b, Tab c, Tab s, T* ya, T* yb) {
 template <class T, class Tab>
 void rope_rows(const RopeArgs& a, Tensor& out) {
   using Acc = AccumulatorOf<T>;
-  Tensor xc = a.x.contiguous(), pc = a.positions.contiguous(), cc = a.cos.contiguous(),
+  const int64_t BT = a.x.size(0) * a.x.size(1), H = a.x.size(2), D = a.x.size(3), half = a.cos.size(1);
+  // x's (b, t) rows where they lie when they are contiguous rows a stride apart (NOTE [rows read in place]).
+  const int64_t stride = a.x.is_contiguous() ? H * D : row_stride(a.x, 2);
+  const int64_t x_row = stride > 0 ? stride : H * D;
+  Tensor xc = stride > 0 ? a.x : a.x.contiguous(), pc = a.positions.contiguous(), cc = a.cos.contiguous(),
          sc = a.sin.contiguous();
   const T* x = xc.data<T>();
   const int64_t* pos = pc.data<int64_t>();
   const Tab* cos = cc.data<Tab>();
   const Tab* sin = sc.data<Tab>();
   T* y = out.data<T>();
-  const int64_t BT = a.x.size(0) * a.x.size(1), H = a.x.size(2), D = a.x.size(3), half = a.cos.size(1);
   const bool interleaved = a.layout == RopeLayout::interleaved;
   // The H heads of one (b, t) row from xr to yr, elements of T or (widened) float.
   const auto rotate_heads = [&](const auto* xr, auto* yr, const Tab* c, const Tab* s) {
@@ -61,14 +65,14 @@ void rope_rows(const RopeArgs& a, Tensor& out) {
 #if DEW_HAS_FLOAT_VEC
       if constexpr (std::is_same_v<T, f16>) {
         if (rows_in_float) {
-          convert_row_vec(x + r * H * D, row.data(), H * D);
+          convert_row_vec(x + r * x_row, row.data(), H * D);
           rotate_heads(static_cast<const float*>(row.data()), row.data(), c, s);
           convert_row_vec(static_cast<const float*>(row.data()), y + r * H * D, H * D);
           continue;
         }
       }
 #endif
-      rotate_heads(x + r * H * D, y + r * H * D, c, s);
+      rotate_heads(x + r * x_row, y + r * H * D, c, s);
     }
   });
 }

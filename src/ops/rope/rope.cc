@@ -52,14 +52,17 @@ const select::Registry<RopeArgs>& Rope::registry() {
 }
 
 std::vector<Case<RopeArgs>> Rope::cases(std::string_view) {
-  auto make = [](Shape s, int64_t rotary, RopeLayout layout, bool packed) {
+  // in_product: x's heads a range of a wider row, as a packed model's q or k (NOTE [rows read in place]).
+  auto make = [](Shape s, int64_t rotary, RopeLayout layout, bool packed, bool in_product = false) {
     return [=](DType t, RandomKey k) {
       RopeTables tables = rope_tables(10000.0, rotary, 4096, table_dtype(t));
       Tensor pos = Tensor::empty({s[0], s[1]}, DType::i64);
       for (int64_t b = 0; b < s[0]; ++b)
         for (int64_t i = 0; i < s[1]; ++i)  // packed: documents of 13 tokens restart at 0
           pos.data<int64_t>()[b * s[1] + i] = packed ? i % 13 : 4096 - s[1] + i;
-      return RopeArgs{random_input(s, t, k), pos, tables.cos, tables.sin, layout};
+      const Tensor x = in_product ? random_input({s[0], s[1], s[2] + 3, s[3]}, t, k).slice(2, 1, 1 + s[2])
+                                  : random_input(s, t, k);
+      return RopeArgs{x, pos, tables.cos, tables.sin, layout};
     };
   };
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
@@ -67,6 +70,10 @@ std::vector<Case<RopeArgs>> Rope::cases(std::string_view) {
       {"rotate_half_full", {"ci"}, all, make({2, 9, 3, 16}, 16, RopeLayout::rotate_half, false)},
       {"interleaved_partial", {"ci", "edge"}, all, make({1, 7, 2, 20}, 8, RopeLayout::interleaved, false)},
       {"packed_positions", {"ci", "edge"}, all, make({2, 40, 2, 8}, 8, RopeLayout::rotate_half, true)},
+      {"heads_of_one_product",
+       {"ci", "edge"},
+       all,
+       make({2, 9, 3, 16}, 16, RopeLayout::rotate_half, false, true)},
       {"gpt2_layer",
        {"bench"},
        {DType::f32, DType::bf16, DType::f16},
