@@ -113,6 +113,15 @@ int run_serve_bench(const ServeBenchOptions& o) {
   int64_t weight_bytes = 0;
   for (const auto& [name, t] : model.parameters()) weight_bytes += t.numel() * int64_t(dtype_size(t.dtype()));
   const double triad = triad_gb_per_s(), fma_peak = fma_peak_gflop_per_s();
+  // NOTE [batching's ceiling]: c requests' step takes at least the weights' read at the triad and c tokens'
+  // FLOPs at the FMA peak, one request's at least the read, so batching gains at most min(c, weight bytes
+  // x peak / (triad x FLOPs a token)) here: a token's FLOPs are 2 a parameter and attention's 4 L H D a
+  // key, over the mean context (prompt + half the new tokens).
+  const ModelConfig& mc = model.config();
+  const double token_flops = 2.0 * double(model.parameter_count()) +
+                             4.0 * double(mc.num_hidden_layers * mc.num_attention_heads * mc.head_dim) *
+                                 (double(o.prompt) + double(o.new_tokens) / 2);
+  const double ceiling = double(weight_bytes) * fma_peak / (triad * token_flops);
   const int64_t most = *std::max_element(o.concurrency.begin(), o.concurrency.end());
   serve::EngineOptions eo;
   eo.kv_dtype = dtype;
@@ -142,6 +151,7 @@ int run_serve_bench(const ServeBenchOptions& o) {
     levels.push_back({{"concurrency", c},
                       {"output_tokens_per_s", rate},
                       {"gain_over_one", gain},
+                      {"gain_ceiling", std::min(double(c), ceiling)},
                       {"ttft_p50_s", percentile(l.first_token, 0.5)},
                       {"ttft_p99_s", percentile(l.first_token, 0.99)},
                       {"itl_p50_s", percentile(l.gaps, 0.5)},
@@ -151,6 +161,10 @@ int run_serve_bench(const ServeBenchOptions& o) {
   if (single_decode > 0)
     fmt::print("one request's decode: {:.1f} tokens/s, weights {:.2f} GB/s = {:.0f}% of triad\n",
                single_decode, weights_gb_s, 100 * weights_gb_s / triad);
+  fmt::print(
+      "batching's ceiling here: min(concurrency, {:.1f}), the weights at the triad against the tokens' "
+      "FLOPs at the FMA peak\n",
+      ceiling);
   nlohmann::json line = {{"batch_invariant", o.batch_invariant},
                          {"bench", "serve"},
                          {"model", o.model},

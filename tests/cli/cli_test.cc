@@ -248,6 +248,9 @@ TEST(Cli, BenchServeProfileTimesTheStepsByOp) {
   EXPECT_EQ(plain.out.find("ms a step"), std::string::npos) << plain.out;
   // the cores' FMA peak beside the triad: measured (every CPU these tests run on has AVX2 and FMA)
   EXPECT_NE(plain.out.find(R"("fma_peak_gflop_s":)"), std::string::npos) << plain.out;
+  // and what they allow batching to gain at most (NOTE [batching's ceiling])
+  EXPECT_NE(plain.out.find("batching's ceiling here: min(concurrency, "), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find(R"("gain_ceiling":2.0)"), std::string::npos) << plain.out;
   EXPECT_EQ(plain.out.find(R"("fma_peak_gflop_s":0)"), std::string::npos) << plain.out;
 }
 
