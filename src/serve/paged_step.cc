@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
 
 namespace dew::serve {
 namespace {
@@ -81,22 +83,35 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
     const Tensor o = paged_out(index_select(q.reshape({N, H, D}), 0, paged_row_index_));
     for (size_t i = 0; i < paged_rows_.size(); ++i) copy_rows(o, int64_t(i), out, paged_rows_[i], 1, out_row);
   }
-  for (const StepPiece& p : pieces_) {
-    if (paged(p)) continue;
-    const int64_t S = p.position + p.count, blocks = (S + bs - 1) / bs;
-    // The piece's keys and values, whole blocks at a time, then cut to S.
-    Tensor dense_k = Tensor::empty({1, blocks * bs, Hkv, D}, cache_dtype);
-    Tensor dense_v = Tensor::empty({1, blocks * bs, Hkv, D}, cache_dtype);
-    const size_t block_bytes = size_t(bs * Hkv * D) * dtype_size(cache_dtype);
-    for (int64_t b = 0; b < blocks; ++b) {
-      copy_rows(keys, (*p.blocks)[size_t(b)], dense_k, b, 1, block_bytes);
-      copy_rows(values, (*p.blocks)[size_t(b)], dense_v, b, 1, block_bytes);
+  // NOTE [pieces attended together]: the prompt pieces of one length at one position (prompts of one
+  // length arriving together) attend as one batch, a row each: one call whose (piece, head) pairs the
+  // threads share, where a call each cost more than a short piece's arithmetic.
+  std::map<std::pair<int64_t, int64_t>, std::vector<const StepPiece*>> groups;  // (count, position)
+  for (const StepPiece& p : pieces_)
+    if (!paged(p)) groups[{p.count, p.position}].push_back(&p);
+  const Tensor queries = q.contiguous();
+  const size_t block_bytes = size_t(bs * Hkv * D) * dtype_size(cache_dtype);
+  for (const auto& [shape, group] : groups) {
+    const auto [count, position] = shape;
+    const int64_t G = int64_t(group.size()), S = position + count, blocks = (S + bs - 1) / bs;
+    // Each piece's keys and values, whole blocks at a time, then cut to S; its queries.
+    Tensor dense_k = Tensor::empty({G, blocks * bs, Hkv, D}, cache_dtype);
+    Tensor dense_v = Tensor::empty({G, blocks * bs, Hkv, D}, cache_dtype);
+    Tensor group_q = Tensor::empty({G, count, H, D}, q.dtype());
+    for (int64_t g = 0; g < G; ++g) {
+      const StepPiece& p = *group[size_t(g)];
+      for (int64_t b = 0; b < blocks; ++b) {
+        copy_rows(keys, (*p.blocks)[size_t(b)], dense_k, g * blocks + b, 1, block_bytes);
+        copy_rows(values, (*p.blocks)[size_t(b)], dense_v, g * blocks + b, 1, block_bytes);
+      }
+      copy_rows(queries, p.start, group_q, g * count, count, out_row);
     }
-    const Tensor piece_q = as_dtype(q.slice(1, p.start, p.start + p.count), cache_dtype);
-    const Tensor o =
-        as_dtype(attention(piece_q, dense_k.slice(1, 0, S), dense_v.slice(1, 0, S), options).out, q.dtype())
-            .contiguous();
-    copy_rows(o, 0, out, p.start, p.count, out_row);
+    const Tensor o = as_dtype(attention(as_dtype(group_q, cache_dtype), dense_k.slice(1, 0, S),
+                                        dense_v.slice(1, 0, S), options)
+                                  .out,
+                              q.dtype())
+                         .contiguous();
+    for (int64_t g = 0; g < G; ++g) copy_rows(o, g * count, out, group[size_t(g)]->start, count, out_row);
   }
   return out;
 }

@@ -2,8 +2,9 @@
 // several sequences' pieces — a decode token, or a chunk of a prompt. Each layer writes the pieces'
 // keys and values into their blocks, then a one-token piece attends through paged_attention, read in
 // place, and a longer one through attention over its keys gathered from the blocks (the dense kernels'
-// speed for prefill). A recurrent layer (qwen3_next's Gated DeltaNet) continues each piece's sequence's
-// own state: the one-token pieces together as a batch of rows, a longer piece alone.
+// speed for prefill), the pieces of one length at one position together (NOTE [pieces attended together]). A
+// recurrent layer (qwen3_next's Gated DeltaNet) continues each piece's sequence's own state: the one-token
+// pieces together as a batch of rows, a longer piece alone.
 #pragma once
 
 #include <dew/models.h>

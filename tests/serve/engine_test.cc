@@ -2,6 +2,7 @@
 // cancellation, seeds, stops, log-probabilities, and the pool back to full afterwards.
 #include <dew/models.h>
 #include <dew/ops.h>
+#include <dew/runtime.h>
 #include <dew/serve.h>
 #include <gtest/gtest.h>
 
@@ -125,6 +126,35 @@ TEST_P(Families, ServedGreedyTokensAreGeneratesTokens) {
     EXPECT_EQ(outcomes[i].finish[0], FinishReason::length);
   }
   EXPECT_EQ(engine.stats().kv_blocks_in_use, 0);
+}
+
+// NOTE [pieces attended together]: prompts of one length arriving together attend as one batch (a call
+// per layer for each length: the op profile counts them), and each still gets generate()'s tokens alone.
+TEST_P(Families, PromptsOfOneLengthAttendTogether) {
+  const ModelConfig c = tiny(GetParam());
+  const CausalLM model = CausalLM::init(c, DType::f32, 7);
+  EngineOptions eo;
+  eo.kv_blocks = 64;
+  eo.block_size = 4;
+  Engine engine(model, eo);
+  const std::vector<int64_t> lengths = {6, 9, 6, 6, 9};
+  std::vector<Outcome> outcomes(lengths.size());
+  for (size_t i = 0; i < lengths.size(); ++i)
+    submit(engine, prompt_of(lengths[i], int64_t(i)), greedy(3), outcomes[i]);
+  reset_op_profile();
+  set_op_profiling(true);
+  engine.step();  // every prompt whole, in one step
+  set_op_profiling(false);
+  int64_t dense_calls = 0;
+  for (const OpTime& r : op_profile())
+    if (r.op == "attention") dense_calls += r.calls;
+  const int64_t attention_layers = GetParam() == "mamba2"       ? 0
+                                   : GetParam() == "qwen3_next" ? 1
+                                                                : c.num_hidden_layers;
+  EXPECT_EQ(dense_calls, 2 * attention_layers);  // lengths 6 and 9
+  run_until_idle(engine);
+  for (size_t i = 0; i < lengths.size(); ++i)
+    EXPECT_EQ(outcomes[i].tokens[0], generate_alone(model, prompt_of(lengths[i], int64_t(i)), 3)) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(Engine, Families,
