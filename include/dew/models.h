@@ -292,9 +292,10 @@ class CausalLM {
   void set_layer_boundaries(LayerBoundaries* boundaries) { boundaries_ = boundaries; }
   // For inference: each attention layer's q, k and v weights (and biases), and each dense MLP's gate and
   // up, moved one after another into one tensor, the parameters becoming views of it (names, shapes and
-  // values unchanged), so that a forward computes them by one wider product each (docs/serving.md). A
-  // model whose parameters require gradients is refused; gpt2 (its qkv one tensor already) and mamba2
-  // are left as they are.
+  // values unchanged), so that a forward computes them by one wider product each (docs/serving.md);
+  // gpt2's Conv1D weights (in, out) laid out as their (out, in) rows, the parameters their transposed
+  // views, as the decode kernels read weights. A model whose parameters require gradients is refused;
+  // mamba2 is left as it is.
   void pack_projections();
   // This rank's part of the model under tensor parallelism over `group` (not owned): every split
   // parameter's slice (tensor_parallel_dim) as a new tensor, the others shared; its forwards compute

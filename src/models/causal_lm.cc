@@ -414,7 +414,10 @@ void CausalLM::pack_projections() {
                 "[model] pack_projections: {} {}; expected a model for inference (no parameter requiring a "
                 "gradient, every one held)",
                 name, t.requires_grad() ? "requires a gradient" : "is not held here");
-  if (!is_gpt2(config_) && !is_mamba2(config_)) models::pack_llama_projections(config_, parameters_);
+  if (is_gpt2(config_))
+    models::pack_gpt2_projections(config_, parameters_);
+  else if (!is_mamba2(config_))
+    models::pack_llama_projections(config_, parameters_);
 }
 
 Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,

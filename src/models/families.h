@@ -72,6 +72,9 @@ Tensor stack_experts(const Parameters& p, int64_t E, const std::function<std::st
 
 // gpt2: learned positions, LayerNorm, fused qkv (Conv1D weights stored (in, out)), tanh-GELU MLP.
 ParameterShapes gpt2_parameter_shapes(const ModelConfig& c);
+// Each Conv1D weight (in, out) laid out as its (out, in) rows, the parameter becoming their transposed
+// view (CausalLM::pack_projections): nn.Linear's layout, which the decode kernels read.
+void pack_gpt2_projections(const ModelConfig& c, Parameters& p);
 Tensor gpt2_forward(const ModelConfig& c, const Parameters& p, const Tensor& ids, const Tensor& positions,
                     LayerAttention& attend, const AttentionOptions& mask, const Tensor& logit_rows,
                     LayerBoundaries* boundaries = nullptr);

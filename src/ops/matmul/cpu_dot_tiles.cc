@@ -82,7 +82,11 @@ void add_matmul_dot_tiles_cpu(select::Registry<MatmulArgs>& r, bool only_few_row
       return fmt::format("a is {} and b is {}", a.a.describe(), a.b.describe());
     }));
   add_cpu_f32_bf16<MatmulArgs>(
-      r, [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) { dot_tiles<decltype(t)>(a, outs[0]); },
+      r,
+      [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) {
+        with_activation_after(a, outs[0],
+                              [](const MatmulArgs& b, Tensor& y) { dot_tiles<decltype(t)>(b, y); });
+      },
       more, only_few_rows ? "dot_tiles_few_rows" : "dot_tiles");
 #else
   (void)r, (void)only_few_rows;

@@ -134,7 +134,11 @@ void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r) {
        [](const MatmulArgs& a, std::vector<Tensor>& outs) { gemv_rows_dpbf16(a, outs[0]); }});
 #endif
   add_cpu_f32_bf16<MatmulArgs>(
-      r, [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) { gemv_rows<decltype(t)>(a, outs[0]); },
+      r,
+      [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) {
+        with_activation_after(a, outs[0],
+                              [](const MatmulArgs& b, Tensor& y) { gemv_rows<decltype(t)>(b, y); });
+      },
       {one_row_against_weight_rows()}, "gemv");
 }
 

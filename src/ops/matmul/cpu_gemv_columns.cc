@@ -73,7 +73,10 @@ void add_matmul_gemv_columns_cpu(select::Registry<MatmulArgs>& r) {
 #if DEW_HAS_FLOAT_VEC
   add_cpu_f32_bf16<MatmulArgs>(
       r,
-      [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) { gemv_columns<decltype(t)>(a, outs[0]); },
+      [](auto t, const MatmulArgs& a, std::vector<Tensor>& outs) {
+        with_activation_after(a, outs[0],
+                              [](const MatmulArgs& b, Tensor& y) { gemv_columns<decltype(t)>(b, y); });
+      },
       {select::requires_that<MatmulArgs>(
           "one row of a against the contiguous (K,N) rows of b, not transposed",
           [](const MatmulArgs& a) {

@@ -164,7 +164,9 @@ void add_matmul_rows_in_lanes_cpu(select::Registry<MatmulArgs>& r) {
               return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
                                  a.options.transpose_b ? "" : " (not transposed)");
             })},
-       [](const MatmulArgs& a, std::vector<Tensor>& outs) { run_rows_in_lanes(a, outs[0]); }});
+       [](const MatmulArgs& a, std::vector<Tensor>& outs) {
+         with_activation_after(a, outs[0], run_rows_in_lanes);
+       }});
 #else
   (void)r;
 #endif

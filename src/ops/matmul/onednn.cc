@@ -33,20 +33,6 @@ std::optional<BlasOperand> blas_operand(int64_t rows, int64_t cols, int64_t srow
   return std::nullopt;
 }
 
-// An activation applied in place to f32 products c by the unary op's kernels (vectorized per CPU tier;
-// a scalar pass of std::tanh here took 105 of 113 ms at 19600 x 512 x GELU), then the residual added.
-void activation_in_place(Activation activation, Tensor& c, const float* residual) {
-  UnaryArgs u;
-  u.x = c, u.fn = unary_of(activation);
-  std::vector<Tensor> outs{c};
-  run_op_into<Unary>(u, outs);
-  if (!residual) return;
-  float* C = c.data<float>();
-  parallel_for(c.numel(), 16384, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) C[i] += residual[i];
-  });
-}
-
 void matmul_sgemm(const MatmulArgs& args32, Tensor& c, const float* bias, const float* residual) {
   float* C = c.data<float>();
   const MatmulOptions& o = args32.options;
