@@ -1,6 +1,7 @@
 // nn.Linear as the models write it: x @ W^T + b, then an activation, then + residual, in one GEMM with
-// its epilogue. (matmul's f32 and bf16 epilogues apply an activation in a scalar pass: a wide GELU goes
-// faster as its own vectorized op after a plain linear.)
+// its epilogue. (f32 products apply an activation with the unary op's vector kernels after the product;
+// bf16 epilogues apply it a value at a time: a wide GELU in bf16 goes faster as its own op after a plain
+// linear.)
 #pragma once
 
 #include <dew/ops.h>

@@ -145,7 +145,7 @@ Tensor ImageClassifier::features(const Tensor& images) const {
   const Tensor x =
       cast(images, DType::f32).contiguous().reshape({images.size(0), channels_ * height_ * width_});
   const auto& p = parameters_;
-  // GELU as its own (vectorized) op: matmul's fused activation is a scalar pass.
+  // GELU as its own (vectorized) op: in bf16, matmul's fused activation is a scalar pass.
   const Tensor h = gelu(linear(x, p.at("fc1.weight"), p.at("fc1.bias")), true);
   return gelu(linear(h, p.at("fc2.weight"), p.at("fc2.bias")), true);
 }

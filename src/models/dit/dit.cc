@@ -168,7 +168,7 @@ Tensor Dit::forward(const Tensor& x, const Tensor& t, const Tensor& labels, cons
     tokens = gated_add(
         tokens, linear(attended.reshape({B, T, h}), bw("attn.proj.weight"), bw("attn.proj.bias")), m[2]);
     const Tensor b = modulate(layer_norm(tokens, {}, {}, kNormEps).y, m[3], m[4]);
-    // GELU as its own (vectorized) op: matmul's fused activation is a scalar pass (docs/perf.md).
+    // GELU as its own (vectorized) op: in bf16, matmul's fused activation is a scalar pass (docs/perf.md).
     const Tensor hidden = gelu(linear(b, bw("mlp.fc1.weight"), bw("mlp.fc1.bias")), true);
     tokens = gated_add(tokens, linear(hidden, bw("mlp.fc2.weight"), bw("mlp.fc2.bias")), m[5]);
   }
