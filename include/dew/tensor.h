@@ -3,6 +3,7 @@
 // Contract: strides are in elements; storage is 64-byte aligned and counted by its allocator.
 #pragma once
 
+#include <dew/dims.h>
 #include <dew/dtype.h>
 #include <dew/error.h>
 
@@ -18,8 +19,8 @@ struct AutogradMeta;
 struct TensorAutograd;
 }  // namespace detail
 
-using Shape = std::vector<int64_t>;
-using Strides = std::vector<int64_t>;
+using Shape = Dims;
+using Strides = Dims;
 
 int64_t numel_of(const Shape& shape);
 Strides contiguous_strides(const Shape& shape);

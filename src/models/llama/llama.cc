@@ -16,13 +16,8 @@
 namespace dew::models {
 namespace {
 
-std::string layer(int64_t i, const std::string& rest) {
+std::string layer(int64_t i, std::string_view rest) {
   return fmt::format("model.layers.{}.{}", i, rest);
-}
-
-const Tensor& optional(const Parameters& p, const std::string& name, bool present) {
-  static const Tensor none;
-  return present ? parameter(p, name) : none;
 }
 
 // The Hugging Face names of a sparse layer's experts: mixtral's block_sparse_moe with w1 (gate),
@@ -237,9 +232,10 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
   if (d.scale_embeddings) x = mul(x, Tensor::full({}, std::sqrt(double(C)), x.dtype(), x.device()));
   for (int64_t i = 0; i < L; ++i) {
     x = enter_layer(boundaries, i, x);
-    auto w = [&](const std::string& rest) -> const Tensor& { return parameter(p, layer(i, rest)); };
-    auto b = [&](const std::string& rest, bool present) -> const Tensor& {
-      return optional(p, layer(i, rest), present);
+    auto w = [&](std::string_view rest) -> const Tensor& { return parameter(p, layer(i, rest)); };
+    auto b = [&](std::string_view rest, bool present) -> const Tensor& {  // an absent one's name unmade
+      static const Tensor none = Tensor();
+      return present ? w(rest) : none;
     };
     // A sub-block's output joins the residual stream: inside the product's epilogue, or after the
     // post-norm where there is one.
