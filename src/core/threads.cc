@@ -1,5 +1,6 @@
 // The thread pool behind parallel_for: one set of workers, static contiguous chunking (so a chunk's
-// range depends only on n, grain and the thread count), and inline execution for nested calls.
+// range depends only on n, grain and the thread count), and inline execution for nested calls; and
+// parallel_for_paced, whose caller's range is sized by timing (core/pacing.h).
 #include <dew/runtime.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/pacing.h"
 
 namespace dew {
 namespace {
@@ -164,6 +166,70 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
     body(begin, end);
   });
+}
+
+namespace {
+
+size_t slot_of(int64_t n) {
+  return size_t((uint64_t(n) * 0x9E3779B97F4A7C15ull) >> 61) % Pacing::kSlots;
+}
+
+}  // namespace
+
+double Pacing::caller_share(int64_t n, int threads) const {
+  const Slot& s = slots_[slot_of(n)];
+  const float share = s.share.load(std::memory_order_relaxed);
+  return s.n.load(std::memory_order_relaxed) == n && share > 0 ? share : 1.0 / threads;
+}
+
+void Pacing::record(int64_t n, int threads, int64_t caller_items, double caller_seconds, int64_t worker_items,
+                    double worker_seconds) {
+  if (caller_items <= 0 || worker_items <= 0 || caller_seconds <= 0 || worker_seconds <= 0) return;
+  // The share at which the caller and threads - 1 workers at the paces just seen finish together, half
+  // taken at each call (a call's timing is noisy), never below half nor above twice an equal share.
+  const double caller_pace = double(caller_items) / caller_seconds,
+               worker_pace = double(worker_items) / worker_seconds;
+  const double even = 1.0 / threads,
+               target = std::clamp(caller_pace / (caller_pace + (threads - 1) * worker_pace), 0.5 * even,
+                                   std::min(0.9, 2 * even));
+  Slot& s = slots_[slot_of(n)];
+  const double previous = caller_share(n, threads);
+  s.n.store(n, std::memory_order_relaxed);
+  s.share.store(float(0.5 * (previous + target)), std::memory_order_relaxed);
+}
+
+void parallel_for_paced(Pacing& pacing, int64_t n, int64_t grain,
+                        const std::function<void(int, int64_t, int64_t)>& body) {
+  using Clock = std::chrono::steady_clock;
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int chunks = int(std::min<int64_t>(pool().size(), (n + grain - 1) / grain));
+  if (chunks <= 1 || inside_pool_body) return body(0, 0, n);
+  const int64_t first =
+      std::clamp<int64_t>(std::llround(pacing.caller_share(n, chunks) * double(n)), 1, n - (chunks - 1));
+  const auto range = [&](int c) {  // chunk c's [begin, end)
+    return c == 0 ? std::pair<int64_t, int64_t>{0, first}
+                  : std::pair<int64_t, int64_t>{first + (n - first) * (c - 1) / (chunks - 1),
+                                                first + (n - first) * c / (chunks - 1)};
+  };
+  struct alignas(64) End {  // a line each: the workers write them at once
+    Clock::time_point at;
+  };
+  End few[8];
+  std::vector<End> many(chunks > 8 ? size_t(chunks) : 0);
+  End* ends = chunks > 8 ? many.data() : few;
+  const Clock::time_point start = Clock::now();
+  pool().run(chunks, [&](int c) {
+    const auto [begin, end] = range(c);
+    body(c, begin, end);
+    ends[c].at = Clock::now();
+  });
+  int slowest = 1;
+  for (int c = 2; c < chunks; ++c)
+    if (ends[c].at > ends[slowest].at) slowest = c;
+  const auto seconds = [&](int c) { return std::chrono::duration<double>(ends[c].at - start).count(); };
+  const auto [b, e] = range(slowest);
+  pacing.record(n, chunks, first, seconds(0), e - b, seconds(slowest));
 }
 
 }  // namespace dew

@@ -3,6 +3,8 @@
 #include <dew/runtime.h>
 #include <gtest/gtest.h>
 
+#include "core/pacing.h"
+
 #include <chrono>
 #include <thread>
 
@@ -155,6 +157,36 @@ TEST(Threads, ParallelForCoversEveryIndexOnceAndPropagatesErrors) {
                               if (b > 0) fail("boom");
                             }),
                Error);
+}
+
+// NOTE [paced ranges]: the ranges cover [0, n) once, in order, and a caller that finishes its range
+// sooner than the worker takes a larger share at the next calls (the worker's items cost ten times more).
+TEST(Threads, PacedRangesCoverEveryIndexOnceAndShiftTowardTheFasterThread) {
+  const int threads = num_threads();
+  set_num_threads(2);
+  Pacing pacing;
+  const auto busy = [](std::chrono::microseconds d) {
+    const auto until = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  int64_t caller_items = 0;
+  for (int call = 0; call < 12; ++call) {
+    std::vector<std::atomic<int>> hits(100);
+    std::atomic<int64_t> first_end = -1;
+    parallel_for_paced(pacing, 100, 1, [&](int chunk, int64_t b, int64_t e) {
+      if (chunk == 0) {
+        EXPECT_EQ(b, 0);
+        first_end = e;
+      }
+      for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+      busy(std::chrono::microseconds((chunk == 0 ? 5 : 50) * (e - b)));
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    caller_items = first_end.load();
+  }
+  EXPECT_GT(caller_items, 70) << "the caller's share after the worker was ten times slower";
+  set_num_threads(threads);
 }
 
 TEST(Threads, APoolResizedAfterJobsRanWaitsForTheNextJob) {

@@ -6,6 +6,7 @@
 
 #include <dew/runtime.h>
 
+#include "core/pacing.h"
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
 #include "ops/map_elements.h"
@@ -18,14 +19,16 @@ DEW_ISA_BEGIN
 namespace dew::ops::DEW_KERNEL_NS {
 namespace {
 
-// y[n] = epilogue(dot(n)) for every row n of W, split across threads by rows.
+// y[n] = epilogue(dot(n)) for every row n of W, split across threads by rows (NOTE [paced ranges]:
+// a row's dot is the same whichever thread computes it).
 template <class T, class Dot>
 void for_each_output(const MatmulArgs& args, Tensor& out, Dot dot) {
   const int64_t K = args.a.size(-1), N = args.b.size(-2);
   const CpuEpilogue<T> epilogue(args, out, N);
   // Rows in blocks of 16 KiB of weights or more per task: enough to hide the dispatch.
   const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, K * int64_t(sizeof(T))));
-  parallel_for(N, grain, [&](int64_t n0, int64_t n1) {
+  static Pacing pacing;
+  parallel_for_paced(pacing, N, grain, [&](int, int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) epilogue.store(0, n, dot(n));
   });
 }

@@ -6,6 +6,7 @@
 // not the dot tiles' order, so batch-invariant serving keeps to the tiles.
 #include <dew/runtime.h>
 
+#include "core/pacing.h"
 #include "ops/cpu_tier.h"
 #include "ops/kernel_types.h"
 #include "ops/matmul/cpu_epilogue.h"
@@ -96,27 +97,27 @@ void rows_in_lanes(const MatmulArgs& args, Tensor& out) {
   const int64_t blocks = (N + NW - 1) / NW;
   // NOTE [a transposition per thread]: each chunk of blocks (one per thread) transposes x into its own
   // part of one buffer, which the same thread writes and reads at every call: one transposition read by
-  // the other thread cost the transfer of every line of it between the cores.
+  // the other thread cost the transfer of every line of it between the cores. The chunks are paced
+  // (NOTE [paced ranges]): a block's outputs are the same whichever thread computes them.
   const int64_t chunks = std::min<int64_t>(num_threads(), (blocks + 1) / 2);
   Scratch<float> xts(chunks * K * Mp);  // rows past M are zeros: their lanes are computed and dropped
-  parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+  static Pacing pacing;
+  parallel_for_paced(pacing, blocks, 2, [&](int c, int64_t b0, int64_t b1) {
     alignas(64) float buf[NW * Mp];
     // Block b's weight rows; a tail repeats its last row.
     const auto block_rows = [&](int64_t b, const float*(&rows)[NW]) {
       const int64_t n0 = std::min(b, blocks - 1) * NW, cols = std::min<int64_t>(NW, N - n0);
       for (int j = 0; j < NW; ++j) rows[j] = w + (n0 + std::min<int64_t>(j, cols - 1)) * K;
     };
-    for (int64_t c = c0; c < c1; ++c) {
-      float* xt = xts.data() + c * K * Mp;
-      transpose_rows(x, M, K, xt, Mp);
-      for (int64_t b = blocks * c / chunks; b < blocks * (c + 1) / chunks; ++b) {
-        const int64_t n0 = b * NW, cols = std::min<int64_t>(NW, N - n0);
-        const float *rows[NW], *next[NW];
-        block_rows(b, rows);
-        block_rows(b + 1, next);
-        broadcast_block<MV, NW>(xt, rows, next, K, buf);
-        for (int64_t m = 0; m < M; ++m) epilogue.store_row(m, n0, buf + m, Mp, cols);
-      }
+    float* xt = xts.data() + c * K * Mp;
+    transpose_rows(x, M, K, xt, Mp);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t n0 = b * NW, cols = std::min<int64_t>(NW, N - n0);
+      const float *rows[NW], *next[NW];
+      block_rows(b, rows);
+      block_rows(b + 1, next);
+      broadcast_block<MV, NW>(xt, rows, next, K, buf);
+      for (int64_t m = 0; m < M; ++m) epilogue.store_row(m, n0, buf + m, Mp, cols);
     }
   });
 }
