@@ -3,6 +3,7 @@
 #include <dew/ops.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -31,6 +32,8 @@ struct Overrides {
   std::mutex mutex;
   std::map<std::string, std::string, std::less<>> pins;
   std::vector<std::pair<std::string, std::string>> exclusions;
+  // Whether there are any: every op call asks twice, and without overrides (the rule) it need not lock.
+  std::atomic<bool> any = false;
 };
 
 Overrides& parse_into(Overrides& o, std::string_view spec) {
@@ -61,6 +64,7 @@ Overrides& overrides() {
   static Overrides* o = [] {
     auto* fresh = new Overrides;
     if (const char* env = std::getenv("DEW_IMPL")) parse_into(*fresh, env);
+    fresh->any = !fresh->pins.empty() || !fresh->exclusions.empty();
     return fresh;
   }();
   return *o;
@@ -71,9 +75,15 @@ Overrides& overrides() {
 void record_route(std::string_view op, std::string_view implementation, std::string_view case_label) {
   RouteLog& log = route_log();
   std::lock_guard lock(log.mutex);
-  auto key = std::make_tuple(std::string(op), std::string(implementation), std::string(case_label));
-  int64_t& n = log.counts[key];
-  if (n++ == 0 && log.print) fmt::print(stderr, "route {} -> {} [{}]\n", op, implementation, case_label);
+  // Found by views of the names: a route already taken (nearly every call) makes no strings.
+  auto it = log.counts.find(std::make_tuple(op, implementation, case_label));
+  if (it == log.counts.end())
+    it = log.counts
+             .emplace(std::make_tuple(std::string(op), std::string(implementation), std::string(case_label)),
+                      0)
+             .first;
+  if (it->second++ == 0 && log.print)
+    fmt::print(stderr, "route {} -> {} [{}]\n", op, implementation, case_label);
 }
 
 std::vector<Route> routes() {
@@ -98,10 +108,12 @@ void set_impl_overrides(std::string_view spec) {
   parse_into(parsed, spec);  // parse first: a malformed spec leaves the old overrides in place
   o.pins = std::move(parsed.pins);
   o.exclusions = std::move(parsed.exclusions);
+  o.any = !o.pins.empty() || !o.exclusions.empty();
 }
 
 std::optional<std::string> pinned_implementation(std::string_view op) {
   Overrides& o = overrides();
+  if (!o.any) return std::nullopt;
   std::lock_guard lock(o.mutex);
   auto it = o.pins.find(op);
   if (it == o.pins.end()) return std::nullopt;
@@ -110,6 +122,7 @@ std::optional<std::string> pinned_implementation(std::string_view op) {
 
 bool excluded(std::string_view op, std::string_view impl) {
   Overrides& o = overrides();
+  if (!o.any) return false;
   std::lock_guard lock(o.mutex);
   return std::any_of(o.exclusions.begin(), o.exclusions.end(),
                      [&](const auto& e) { return e.first == op && e.second == impl; });
