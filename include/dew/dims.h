@@ -58,7 +58,6 @@ class Dims {
 
   // Where an interface takes a std::vector<int64_t> (a permutation, a JSON array).
   operator std::vector<int64_t>() const { return {begin(), end()}; }  // NOLINT: implicit
-  std::vector<int64_t> vec() const { return {begin(), end()}; }
 
   template <class It>
   void assign(It first, It last) {
