@@ -114,7 +114,8 @@ toml::table load_toml(const std::string& path, const std::vector<std::string>& o
   return parse_toml(read_text_file(path), path, overrides);
 }
 
-toml::table parse_toml(std::string_view text, const std::string& source, const std::vector<std::string>& overrides) {
+toml::table parse_toml(std::string_view text, const std::string& source,
+                       const std::vector<std::string>& overrides) {
   toml::table root;
   try {
     root = toml::parse(text, source);  // each node records `source` (origin() reads it)
@@ -169,7 +170,10 @@ double TomlFields::number_or(const char* key, double fallback) const {
   if (!node) return fallback;
   DEW_REQUIRE(node->is_number(), "{}: {} is {}{}; expected a number", where_, key, kind_of(*node),
               origin(*node));
-  return node->value<double>().value();
+  // An integer where a number is expected reads as the nearest double (as Python's float(int) does);
+  // toml++'s value<double>() gives none for one a double cannot hold exactly.
+  if (const toml::value<int64_t>* integer = node->as_integer()) return double(integer->get());
+  return node->as_floating_point()->get();
 }
 
 bool TomlFields::flag_or(const char* key, bool fallback) const {
