@@ -29,7 +29,7 @@ class Dims {
   using reverse_iterator = std::reverse_iterator<iterator>;
   using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
-  Dims() = default;
+  Dims() noexcept {}  // user-provided: a const Dims (and a const Tensor) may be default-made
   Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
   explicit Dims(size_t n, int64_t value = 0) { resize(n, value); }
   template <std::input_iterator It>

@@ -32,8 +32,11 @@ class Pacing {
   Slot slots_[kSlots];
 };
 
-// Runs body(chunk, begin, end) over min(threads, ceil(n / grain)) contiguous ranges of [0, n), in
-// order, chunk 0 (the caller's) sized by `pacing`, the rest equal. Nested calls run inline as chunk 0.
+// The ranges parallel_for_paced makes of n items: min(threads, ceil(n / grain)), at least 1; a body
+// that keeps something per chunk sizes it by this.
+int64_t paced_chunks(int64_t n, int64_t grain);
+// Runs body(chunk, begin, end) over paced_chunks(n, grain) contiguous ranges of [0, n), in order,
+// chunk 0 (the caller's) sized by `pacing`, the rest equal. Nested calls run inline as chunk 0.
 void parallel_for_paced(Pacing& pacing, int64_t n, int64_t grain,
                         const std::function<void(int chunk, int64_t begin, int64_t end)>& body);
 

@@ -198,12 +198,16 @@ void Pacing::record(int64_t n, int threads, int64_t caller_items, double caller_
   s.share.store(float(0.5 * (previous + target)), std::memory_order_relaxed);
 }
 
+int64_t paced_chunks(int64_t n, int64_t grain) {
+  grain = std::max<int64_t>(grain, 1);
+  return std::clamp<int64_t>((n + grain - 1) / grain, 1, pool().size());
+}
+
 void parallel_for_paced(Pacing& pacing, int64_t n, int64_t grain,
                         const std::function<void(int, int64_t, int64_t)>& body) {
   using Clock = std::chrono::steady_clock;
   if (n <= 0) return;
-  grain = std::max<int64_t>(grain, 1);
-  const int chunks = int(std::min<int64_t>(pool().size(), (n + grain - 1) / grain));
+  const int chunks = int(paced_chunks(n, grain));
   if (chunks <= 1 || inside_pool_body) return body(0, 0, n);
   const int64_t first =
       std::clamp<int64_t>(std::llround(pacing.caller_share(n, chunks) * double(n)), 1, n - (chunks - 1));

@@ -185,6 +185,9 @@ TEST(Threads, PacedRangesCoverEveryIndexOnceAndShiftTowardTheFasterThread) {
     for (auto& h : hits) ASSERT_EQ(h.load(), 1);
     caller_items = first_end.load();
   }
+  EXPECT_EQ(paced_chunks(100, 1), 2);  // what a body keeping something per chunk sizes it by
+  EXPECT_EQ(paced_chunks(3, 2), 2);
+  EXPECT_EQ(paced_chunks(1, 4), 1);
   EXPECT_GT(caller_items, 70) << "the caller's share after the worker was ten times slower";
   set_num_threads(threads);
 }

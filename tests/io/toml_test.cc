@@ -4,6 +4,7 @@
 #include <dew/error.h>
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "io/toml.h"
 
 namespace dew {
@@ -22,13 +23,9 @@ TEST(TomlFields, ANumberFieldTakesAnyIntegerAsTheNearestDouble) {
 TEST(TomlFields, ANumberFieldOfAnotherTypeIsRefusedByName) {
   const toml::table root = parse_toml("[train]\npeak_lr = \"fast\"\n", "test.toml", {});
   const TomlFields train(*root["train"].as_table(), "test.toml: train");
-  try {
-    (void)train.number_or("peak_lr", 1.0);
-    FAIL() << "a string was read as a number";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("peak_lr"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("expected a number"), std::string::npos) << e.what();
-  }
+  const std::string error = testing::error_of([&] { (void)train.number_or("peak_lr", 1.0); });
+  EXPECT_NE(error.find("peak_lr"), std::string::npos) << error;
+  EXPECT_NE(error.find("expected a number"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
     x = enter_layer(boundaries, i, x);
     auto w = [&](std::string_view rest) -> const Tensor& { return parameter(p, layer(i, rest)); };
     auto b = [&](std::string_view rest, bool present) -> const Tensor& {  // an absent one's name unmade
-      static const Tensor none = Tensor();
+      static const Tensor none;
       return present ? w(rest) : none;
     };
     // A sub-block's output joins the residual stream: inside the product's epilogue, or after the

@@ -99,10 +99,10 @@ void rows_in_lanes(const MatmulArgs& args, Tensor& out) {
   // part of one buffer, which the same thread writes and reads at every call: one transposition read by
   // the other thread cost the transfer of every line of it between the cores. The chunks are paced
   // (NOTE [paced ranges]): a block's outputs are the same whichever thread computes them.
-  const int64_t chunks = std::min<int64_t>(num_threads(), (blocks + 1) / 2);
-  Scratch<float> xts(chunks * K * Mp);  // rows past M are zeros: their lanes are computed and dropped
+  constexpr int64_t kGrain = 2;  // blocks a thread takes at least: a transposition pays for them
+  Scratch<float> xts(paced_chunks(blocks, kGrain) * K * Mp);  // lanes past M: zeros, computed and dropped
   static Pacing pacing;
-  parallel_for_paced(pacing, blocks, 2, [&](int c, int64_t b0, int64_t b1) {
+  parallel_for_paced(pacing, blocks, kGrain, [&](int c, int64_t b0, int64_t b1) {
     alignas(64) float buf[NW * Mp];
     // Block b's weight rows; a tail repeats its last row.
     const auto block_rows = [&](int64_t b, const float*(&rows)[NW]) {
