@@ -103,6 +103,15 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
   const bool rows_strided = a.strides()[br] == 1 && a.strides()[br + 1] != 1;
   const int64_t piece_rows = rows_strided && g.M > kRowsPerPiece ? kRowsPerPiece : g.M;
   const memory::desc bias_md({1, g.N}, type, {g.N, 1});
+  // NOTE [f32 weights (K,N) reordered]: an f32 b stored row-major (N its contiguous dimension: GPT-2's
+  // Conv1D weights, and the activations a weight gradient reads) goes in oneDNN's own layout, reordered
+  // at each call into Dew's memory, when a's rows are enough to pay for that pass over b: read in place,
+  // widths such as 3072 ran at half the rate, the reorder included (docs/perf.md, "matmul: which
+  // library"). One piece only: pieces could want two layouts.
+  constexpr int64_t kRowsToReorder = 256;
+  const bool reorder_b = type == memory::data_type::f32 && b.strides()[br + 1] == 1 && g.N > 1 &&
+                         g.M >= kRowsToReorder && !(rows_strided && g.M > kRowsPerPiece);
+  const memory::desc b_plain({g.K, g.N}, type, {b.strides()[br], b.strides()[br + 1]});
   struct Piece {
     memory::desc a_md, b_md, c_md, residual_md, scratch_md;
     dnnl::matmul prim;
@@ -111,7 +120,7 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
   auto piece_of = [&](int64_t rows) -> std::optional<Piece> {
     Piece p;
     p.a_md = memory::desc({rows, g.K}, type, {a.strides()[br], a.strides()[br + 1]});
-    p.b_md = memory::desc({g.K, g.N}, type, {b.strides()[br], b.strides()[br + 1]});
+    p.b_md = reorder_b ? memory::desc({g.K, g.N}, type, memory::format_tag::any) : b_plain;
     p.c_md = memory::desc({rows, g.N}, direct ? type : memory::data_type::f32, {g.N, 1});
     p.residual_md = memory::desc({rows, g.N}, type, {g.N, 1});
     dnnl::primitive_attr piece_attr;
@@ -131,6 +140,7 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
     }
     if (std::string(pd.impl_info_str()).find("ref") != std::string::npos) return std::nullopt;
     p.prim = dnnl::matmul(pd);
+    p.b_md = pd.weights_desc();
     p.scratch_md = pd.scratchpad_desc();
     return p;
   };
@@ -142,6 +152,7 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
   const Tensor scratch = Tensor::empty(
       {int64_t(std::max(full->scratch_md.get_size(), tail ? tail->scratch_md.get_size() : 0))}, DType::u8);
   Tensor c = direct ? out : Tensor::empty(out.shape(), DType::f32);
+  const Tensor b_blocked = reorder_b ? Tensor::empty({int64_t(full->b_md.get_size())}, DType::u8) : Tensor();
   auto a_off = batch_offsets(a, br), b_off = batch_offsets(b, br);
   const size_t element = dtype_size(args.dtype());
   char* A = static_cast<char*>(a.raw_data());
@@ -151,9 +162,14 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
     for (int64_t m0 = 0; m0 < g.M; m0 += piece_rows) {
       const Piece& p = g.M - m0 < piece_rows ? *tail : *full;
       const int64_t c_at = int64_t(bi) * mn + m0 * g.N;  // elements into C (and the residual)
+      memory weights(p.b_md, engine, reorder_b ? b_blocked.raw_data() : B + b_off[bi] * int64_t(element));
+      if (reorder_b) {
+        memory plain(b_plain, engine, B + b_off[bi] * int64_t(element));
+        dnnl::reorder(plain, weights).execute(stream, plain, weights);
+      }
       std::unordered_map<int, memory> io{
           {DNNL_ARG_SRC, memory(p.a_md, engine, A + (a_off[bi] + m0 * a.strides()[br]) * int64_t(element))},
-          {DNNL_ARG_WEIGHTS, memory(p.b_md, engine, B + b_off[bi] * int64_t(element))},
+          {DNNL_ARG_WEIGHTS, weights},
           {DNNL_ARG_DST,
            memory(p.c_md, engine, static_cast<char*>(c.raw_data()) + c_at * dtype_size(c.dtype()))},
           {DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, engine, scratch.raw_data())}};
