@@ -30,6 +30,8 @@ def main():
     B, steps, threads, precision = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     channels_last = len(sys.argv) > 6 and sys.argv[6] == "channels_last"
     torch.set_num_threads(threads)
+    # Subnormals flushed, as train_pytorch.py does: PyTorch at its best on Intel CPUs.
+    torch.set_flush_denormal(True)
     torch.manual_seed(0)
     model = DiT(config) if config["model_type"] == "dit" else UNet(config)
     if channels_last:

@@ -592,6 +592,9 @@ def main():
     config_path, B, T, steps, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     bf16 = len(sys.argv) > 6 and sys.argv[6] == "bf16"
     torch.set_num_threads(threads)
+    # Arithmetic on subnormal floats runs through microcode on Intel CPUs, which slowed PyTorch's steps many
+    # times over on the Xeon (docs/perf.md, "Training against PyTorch"): at its best, PyTorch flushes them.
+    torch.set_flush_denormal(True)
     torch.manual_seed(0)
     c = read_config(config_path)
     model = {"mamba2": Mamba2, "qwen3_next": Qwen3Next}.get(c["model_type"], Model)(c)
