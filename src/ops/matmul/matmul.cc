@@ -196,6 +196,18 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
       {"odd_shapes", {"ci", "edge"}, all, plain({7, 33}, {33, 5}, false, false)},
       {"transposed_both", {"ci"}, all, plain({40, 17}, {9, 40}, true, true)},
       {"batched_broadcast", {"ci"}, all, plain({3, 1, 6, 16}, {4, 16, 10}, false, false)},
+      // Enough rows that oneDNN takes b (K,N) in its own layout, reordered for each batch item (NOTE
+      // [f32 weights (K,N) reordered]), with the bias and residual as post-ops.
+      {"batched_rows_against_kn_weights",
+       {"ci"},
+       all,
+       [](DType t, RandomKey k) {
+         MatmulArgs args{
+             random_input({2, 260, 24}, t, k), random_input({2, 24, 70}, t, {k.seed, k.stream + 1}), {}};
+         args.options.bias = random_input({70}, t, {k.seed, k.stream + 2});
+         args.options.residual = random_input({2, 260, 70}, t, {k.seed, k.stream + 3});
+         return args;
+       }},
       // A transposed with more rows than oneDNN takes at once (NOTE [rows in pieces]): a full piece and
       // a tail, the epilogue's residual rows following them.
       {"transposed_a_rows_in_pieces",

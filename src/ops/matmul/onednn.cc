@@ -153,6 +153,10 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
       {int64_t(std::max(full->scratch_md.get_size(), tail ? tail->scratch_md.get_size() : 0))}, DType::u8);
   Tensor c = direct ? out : Tensor::empty(out.shape(), DType::f32);
   const Tensor b_blocked = reorder_b ? Tensor::empty({int64_t(full->b_md.get_size())}, DType::u8) : Tensor();
+  memory blocked = reorder_b ? memory(full->b_md, engine, b_blocked.raw_data()) : memory();
+  const dnnl::reorder to_blocked =
+      reorder_b ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, b_plain, engine, full->b_md))
+                : dnnl::reorder();
   auto a_off = batch_offsets(a, br), b_off = batch_offsets(b, br);
   const size_t element = dtype_size(args.dtype());
   char* A = static_cast<char*>(a.raw_data());
@@ -162,14 +166,11 @@ bool matmul_primitive(const MatmulArgs& args, Tensor& out) {
     for (int64_t m0 = 0; m0 < g.M; m0 += piece_rows) {
       const Piece& p = g.M - m0 < piece_rows ? *tail : *full;
       const int64_t c_at = int64_t(bi) * mn + m0 * g.N;  // elements into C (and the residual)
-      memory weights(p.b_md, engine, reorder_b ? b_blocked.raw_data() : B + b_off[bi] * int64_t(element));
-      if (reorder_b) {
-        memory plain(b_plain, engine, B + b_off[bi] * int64_t(element));
-        dnnl::reorder(plain, weights).execute(stream, plain, weights);
-      }
+      memory b_item(b_plain, engine, B + b_off[bi] * int64_t(element));
+      if (reorder_b) to_blocked.execute(stream, b_item, blocked);  // one piece: NOTE above
       std::unordered_map<int, memory> io{
           {DNNL_ARG_SRC, memory(p.a_md, engine, A + (a_off[bi] + m0 * a.strides()[br]) * int64_t(element))},
-          {DNNL_ARG_WEIGHTS, weights},
+          {DNNL_ARG_WEIGHTS, reorder_b ? blocked : b_item},
           {DNNL_ARG_DST,
            memory(p.c_md, engine, static_cast<char*>(c.raw_data()) + c_at * dtype_size(c.dtype()))},
           {DNNL_ARG_SCRATCHPAD, memory(p.scratch_md, engine, scratch.raw_data())}};
