@@ -180,6 +180,14 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
       return args;
     };
   };
+  auto in_lanes = [](int64_t M, bool residual) {  // M rows against 262 weight rows of 33
+    return [M, residual](DType t, RandomKey k) {
+      MatmulArgs args{random_input({M, 33}, t, k), random_input({262, 33}, t, {k.seed, k.stream + 1}), {}};
+      args.options.transpose_b = true;
+      if (residual) args.options.residual = random_input({M, 262}, t, {k.seed, k.stream + 3});
+      return args;
+    };
+  };
   auto epilogue = [](Activation act, bool residual) {
     return [=](DType t, RandomKey k) {
       MatmulArgs args{random_input({2, 5, 24}, t, k), random_input({24, 12}, t, {k.seed, k.stream + 1}), {}};
@@ -253,6 +261,11 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
          args.options.residual = random_input({37, 270}, t, {k.seed, k.stream + 3});
          return args;
        }},
+      // Each width of the rows in lanes (16, 32 and 64 lanes of rows), with tails of weight rows and of
+      // rows, plain and with the residual.
+      {"rows_in_lanes_plain_20", {"ci"}, all, in_lanes(20, false)},
+      {"rows_in_lanes_residual_12", {"ci"}, all, in_lanes(12, true)},
+      {"rows_in_lanes_plain_60", {"ci"}, all, in_lanes(60, false)},
       {"rows_in_lanes_bias_silu",
        {"ci"},
        all,
