@@ -21,8 +21,14 @@ struct MatmulOptions {
   // f32 operands only: a GPU may multiply them as TF32 (10-bit mantissas, f32 accumulation) on its
   // tensor cores. Off by default: f32 is IEEE f32, as the gate holds it; the CPU always is.
   bool tf32 = false;
+  // A gated linear unit after the product: op(b)'s N columns are the gate's N/2 then the up's N/2, and
+  // the output's N/2 columns are act(scale g + bias_g) * (scale u + bias_u), the activation silu
+  // (SwiGLU), gelu_erf or gelu_tanh (GeGLU); no residual; f32 and f64 (the gate's bound knows one
+  // rounding to the output's dtype, not the halves' own in bf16). An MLP's joined gate and up product
+  // then writes its hidden units once; with gradients it runs as the product and then the glu op.
+  bool glu = false;
 };
-// act(scale * op(a) @ op(b) + bias) + residual
+// act(scale * op(a) @ op(b) + bias) + residual; with glu, the gated unit of the two halves
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 // Mixture-of-experts products over rows sorted by group, sizes (G) i64 rows each (ragged, possibly 0):
 // out (T,N) = a_g @ b[g] for a (T,K) and b (G,K,N), or (G,N,K) with transpose_b (experts' nn.Linear

@@ -325,12 +325,12 @@ Tensor llama_forward(const ModelConfig& c, const Parameters& p, const Tensor& id
       }
       continue;
     }
-    const std::vector<Tensor> gate_up =
-        linears(h2, {w("mlp.gate_proj.weight"), w("mlp.up_proj.weight")},
-                {b("mlp.gate_proj.bias", c.mlp_bias), b("mlp.up_proj.bias", c.mlp_bias)});
-    const Tensor &gate = gate_up[0], &up = gate_up[1];
     const Tensor gated =
-        d.activation == "silu" ? swiglu(gate, up) : geglu(gate, up, d.activation == "gelu_tanh");
+        gated_linear(h2, w("mlp.gate_proj.weight"), w("mlp.up_proj.weight"),
+                     b("mlp.gate_proj.bias", c.mlp_bias), b("mlp.up_proj.bias", c.mlp_bias),
+                     d.activation == "silu"
+                         ? Activation::silu
+                         : (d.activation == "gelu_tanh" ? Activation::gelu_tanh : Activation::gelu_erf));
     x = residual_add(norms.after_mlp, gated, w("mlp.down_proj.weight"), b("mlp.down_proj.bias", c.mlp_bias));
   }
   x = enter_layer(boundaries, L, x);

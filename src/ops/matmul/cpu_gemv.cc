@@ -134,7 +134,9 @@ void add_matmul_gemv_cpu(select::Registry<MatmulArgs>& r) {
             "cpu_has(avx512bf16)", [](const MatmulArgs&) { return cpu_features().avx512bf16; },
             [](const MatmulArgs&) { return std::string("this CPU lacks AVX512-BF16"); }),
         one_row_against_weight_rows()},
-       [](const MatmulArgs& a, std::vector<Tensor>& outs) { gemv_rows_dpbf16(a, outs[0]); }});
+       [](const MatmulArgs& a, std::vector<Tensor>& outs) {
+         with_glu_after(a, outs[0], [](const MatmulArgs& b, Tensor& y) { gemv_rows_dpbf16(b, y); });
+       }});
 #endif
   add_cpu_f32_bf16<MatmulArgs>(
       r,

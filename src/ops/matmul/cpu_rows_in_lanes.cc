@@ -3,11 +3,14 @@
 // each weight is broadcast against them, NW weight rows at a time — NW x MV accumulators, no sums
 // across lanes, every weight read once per call (docs/perf.md, "Serving"). Each output is one
 // accumulation over K in order, so it does not depend on the rows that come with it either; but it is
-// not the dot tiles' order, so batch-invariant serving keeps to the tiles.
+// not the dot tiles' order, so batch-invariant serving keeps to the tiles. A gated unit (options.glu,
+// no bias or scale) is computed from the accumulators: each block takes NW / 2 gate rows and the NW / 2
+// up rows of the same hidden units.
 #include <dew/runtime.h>
 
 #include "core/pacing.h"
 #include "ops/cpu_tier.h"
+#include "ops/glu/kernels.h"
 #include "ops/kernel_types.h"
 #include "ops/matmul/cpu_epilogue.h"
 #include "ops/matmul/matmul.h"
@@ -21,12 +24,13 @@ namespace {
 #if DEW_HAS_F32X16
 constexpr int64_t kLanes = 16;
 
-// buf (NW, 16 MV) = the NW weight rows `rows` against the transposed rows xt (K, 16 MV). The next block's
-// rows `next` are asked for line by line as these advance, a block ahead: asked only a few lines ahead of
-// their use, weights coming from memory ran at 70-85% of their rate from L3 (docs/perf.md, "Serving").
-// They are asked into L2 only: rows 4 KB apart (K = 1024) fall in one L1 set, which the current block's
-// rows already fill.
-template <int MV, int NW>
+// buf (NW, 16 MV) = the NW weight rows `rows` against the transposed rows xt (K, 16 MV); with a gated
+// unit (Glu not none), buf (NW / 2, 16 MV) = act(the first half's) * the second half's, as the glu op
+// computes it. The next block's rows `next` are asked for line by line as these advance, a block ahead:
+// asked only a few lines ahead of their use, weights coming from memory ran at 70-85% of their rate
+// from L3 (docs/perf.md, "Serving"). They are asked into L2 only: rows 4 KB apart (K = 1024) fall in
+// one L1 set, which the current block's rows already fill.
+template <int MV, int NW, Activation Glu = Activation::none>
 [[gnu::always_inline]] inline void broadcast_block(const float* xt, const float* const (&rows)[NW],
                                                    const float* const (&next)[NW], int64_t K, float* buf) {
   constexpr int64_t Mp = MV * kLanes;
@@ -49,8 +53,15 @@ template <int MV, int NW>
       }
     }
   }
-  for (int j = 0; j < NW; ++j)
-    for (int v = 0; v < MV; ++v) store_vec(buf + j * Mp + v * kLanes, acc[j][v]);
+  if constexpr (Glu != Activation::none) {
+    constexpr int H = NW / 2;
+    for (int j = 0; j < H; ++j)
+      for (int v = 0; v < MV; ++v)
+        store_vec(buf + j * Mp + v * kLanes, act<Glu, true>(acc[j][v]) * acc[H + j][v]);
+  } else {
+    for (int j = 0; j < NW; ++j)
+      for (int v = 0; v < MV; ++v) store_vec(buf + j * Mp + v * kLanes, acc[j][v]);
+  }
 }
 
 // xt (K, Mp) = x (M, K) transposed, lanes M to Mp of each zero: 16 x 16 blocks transposed in registers
@@ -85,16 +96,23 @@ void transpose_rows(const float* x, int64_t M, int64_t K, float* xt, int64_t Mp)
     }
 }
 
-template <int MV>
+// With Glu, block b's outputs are hidden units b H to b H + H - 1 (H = NW / 2): gate rows n and up rows
+// F + n of the weights, F = N / 2 outputs a row.
+template <int MV, Activation Glu = Activation::none>
 void rows_in_lanes(const MatmulArgs& args, Tensor& out) {
-  constexpr int NW = MV == 1 ? 16 : 24 / MV;  // 16 to 24 accumulators, the operands in the rest
+  constexpr int NW = MV == 1 ? 16 : 24 / MV;                // 16 to 24 accumulators, the operands in the rest
+  constexpr int H = Glu == Activation::none ? NW : NW / 2;  // outputs a block
   constexpr int64_t Mp = MV * kLanes;
-  const int64_t K = args.a.size(-1), N = args.b.size(-2), M = args.a.numel() / K;
+  const int64_t K = args.a.size(-1), M = args.a.numel() / K;
+  const int64_t N = Glu == Activation::none ? args.b.size(-2) : args.b.size(-2) / 2;  // outputs a row
   const Tensor x_tensor = args.a.contiguous();
   const float* x = x_tensor.data<float>();
   const float* w = args.b.data<float>();
-  const CpuEpilogue<float> epilogue(args, out, N);
-  const int64_t blocks = (N + NW - 1) / NW;
+  MatmulArgs stored = args;  // the epilogue's options: the gated unit is computed with the products
+  stored.options.glu = false;
+  if constexpr (Glu != Activation::none) stored.options.activation = Activation::none;
+  const CpuEpilogue<float> epilogue(stored, out, N);
+  const int64_t blocks = (N + H - 1) / H;
   // NOTE [a transposition per thread]: each chunk of blocks (one per thread) transposes x into its own
   // part of one buffer, which the same thread writes and reads at every call: one transposition read by
   // the other thread cost the transfer of every line of it between the cores. The chunks are paced
@@ -104,35 +122,52 @@ void rows_in_lanes(const MatmulArgs& args, Tensor& out) {
   static Pacing pacing;
   parallel_for_paced(pacing, blocks, kGrain, [&](int c, int64_t b0, int64_t b1) {
     alignas(64) float buf[NW * Mp];
-    // Block b's weight rows; a tail repeats its last row.
+    // Block b's weight rows (with Glu, its gate rows then its up rows); a tail repeats its last row.
     const auto block_rows = [&](int64_t b, const float*(&rows)[NW]) {
-      const int64_t n0 = std::min(b, blocks - 1) * NW, cols = std::min<int64_t>(NW, N - n0);
-      for (int j = 0; j < NW; ++j) rows[j] = w + (n0 + std::min<int64_t>(j, cols - 1)) * K;
+      const int64_t n0 = std::min(b, blocks - 1) * H, cols = std::min<int64_t>(H, N - n0);
+      for (int j = 0; j < NW; ++j)
+        rows[j] = w + ((j < H ? 0 : N) + n0 + std::min<int64_t>(j % H, cols - 1)) * K;
     };
     float* xt = xts.data() + c * K * Mp;
     transpose_rows(x, M, K, xt, Mp);
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t n0 = b * NW, cols = std::min<int64_t>(NW, N - n0);
+      const int64_t n0 = b * H, cols = std::min<int64_t>(H, N - n0);
       const float *rows[NW], *next[NW];
       block_rows(b, rows);
       block_rows(b + 1, next);
-      broadcast_block<MV, NW>(xt, rows, next, K, buf);
+      broadcast_block<MV, NW, Glu>(xt, rows, next, K, buf);
       for (int64_t m = 0; m < M; ++m) epilogue.store_row(m, n0, buf + m, Mp, cols);
     }
   });
 }
 
+template <Activation Glu>
 void run_rows_in_lanes(const MatmulArgs& args, Tensor& out) {
   const int64_t K = args.a.size(-1), M = args.a.numel() / K;
   switch ((M + kLanes - 1) / kLanes) {
     case 1:
-      return rows_in_lanes<1>(args, out);
+      return rows_in_lanes<1, Glu>(args, out);
     case 2:
-      return rows_in_lanes<2>(args, out);
+      return rows_in_lanes<2, Glu>(args, out);
     case 3:
-      return rows_in_lanes<3>(args, out);
+      return rows_in_lanes<3, Glu>(args, out);
     default:
-      return rows_in_lanes<4>(args, out);
+      return rows_in_lanes<4, Glu>(args, out);
+  }
+}
+
+// A gated unit from the accumulators where it is the whole epilogue, else after the product.
+void run_rows_in_lanes_gated(const MatmulArgs& args, Tensor& out) {
+  const MatmulOptions& o = args.options;
+  if (!o.glu || o.bias.defined() || o.scale != 1)
+    return with_activation_after(args, out, run_rows_in_lanes<Activation::none>);
+  switch (o.activation) {
+    case Activation::silu:
+      return run_rows_in_lanes<Activation::silu>(args, out);
+    case Activation::gelu_erf:
+      return run_rows_in_lanes<Activation::gelu_erf>(args, out);
+    default:
+      return run_rows_in_lanes<Activation::gelu_tanh>(args, out);
   }
 }
 #endif
@@ -165,9 +200,7 @@ void add_matmul_rows_in_lanes_cpu(select::Registry<MatmulArgs>& r) {
               return fmt::format("a is {} and b is {}{}", a.a.describe(), a.b.describe(),
                                  a.options.transpose_b ? "" : " (not transposed)");
             })},
-       [](const MatmulArgs& a, std::vector<Tensor>& outs) {
-         with_activation_after(a, outs[0], run_rows_in_lanes);
-       }});
+       [](const MatmulArgs& a, std::vector<Tensor>& outs) { run_rows_in_lanes_gated(a, outs[0]); }});
 #else
   (void)r;
 #endif

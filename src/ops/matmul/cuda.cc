@@ -230,7 +230,9 @@ void run_cublaslt(const MatmulArgs& args, Tensor& out) {
 
 void add_matmul_cuda(select::Registry<MatmulArgs>& r) {
   r.add({"cuda.cublaslt", cuda_requirements<MatmulArgs>(kCudaFloating),
-         [](const MatmulArgs& a, std::vector<Tensor>& outs) { run_cublaslt(a, outs[0]); }});
+         [](const MatmulArgs& a, std::vector<Tensor>& outs) {
+           with_glu_after(a, outs[0], [](const MatmulArgs& b, Tensor& y) { run_cublaslt(b, y); });
+         }});
 }
 
 }  // namespace dew::ops

@@ -81,6 +81,7 @@ std::string Matmul::case_label(const Args& a) {
   if (o.transpose_b) label += " tb";
   if (o.bias.defined()) label += " bias";
   if (o.activation != Activation::none) label += fmt::format(" {}", activation_name(o.activation));
+  if (o.glu) label += " glu";
   if (o.residual.defined()) label += " residual";
   return label;
 }
@@ -100,9 +101,19 @@ std::vector<OutputSpec> Matmul::infer(const Args& args) {
   DEW_REQUIRE(is_floating(args.dtype()), "[matmul] a is {}; expected a floating dtype (f64, f32, bf16, f16)",
               args.a.describe());
   MatmulGeometry g = matmul_geometry(args);
-  Shape out = g.batch;
-  out.insert(out.end(), {g.M, g.N});
   const auto& o = args.options;
+  if (o.glu)
+    DEW_REQUIRE((o.activation == Activation::silu || o.activation == Activation::gelu_erf ||
+                 o.activation == Activation::gelu_tanh) &&
+                    g.N % 2 == 0 && !o.residual.defined() &&
+                    (args.dtype() == DType::f32 || args.dtype() == DType::f64),
+                "[matmul] glu with activation {}, {} columns{}, {}; expected silu, gelu_erf or gelu_tanh, an "
+                "even number of columns (the gate's then the up's), no residual, and f32 or f64 (in bf16 and "
+                "f16, the product and then swiglu or geglu)",
+                activation_name(o.activation), g.N, o.residual.defined() ? " and a residual" : "",
+                dtype_name(args.dtype()));
+  Shape out = g.batch;
+  out.insert(out.end(), {g.M, o.glu ? g.N / 2 : g.N});
   if (o.bias.defined())
     DEW_REQUIRE(o.bias.dim() == 1 && o.bias.size(0) == g.N, "[matmul] bias is {}; expected shape [{}]",
                 o.bias.describe(), g.N);
@@ -172,6 +183,7 @@ Tensor bias_away_from_the_kink(const MatmulArgs& args) {
 
 std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
   const std::vector<DType> all{DType::f64, DType::f32, DType::bf16, DType::f16};
+  const std::vector<DType> wide{DType::f64, DType::f32};  // a gated unit's dtypes
   auto plain = [](Shape as, Shape bs, bool ta, bool tb) {
     return [=](DType t, RandomKey k) {
       MatmulArgs args{random_input(as, t, k), random_input(bs, t, {k.seed, k.stream + 1}), {}};
@@ -185,6 +197,20 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
       MatmulArgs args{random_input({M, 33}, t, k), random_input({262, 33}, t, {k.seed, k.stream + 1}), {}};
       args.options.transpose_b = true;
       if (residual) args.options.residual = random_input({M, 262}, t, {k.seed, k.stream + 3});
+      return args;
+    };
+  };
+  // a (as) against N weight rows (nn.Linear's layout), a gated unit of N / 2 columns after the product.
+  auto gated = [](Activation act, Shape as, int64_t N, bool bias) {
+    return [=](DType t, RandomKey k) {
+      MatmulArgs args{random_input(as, t, k), random_input({N, as.back()}, t, {k.seed, k.stream + 1}), {}};
+      args.options.transpose_b = true;
+      args.options.activation = act;
+      args.options.glu = true;
+      if (bias) {
+        args.options.bias = random_input({N}, t, {k.seed, k.stream + 2});
+        args.options.scale = 0.75;
+      }
       return args;
     };
   };
@@ -266,6 +292,12 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
       {"rows_in_lanes_plain_20", {"ci"}, all, in_lanes(20, false)},
       {"rows_in_lanes_residual_12", {"ci"}, all, in_lanes(12, true)},
       {"rows_in_lanes_plain_60", {"ci"}, all, in_lanes(60, false)},
+      // A gated unit after the product (SwiGLU, GeGLU): with a bias and a scale; one row; a decode batch
+      // with the rows in lanes, a tail of hidden units.
+      {"glu_silu_bias", {"ci"}, wide, gated(Activation::silu, {2, 5, 24}, 16, true)},
+      {"glu_gelu_tanh_one_row", {"ci"}, wide, gated(Activation::gelu_tanh, {1, 40}, 18, false)},
+      {"rows_in_lanes_glu_silu", {"ci"}, wide, gated(Activation::silu, {20, 33}, 538, false)},
+      {"rows_in_lanes_glu_gelu_erf", {"ci"}, wide, gated(Activation::gelu_erf, {37, 33}, 524, false)},
       {"rows_in_lanes_bias_silu",
        {"ci"},
        all,
@@ -317,6 +349,15 @@ std::vector<Case<MatmulArgs>> Matmul::cases(std::string_view) {
        {"bench"},
        {DType::f32, DType::bf16},
        plain({32, 384}, {1024, 384}, false, true)},
+      {"decode_batch_32_mlp_gate_up_glu",
+       {"bench"},
+       {DType::f32},
+       [plain](DType t, RandomKey k) {
+         MatmulArgs args = plain({32, 384}, {2048, 384}, false, true)(t, k);
+         args.options.activation = Activation::silu;
+         args.options.glu = true;
+         return args;
+       }},
       {"decode_batch_64_mlp_up",
        {"bench"},
        {DType::f32, DType::bf16},
@@ -354,7 +395,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
     MatmulOptions product = options;
     product.activation = Activation::none;
     product.residual = Tensor();
+    product.glu = false;
     const Tensor z = ops::run_op<ops::Matmul>(ops::MatmulArgs{a, b, product})[0];
+    if (options.glu) {
+      ops::Matmul::infer(ops::MatmulArgs{a, b, options});  // its checks, as the fused call makes them
+      const int64_t F = z.size(-1) / 2;
+      const Tensor gate = z.slice(-1, 0, F), up = z.slice(-1, F, 2 * F);
+      return options.activation == Activation::silu
+                 ? swiglu(gate, up)
+                 : geglu(gate, up, options.activation == Activation::gelu_tanh);
+    }
     const Tensor y = ops::run_op<ops::Unary>(ops::UnaryArgs{z, ops::unary_of(options.activation)})[0];
     return options.residual.defined() ? add(y, options.residual) : y;
   }

@@ -57,6 +57,11 @@ void activation_in_place(Activation activation, Tensor& c, const float* residual
 // as oneDNN's products do; other dtypes keep the epilogue's.
 void with_activation_after(const MatmulArgs& args, Tensor& out,
                            const std::function<void(const MatmulArgs&, Tensor&)>& product);
+// NOTE [a gated unit after the product]: an implementation that does not fuse options.glu runs the
+// product (its bias and scale, no activation) into an output of both halves, then the glu op's kernels
+// from it into `out`: the values of the product and the glu op called one after the other.
+void with_glu_after(const MatmulArgs& args, Tensor& out,
+                    const std::function<void(const MatmulArgs&, Tensor&)>& product);
 
 void add_matmul_portable(select::Registry<MatmulArgs>& r);
 void add_matmul_onednn(select::Registry<MatmulArgs>& r);

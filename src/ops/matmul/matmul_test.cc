@@ -46,6 +46,50 @@ TEST(Matmul, AnActivationUnderGradientKeepsItsPreActivationInsteadOfRecomputingI
   EXPECT_TRUE(a.grad().defined() && b.grad().defined());
 }
 
+// x @ w^T, with a gated unit after it when `activation` is one (MatmulOptions::glu).
+Tensor linear(const Tensor& x, const Tensor& w, Activation activation = Activation::none) {
+  MatmulOptions o;
+  o.transpose_b = true;
+  o.activation = activation;
+  o.glu = activation != Activation::none;
+  return matmul(x, w, o);
+}
+
+// A gated unit after the product (glu): the glu op on the product's two halves, bit for bit, whether the
+// product computes it from its accumulators (a decode batch's rows in lanes) or runs the glu op after it.
+TEST(Matmul, AGatedUnitIsTheGluOpOnTheProductsHalves) {
+  for (const auto& [rows, activation] : {std::pair{32, Activation::silu},
+                                         {3, Activation::gelu_tanh},
+                                         {1, Activation::gelu_erf},
+                                         {40, Activation::gelu_tanh}}) {
+    Tensor x = Tensor::empty({rows, 96}, DType::f32), w = Tensor::empty({2 * 150, 96}, DType::f32);
+    fill_normal(x, {7, uint64_t(rows), 0}, 0, 1);
+    fill_normal(w, {7, 100, 0}, 0, 0.2);
+    const Tensor z = linear(x, w);
+    const Tensor gate = z.slice(-1, 0, 150), up = z.slice(-1, 150, 300);
+    const Tensor expected = activation == Activation::silu
+                                ? swiglu(gate, up)
+                                : geglu(gate, up, activation == Activation::gelu_tanh);
+    EXPECT_EQ(linear(x, w, activation).to_f64_vector(), expected.to_f64_vector()) << rows << " rows";
+  }
+}
+
+// With a gradient to take, the gated unit runs as the product and then the glu op, whose tape holds the
+// product's halves for the backward.
+TEST(Matmul, AGatedUnitUnderGradientIsTheProductThenTheGluOp) {
+  Tensor x = Tensor::empty({5, 12}, DType::f32), w = Tensor::empty({16, 12}, DType::f32);
+  fill_normal(x, {8, 1, 0}, 0, 1);
+  fill_normal(w, {8, 2, 0}, 0, 1);
+  const Tensor fused_x = x.clone().requires_grad_(), composed_x = x.clone().requires_grad_();
+  const Tensor y = linear(fused_x, w, Activation::silu);
+  backward(sum(square(y)));
+  const Tensor z = linear(composed_x, w);
+  const Tensor expected = swiglu(z.slice(-1, 0, 8), z.slice(-1, 8, 16));
+  backward(sum(square(expected)));
+  EXPECT_EQ(y.to_f64_vector(), expected.to_f64_vector());
+  EXPECT_EQ(fused_x.grad().to_f64_vector(), composed_x.grad().to_f64_vector());
+}
+
 // tf32 lets a GPU round f32 operands to TF32; the CPU computes IEEE f32 whatever it says, so the
 // bits are those of the plain product (on a GPU, only the cuda implementation reads the flag).
 TEST(Matmul, Tf32IsOnlyAPermissionTheCpuDoesNotTake) {
@@ -107,6 +151,28 @@ TEST(Matmul, RefusesBadShapesAndDtypesNamingThem) {
   EXPECT_NE(error_of([&] {
               matmul(Tensor::zeros({2, 2, 3}, DType::f32), Tensor::zeros({3, 3, 2}, DType::f32));
             }).find("do not broadcast"),
+            std::string::npos);
+  MatmulOptions glu;
+  glu.glu = true;
+  glu.activation = Activation::relu;
+  EXPECT_NE(
+      error_of([&] {
+        matmul(a, Tensor::zeros({3, 6}, DType::f32), glu);
+      }).find("[matmul] glu with activation relu, 6 columns, f32; expected silu, gelu_erf or gelu_tanh"),
+      std::string::npos);
+  glu.activation = Activation::silu;
+  EXPECT_NE(error_of([&] {
+              matmul(a, Tensor::zeros({3, 5}, DType::f32), glu);
+            }).find("5 columns, f32; expected"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              matmul(Tensor::zeros({2, 3}, DType::bf16), Tensor::zeros({3, 6}, DType::bf16), glu);
+            }).find("6 columns, bf16; expected"),
+            std::string::npos);
+  glu.residual = Tensor::zeros({2, 3}, DType::f32);
+  EXPECT_NE(error_of([&] {
+              matmul(a, Tensor::zeros({3, 6}, DType::f32), glu);
+            }).find("6 columns and a residual, f32; expected"),
             std::string::npos);
 }
 

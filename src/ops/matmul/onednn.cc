@@ -230,7 +230,9 @@ void matmul_onednn(const MatmulArgs& args, Tensor& out) {
 void add_matmul_onednn(select::Registry<MatmulArgs>& r) {
   r.add({"cpu.onednn",
          {select::on_cpu<MatmulArgs>(), select::dtype_in<MatmulArgs>({DType::f32, DType::bf16, DType::f16})},
-         [](const MatmulArgs& args, std::vector<Tensor>& outs) { matmul_onednn(args, outs[0]); }});
+         [](const MatmulArgs& args, std::vector<Tensor>& outs) {
+           with_glu_after(args, outs[0], [](const MatmulArgs& a, Tensor& y) { matmul_onednn(a, y); });
+         }});
 }
 
 }  // namespace dew::ops

@@ -45,7 +45,9 @@ void matmul_portable(const MatmulArgs& args, Tensor& out) {
 
 void add_matmul_portable(select::Registry<MatmulArgs>& r) {
   r.add({"portable", {select::on_cpu<MatmulArgs>()}, [](const MatmulArgs& args, std::vector<Tensor>& outs) {
-           visit_floating(args.dtype(), [&](auto zero) { matmul_portable<decltype(zero)>(args, outs[0]); });
+           with_glu_after(args, outs[0], [](const MatmulArgs& a, Tensor& y) {
+             visit_floating(a.dtype(), [&](auto zero) { matmul_portable<decltype(zero)>(a, y); });
+           });
          }});
 }
 

@@ -30,6 +30,26 @@ Tensor product(const Tensor& a, const Tensor& b, bool ta, bool tb, const MatmulO
   return matmul(a, b, p);
 }
 
+// The gated unit's derivatives at the product's halves z = (gate, up): with cotangent or tangent d of
+// each half (both, or one undefined), the glu op's backward gives d_gate = d u act'(g), d_up = d act(g).
+GluGradients glu_backward(Activation act, const Tensor& d, const Tensor& gate, const Tensor& up) {
+  return act == Activation::silu ? swiglu_backward(d, gate, up)
+                                 : geglu_backward(d, gate, up, act == Activation::gelu_tanh);
+}
+
+// The product alone of a call with a gated unit: its bias and scale, no activation, both halves out.
+MatmulArgs product_of(const MatmulArgs& args) {
+  MatmulArgs p = args;
+  p.options.glu = false;
+  p.options.activation = Activation::none;
+  return p;
+}
+
+Tensor half(const Tensor& z, int h) {
+  const int64_t F = z.size(-1) / 2;
+  return z.slice(-1, h * F, (h + 1) * F);
+}
+
 }  // namespace
 
 Differentiation Matmul::differentiation(std::string_view) {
@@ -41,6 +61,21 @@ std::vector<bool> Matmul::vjp_reads_outputs(const Args&) {
 }
 
 VjpRule Matmul::vjp(const Args& args) {
+  if (args.options.glu) {  // back through the gated unit to the product's halves, then the product's rule
+    const VjpRule through_product = vjp(product_of(args));
+    const SavedTensor a(args.a, "matmul"), b(args.b, "matmul"), bias(args.options.bias, "matmul");
+    const MatmulOptions o = args.options;
+    return [=](const std::vector<Tensor>& d, const std::vector<Tensor>& outs) -> std::vector<Tensor> {
+      MatmulOptions with_bias = o;
+      with_bias.bias = bias.get();
+      const Tensor z = [&] {
+        const ProfilePhase phase("recompute");
+        return pre_activation(a.get(), b.get(), with_bias);
+      }();
+      const GluGradients g = glu_backward(o.activation, d[0], half(z, 0), half(z, 1));
+      return through_product({concat({g.d_gate, g.d_up}, -1)}, outs);
+    };
+  }
   const SavedTensor a(args.a, "matmul"), b(args.b, "matmul");
   const SavedTensor bias(args.options.bias, "matmul");
   const MatmulOptions o{
@@ -86,6 +121,14 @@ VjpRule Matmul::vjp(const Args& args) {
 std::vector<Tensor> Matmul::jvp(const Args& args, const std::vector<Tensor>& outs,
                                 const std::vector<Tensor>& t) {
   const MatmulOptions& o = args.options;
+  if (o.glu) {  // y' = act'(g) g' u + act(g) u', the glu op's d_gate with g' plus its d_up with u'
+    const Tensor z = pre_activation(args.a, args.b, o);
+    const Tensor dz = jvp(product_of(args), {z}, t)[0];
+    if (!dz.defined()) return {Tensor()};
+    const Tensor gate = half(z, 0), up = half(z, 1);
+    return {add(glu_backward(o.activation, half(dz, 0), gate, up).d_gate,
+                glu_backward(o.activation, half(dz, 1), gate, up).d_up)};
+  }
   Tensor dz;
   if (t[0].defined()) dz = product(t[0], args.b, o.transpose_a, o.transpose_b, o);
   if (t[1].defined()) dz = add_defined(dz, product(args.a, t[1], o.transpose_a, o.transpose_b, o));
