@@ -63,7 +63,8 @@ Level run_level(const CausalLM& model, const serve::EngineOptions& eo, int64_t c
   const int64_t V = model.config().vocab_size;
   std::vector<std::vector<Clock::time_point>> times(static_cast<size_t>(c));
   serve::RequestOptions ro;
-  ro.sampling.temperature = 0;
+  ro.sampling.temperature = o.temperature;
+  ro.sampling.top_p = o.top_p;
   ro.max_tokens = o.new_tokens;
   ro.ignore_eos = true;
   const bool profiled = o.profile && round == 1;
@@ -106,6 +107,9 @@ int run_serve_bench(const ServeBenchOptions& o) {
   DEW_REQUIRE(o.prompt >= 1 && o.new_tokens >= 2 && !o.concurrency.empty(),
               "[bench serve] --prompt {}, --new-tokens {}; expected at least 1 and 2", o.prompt,
               o.new_tokens);
+  DEW_REQUIRE(o.temperature >= 0 && o.top_p > 0 && o.top_p <= 1,
+              "[bench serve] --temperature {}, --top-p {}; expected a temperature >= 0 and 0 < top-p <= 1",
+              o.temperature, o.top_p);
   const ModelConfig config = parse_model_config(bench_model_json(o.model, "serve"), o.model);
   const DType dtype = parse_dtype(o.precision);
   CausalLM model = CausalLM::init(config, dtype, 1);
@@ -129,11 +133,13 @@ int run_serve_bench(const ServeBenchOptions& o) {
   eo.max_running = std::max<int64_t>(most, 1);
   eo.batch_invariant = o.batch_invariant;
   fmt::print(
-      "serve: {} ({:.1f} M parameters, {}{}), prompt {}, {} new tokens each, all requests at once; step "
-      "budget {} tokens; triad {:.1f} GB/s, FMA peak {:.0f} GFLOP/s\n",
+      "serve: {} ({:.1f} M parameters, {}{}), prompt {}, {} new tokens each, {}, all requests at once; "
+      "step budget {} tokens; triad {:.1f} GB/s, FMA peak {:.0f} GFLOP/s\n",
       o.model, double(model.parameter_count()) / 1e6, o.precision,
-      o.batch_invariant ? ", batch-invariant" : "", o.prompt, o.new_tokens, eo.max_step_tokens, triad,
-      fma_peak);
+      o.batch_invariant ? ", batch-invariant" : "", o.prompt, o.new_tokens,
+      o.temperature == 0 ? std::string("greedy")
+                         : fmt::format("temperature {} top-p {}", o.temperature, o.top_p),
+      eo.max_step_tokens, triad, fma_peak);
   fmt::print("{:>11} {:>14} {:>9} {:>22} {:>22}\n", "concurrent", "output tok/s", "gain",
              "first token ms p50/p99", "inter-token ms p50/p99");
   nlohmann::json levels = nlohmann::json::array();
@@ -170,6 +176,8 @@ int run_serve_bench(const ServeBenchOptions& o) {
                          {"model", o.model},
                          {"precision", o.precision},
                          {"prompt", o.prompt},
+                         {"temperature", o.temperature},
+                         {"top_p", o.top_p},
                          {"new_tokens", o.new_tokens},
                          {"triad_gb_s", triad},
                          {"fma_peak_gflop_s", fma_peak},

@@ -84,6 +84,10 @@ void add_bench(CLI::App& app, int& status) {
                             "the engine's deterministic mode");
   bench_serve_cmd->add_flag("--profile", bench_serve.profile,
                             "time each level's steps by op, and what runs outside the ops");
+  bench_serve_cmd
+      ->add_option("--temperature", bench_serve.temperature, "each request's temperature (0: greedy)")
+      ->default_val(0);
+  bench_serve_cmd->add_option("--top-p", bench_serve.top_p, "each request's top-p")->default_val(1);
   auto* bench_tokenize_cmd = bench_cmd->add_subcommand(
       "tokenize", "encode MB/s on one core against tokenizers.js on the same text in the same run");
   dew::bench::TokenizeBenchOptions& bench_tokenize =

@@ -4,24 +4,79 @@
 #include <dew/runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
-#include <numeric>
+#include <utility>
 
 namespace dew {
 namespace {
 
 constexpr double kRemoved = -std::numeric_limits<double>::infinity();
 
-// Softmax of the scores still in play (removed ones are -inf), in double.
-std::vector<double> probabilities(const std::vector<double>& scores) {
-  const double top = *std::max_element(scores.begin(), scores.end());
-  std::vector<double> p(scores.size());
-  double total = 0;
-  for (size_t i = 0; i < scores.size(); ++i)
-    total += p[i] = scores[i] == kRemoved ? 0.0 : std::exp(scores[i] - top);
-  for (double& x : p) x /= total;
-  return p;
+// The softmax's weights exp(s - top) of the scores still in play (0 for removed ones, -inf), in double;
+// probabilities are weight / total() (NOTE [one exp a token]).
+struct Weights {
+  std::vector<double> weight;
+  explicit Weights(const std::vector<double>& s) : weight(s.size()) {
+    const double top = *std::max_element(s.begin(), s.end());
+    for (size_t i = 0; i < s.size(); ++i) weight[i] = s[i] == kRemoved ? 0.0 : std::exp(s[i] - top);
+  }
+  double total() const {
+    double t = 0;
+    for (double x : weight) t += x;
+    return t;
+  }
+  void remove(std::vector<double>& s, size_t i) {
+    s[i] = kRemoved;
+    weight[i] = 0;
+  }
+};
+
+// The indices of s in ascending order of score, equal scores in index order (std::stable_sort's order,
+// -0 equal to +0): a least-significant-digit radix sort of the scores' bits, 11 bits a pass, stable as
+// each pass is. Over a vocabulary of 8,192 it takes a quarter of stable_sort's time (113 against 423 us),
+// which had taken most of a step of 32 requests sampling with top-p.
+std::vector<uint32_t> ascending_order(const std::vector<double>& s) {
+  const size_t V = s.size();
+  std::vector<uint64_t> key(V), next_key(V);
+  std::vector<uint32_t> index(V), next_index(V);
+  for (size_t i = 0; i < V; ++i) {
+    uint64_t bits;
+    const double x = s[i] == 0 ? 0.0 : s[i];
+    std::memcpy(&bits, &x, sizeof bits);
+    key[i] = bits >> 63 ? ~bits : bits | (uint64_t(1) << 63);  // unsigned order = the doubles' order
+    index[i] = uint32_t(i);
+  }
+  constexpr int kBits = 11;
+  for (int shift = 0; shift < 64; shift += kBits) {
+    std::array<uint32_t, 1 << kBits> count{};
+    for (uint64_t k : key) ++count[(k >> shift) & ((1 << kBits) - 1)];
+    if (count[(key[0] >> shift) & ((1 << kBits) - 1)] == V) continue;  // one digit throughout
+    uint32_t at = 0;
+    for (uint32_t& c : count) at += std::exchange(c, at);
+    for (size_t i = 0; i < V; ++i) {
+      const uint32_t to = count[(key[i] >> shift) & ((1 << kBits) - 1)]++;
+      next_key[to] = key[i];
+      next_index[to] = index[i];
+    }
+    key.swap(next_key);
+    index.swap(next_index);
+  }
+  return index;
+}
+
+// TopPLogitsWarper: in ascending order of score, remove while the cumulative probability is
+// <= 1 - top_p; the largest is always kept.
+void remove_past_top_p(std::vector<double>& s, Weights& w, double top_p) {
+  const std::vector<uint32_t> order = ascending_order(s);
+  const double total = w.total();
+  double cumulative = 0;
+  for (size_t r = 0; r + 1 < order.size(); ++r) {
+    cumulative += w.weight[order[r]] / total;
+    if (cumulative <= 1 - top_p) w.remove(s, order[r]);
+  }
 }
 
 // The first maximum of penalized scores in double: std::max_element's answer, as the row's overload
@@ -117,24 +172,19 @@ int64_t sample_token(std::span<const float> logits, const SamplingOptions& o,
     for (double& x : s)
       if (x < kth) x = kRemoved;
   }
-  if (o.top_p < 1) {  // TopPLogitsWarper: ascending, remove while the cumulative mass is <= 1 - top_p
-    const std::vector<double> p = probabilities(s);
-    std::vector<size_t> order(s.size());
-    std::iota(order.begin(), order.end(), size_t(0));
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s[a] < s[b]; });
-    double cumulative = 0;
-    for (size_t r = 0; r + 1 < order.size(); ++r) {  // the largest is always kept
-      cumulative += p[order[r]];
-      if (cumulative <= 1 - o.top_p) s[order[r]] = kRemoved;
-    }
-  }
-  if (o.min_p > 0) {  // MinPLogitsWarper: below min_p times the top probability removed
-    const std::vector<double> p = probabilities(s);
-    const double floor = o.min_p * *std::max_element(p.begin(), p.end());
+  // NOTE [one exp a token]: every warper keeps the top score, so each softmax below has the same maximum
+  // and the same exp(s - top) for the tokens still in play; only the total over them (summed in index
+  // order) changes as tokens go. The weights are computed once.
+  Weights w(s);
+  if (o.top_p < 1) remove_past_top_p(s, w, o.top_p);
+  if (o.min_p > 0) {  // MinPLogitsWarper: below min_p times the top probability (exp(0) / total) removed
+    const double total = w.total(), floor = o.min_p * (1 / total);
     for (size_t i = 0; i < s.size(); ++i)
-      if (p[i] < floor) s[i] = kRemoved;
+      if (w.weight[i] / total < floor) w.remove(s, i);
   }
-  const std::vector<double> p = probabilities(s);
+  std::vector<double> p(s.size());
+  const double total = w.total();
+  for (size_t i = 0; i < s.size(); ++i) p[i] = w.weight[i] / total;
   // One uniform in [0, 1) from Philox: counter (step, 0, 0, 0), key from the seed and the sequence.
   const std::array<uint32_t, 4> bits =
       philox4x32_10({uint32_t(step), uint32_t(step >> 32), uint32_t(sequence), uint32_t(sequence >> 32)},

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <numeric>
 
 #include "error_of.h"
 
@@ -106,6 +108,51 @@ TEST(Sampling, TopKTopPAndMinPCutAsTransformersDoes) {
   SamplingOptions m;
   m.min_p = 0.35;  // below 0.35 x 0.5 = 0.175 goes
   expect_frequencies(frequencies(logits_of(kProbs), m, n), kept, n);
+}
+
+// top-p over a wide vocabulary, the cut inside runs of ties: the tokens kept
+// are those transformers' TopPLogitsWarper keeps (ascending stable sort of the whole row, removed while
+// the cumulative probability is <= 1 - top_p), written out here in full; a removed token is never drawn.
+TEST(Sampling, TopPKeepsWhatAWholeAscendingSortKeepsOnWideRowsWithTies) {
+  const int n = 4000;
+  for (const double top_p : {0.5, 0.9, 0.99}) {
+    std::vector<float> logits;
+    // Runs of 40 equal logits, in turn higher and lower: the cut falls inside a run, whose tokens of
+    // lower index go first.
+    for (int i = 0; i < 3000; ++i)
+      logits.push_back(-0.05f * float((i / 40) % 30) - ((i / 40) % 2 ? 0.7f : 0.0f));
+    std::vector<double> p(logits.size());
+    double total = 0;
+    for (size_t i = 0; i < p.size(); ++i) total += p[i] = std::exp(double(logits[i]) - double(logits[0]));
+    for (double& x : p) x /= total;
+    std::vector<size_t> order(p.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] < logits[b]; });
+    std::vector<double> kept = p;
+    double cumulative = 0, mass = 1;
+    for (size_t r = 0; r + 1 < order.size(); ++r) {
+      cumulative += p[order[r]];
+      if (cumulative <= 1 - top_p) mass -= kept[order[r]], kept[order[r]] = 0;
+    }
+    for (double& x : kept) x /= mass;
+    SamplingOptions o;
+    o.top_p = top_p;
+    o.seed = 21;
+    const std::vector<double> f = frequencies(logits, o, n);
+    for (size_t i = 0; i < kept.size(); ++i)
+      if (kept[i] == 0) {
+        EXPECT_EQ(f[i], 0.0) << "token " << i << " at top_p " << top_p;
+      }
+    // The kept mass by logit value (tokens of one value drawn together), against its frequency.
+    std::map<float, std::pair<double, double>> by_value;  // value -> (probability, frequency)
+    for (size_t i = 0; i < kept.size(); ++i)
+      by_value[logits[i]].first += kept[i], by_value[logits[i]].second += f[i];
+    for (const auto& [value, pf] : by_value) {
+      const double sigma = std::sqrt(pf.first * (1 - pf.first) / n);
+      EXPECT_LE(std::fabs(pf.second - pf.first), 5 * sigma + 1e-12)
+          << "logit " << value << " at top_p " << top_p;
+    }
+  }
 }
 
 TEST(Sampling, RepetitionPenaltyDividesPositiveAndMultipliesNegativeScores) {
