@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "error_of.h"
+#include "models/sampling_math.h"
 
 namespace dew {
 namespace {
@@ -152,6 +153,20 @@ TEST(Sampling, TopPKeepsWhatAWholeAscendingSortKeepsOnWideRowsWithTies) {
       EXPECT_LE(std::fabs(pf.second - pf.first), 5 * sigma + 1e-12)
           << "logit " << value << " at top_p " << top_p;
     }
+  }
+}
+
+// The softmax's vectorized exp: within 2 ulp of libm's over its whole range, exactly 1 at 0.
+TEST(Sampling, ExpOfNonpositiveIsWithinTwoUlp) {
+  std::vector<double> x;
+  for (int i = 0; i <= 200000; ++i) x.push_back(-708.0 * i / 200000);
+  for (double v : {-0.0, -1e-300, -1e-17, -0.5 * std::log(2.0), -std::log(2.0), -707.9999}) x.push_back(v);
+  std::vector<double> y(x.size());
+  detail::exp_of_nonpositive(x.data(), y.data(), x.size());
+  EXPECT_EQ(y[0], 1.0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double e = std::exp(x[i]), ulp = std::nextafter(e, INFINITY) - e;
+    EXPECT_LE(std::fabs(y[i] - e), 2 * ulp) << "exp(" << x[i] << ") = " << e << ", got " << y[i];
   }
 }
 
