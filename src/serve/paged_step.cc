@@ -46,16 +46,23 @@ PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece>
 void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tensor& v) {
   const int64_t bs = pool_.block_size();
   for (auto [x, cache] : {std::pair{&k, &pool_.keys(layer)}, {&v, &pool_.values(layer)}}) {
-    const Tensor rows = as_dtype(*x, cache->dtype()).contiguous();
-    Tensor target = *cache;
-    const size_t row_bytes = size_t(rows.numel() / rows.size(1)) * dtype_size(rows.dtype());  // Hkv * D
+    // (1,N,Hkv,D): each token's Hkv x D values copied from where they lie when they lie together in the
+    // cache's dtype (v is a view of the joined q, k, v product), else from a contiguous copy.
+    const auto& st = x->strides();
+    const bool in_place = x->dim() == 4 && x->dtype() == cache->dtype() && st[3] == 1 && st[2] == x->size(3);
+    const Tensor rows = in_place ? *x : as_dtype(*x, cache->dtype()).contiguous();
+    const size_t element = dtype_size(rows.dtype()),
+                 row_bytes = size_t(rows.size(2) * rows.size(3)) * element;
+    const size_t token_bytes = size_t(rows.strides()[1]) * element;
+    const char* from = static_cast<const char*>(rows.raw_data());
+    char* to = static_cast<char*>(cache->raw_data());
     for (const StepPiece& p : pieces_)
       for (int64_t t = 0; t < p.count; ++t) {
         const int64_t position = p.position + t;
-        copy_rows(rows, p.start + t, target, (*p.blocks)[size_t(position / bs)] * bs + position % bs, 1,
-                  row_bytes);
+        const int64_t slot = (*p.blocks)[size_t(position / bs)] * bs + position % bs;
+        std::memcpy(to + size_t(slot) * row_bytes, from + size_t(p.start + t) * token_bytes, row_bytes);
       }
-    target.bump_version();
+    Tensor(*cache).bump_version();
   }
 }
 
