@@ -66,6 +66,12 @@ constexpr double kRemoved = -std::numeric_limits<double>::infinity();
   return *std::max_element(lane, lane + kLanes);
 }
 
+// y = x / d, element by element (vectorized, cloned per instruction set).
+[[gnu::target_clones("avx512f", "avx2", "default")]] void divide(const double* x, double d, double* y,
+                                                                 size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = x[i] / d;
+}
+
 [[gnu::target_clones("avx512f", "avx2", "default")]] double sum_of(const double* x, size_t n) {
   constexpr size_t kLanes = 8;
   double lane[kLanes] = {};
@@ -226,7 +232,7 @@ int64_t sample_token(std::span<const float> logits, const SamplingOptions& o,
     }
   }
   if (o.temperature == 0) return first_max(s);
-  for (double& x : s) x /= o.temperature;
+  divide(s.data(), o.temperature, s.data(), s.size());
   if (o.top_k > 0 && o.top_k < int64_t(s.size())) {  // TopKLogitsWarper: below the k-th largest removed
     std::vector<double> sorted = s;
     std::nth_element(sorted.begin(), sorted.begin() + (o.top_k - 1), sorted.end(), std::greater<>());
@@ -246,7 +252,7 @@ int64_t sample_token(std::span<const float> logits, const SamplingOptions& o,
   }
   std::vector<double> p(s.size());
   const double total = w.total();
-  for (size_t i = 0; i < s.size(); ++i) p[i] = w.weight[i] / total;
+  divide(w.weight.data(), total, p.data(), p.size());
   // One uniform in [0, 1) from Philox: counter (step, 0, 0, 0), key from the seed and the sequence.
   const std::array<uint32_t, 4> bits =
       philox4x32_10({uint32_t(step), uint32_t(step >> 32), uint32_t(sequence), uint32_t(sequence >> 32)},
