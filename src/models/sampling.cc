@@ -102,48 +102,60 @@ struct Weights {
   }
 };
 
-// The indices of s in ascending order of score, equal scores in index order (std::stable_sort's order,
-// -0 equal to +0): a least-significant-digit radix sort of the scores' bits, 11 bits a pass, stable as
-// each pass is. Over a vocabulary of 8,192 it takes a quarter of stable_sort's time (113 against 423 us),
-// which had taken most of a step of 32 requests sampling with top-p.
-std::vector<uint32_t> ascending_order(const std::vector<double>& s) {
-  const size_t V = s.size();
-  std::vector<uint64_t> key(V), next_key(V);
-  std::vector<uint32_t> index(V), next_index(V);
-  for (size_t i = 0; i < V; ++i) {
-    uint64_t bits;
-    const double x = s[i] == 0 ? 0.0 : s[i];
-    std::memcpy(&bits, &x, sizeof bits);
-    key[i] = bits >> 63 ? ~bits : bits | (uint64_t(1) << 63);  // unsigned order = the doubles' order
-    index[i] = uint32_t(i);
-  }
-  constexpr int kBits = 11;
-  for (int shift = 0; shift < 64; shift += kBits) {
-    std::array<uint32_t, 1 << kBits> count{};
-    for (uint64_t k : key) ++count[(k >> shift) & ((1 << kBits) - 1)];
-    if (count[(key[0] >> shift) & ((1 << kBits) - 1)] == V) continue;  // one digit throughout
-    uint32_t at = 0;
-    for (uint32_t& c : count) at += std::exchange(c, at);
-    for (size_t i = 0; i < V; ++i) {
-      const uint32_t to = count[(key[i] >> shift) & ((1 << kBits) - 1)]++;
-      next_key[to] = key[i];
-      next_index[to] = index[i];
-    }
-    key.swap(next_key);
-    index.swap(next_index);
-  }
-  return index;
-}
-
-// TopPLogitsWarper: in ascending order of score, remove while the cumulative probability is
-// <= 1 - top_p; the largest is always kept.
+// TopPLogitsWarper: in ascending order of score (equal scores in index order, as a stable sort leaves
+// them), remove while the cumulative probability is <= 1 - top_p; the largest is always kept. So the
+// removed tokens are those before one boundary token in that order. The scores are binned by value
+// (2,048 bins, in order, equal scores in one bin); the bins' masses find the bin where the cumulative
+// crosses 1 - top_p; only that bin's tokens are sorted. Two passes over the row, where a stable sort of
+// 8,192 tokens took 423 us, most of a step of 32 requests. The sums run by bins rather than token by
+// token, which moves a decision only where the cumulative lies within rounding of 1 - top_p.
 void remove_past_top_p(std::vector<double>& s, Weights& w, double top_p) {
-  const std::vector<uint32_t> order = ascending_order(s);
-  const double total = w.total();
-  double cumulative = 0;
-  for (size_t r = 0; r + 1 < order.size(); ++r) {
-    cumulative += w.weight[order[r]] / total;
-    if (cumulative <= 1 - top_p) w.remove(s, order[r]);
+  constexpr size_t kBins = 2048;
+  const size_t V = s.size();
+  const double total = w.total(), limit = 1 - top_p;
+  double low = INFINITY, high = -INFINITY;
+  size_t largest = 0;  // the last token in the order: the largest score, the last index among equals
+  for (size_t i = 0; i < V; ++i) {
+    if (s[i] == kRemoved) continue;
+    low = std::min(low, s[i]);
+    if (s[i] >= high) high = s[i], largest = i;
+  }
+  const double scale = high > low ? double(kBins - 1) / (high - low) : 0.0;
+  std::vector<uint16_t> bin(V);
+  std::array<double, kBins> mass{};
+  for (size_t i = 0; i < V; ++i) {
+    if (s[i] == kRemoved) continue;  // already gone, of probability 0
+    bin[i] = uint16_t(std::min(double(kBins - 1), (s[i] - low) * scale));
+    mass[bin[i]] += w.weight[i] / total;
+  }
+  // The crossing bin: the cumulative through it passes the limit (none: all but the largest go).
+  double below = 0;
+  size_t crossing = kBins;
+  for (size_t b = 0; b < kBins; ++b) {
+    if (below + mass[b] > limit) {
+      crossing = b;
+      break;
+    }
+    below += mass[b];
+  }
+  const size_t last = crossing == kBins ? kBins - 1 : crossing;  // the bin walked token by token
+  std::vector<uint32_t> walked;
+  for (size_t i = 0; i < V; ++i) {
+    if (s[i] == kRemoved) continue;
+    if (bin[i] < last) {
+      w.remove(s, i);
+    } else if (bin[i] == last) {
+      walked.push_back(uint32_t(i));
+    }
+  }
+  if (crossing == kBins) below -= mass[last];  // the last bin's mass, walked again below
+  std::sort(walked.begin(), walked.end(),
+            [&](uint32_t a, uint32_t b) { return s[a] < s[b] || (s[a] == s[b] && a < b); });
+  double cumulative = below;
+  for (size_t r = 0; r < walked.size() && walked[r] != largest; ++r) {
+    cumulative += w.weight[walked[r]] / total;
+    if (cumulative > limit) break;
+    w.remove(s, walked[r]);
   }
 }
 

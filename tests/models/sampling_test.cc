@@ -116,12 +116,12 @@ TEST(Sampling, TopKTopPAndMinPCutAsTransformersDoes) {
 // the cumulative probability is <= 1 - top_p), written out here in full; a removed token is never drawn.
 TEST(Sampling, TopPKeepsWhatAWholeAscendingSortKeepsOnWideRowsWithTies) {
   const int n = 4000;
-  for (const double top_p : {0.5, 0.9, 0.99}) {
+  for (const auto& [top_p, slope] : {std::pair{0.5, 0.05f}, {0.9, 0.05f}, {0.99, 0.05f}, {0.9, 0.6f}}) {
     std::vector<float> logits;
     // Runs of 40 equal logits, in turn higher and lower: the cut falls inside a run, whose tokens of
-    // lower index go first.
+    // lower index go first. The steeper slope leaves a few runs only, as a trained model's would.
     for (int i = 0; i < 3000; ++i)
-      logits.push_back(-0.05f * float((i / 40) % 30) - ((i / 40) % 2 ? 0.7f : 0.0f));
+      logits.push_back(-slope * float((i / 40) % 30) - ((i / 40) % 2 ? 0.7f : 0.0f));
     std::vector<double> p(logits.size());
     double total = 0;
     for (size_t i = 0; i < p.size(); ++i) total += p[i] = std::exp(double(logits[i]) - double(logits[0]));
