@@ -16,10 +16,10 @@ namespace dew {
 
 namespace {
 
-// y = exp(x) for x in [-708, 0], within 2 ulp, in a loop the compiler vectorizes on AVX-512: x = k ln 2 +
-// r, |r| <= ln(2) / 2 (ln 2 in two parts, so k ln2_hi is exact), exp(r) by its Taylor series to r^13 /
-// 13!, times 2^k put into the exponent's bits. A row of 8,192 in 4.5 us against libm's 20; compiled for
-// AVX2 the same loop took 21 to 37 us, so other CPUs keep libm's.
+// y = exp(x) for x in [-708, 0] (below, 0), within 2 ulp, in a loop the compiler vectorizes on
+// AVX-512: x = k ln 2 + r, |r| <= ln(2) / 2 (ln 2 in two parts, so k ln2_hi is exact), exp(r) by its
+// Taylor series to r^13 / 13!, times 2^k put into the exponent's bits. Built for AVX2 the same loop was
+// no faster than libm, which other CPUs keep (docs/perf.md, "Sampling at 32 requests").
 [[gnu::target("avx512f")]] void exp_of_nonpositive_avx512(const double* x, double* y, size_t n) {
   constexpr double kInverseLn2 = 1.4426950408889634, kLn2High = 6.93147180369123816490e-01,
                    kLn2Low = 1.90821492927058770002e-10, kRound = 0x1.8p52;  // adding it rounds to integers
@@ -37,15 +37,22 @@ namespace {
     const uint64_t scale_bits = ((bits & ((uint64_t(1) << 52) - 1)) - (uint64_t(1) << 51) + 1023) << 52;
     double scale;
     std::memcpy(&scale, &scale_bits, sizeof scale);
-    y[i] = p * scale;
+    y[i] = x[i] < -708.0 ? 0.0 : p * scale;
   }
 }
 
 }  // namespace
 
 void detail::exp_of_nonpositive(const double* x, double* y, size_t n) {
-  if (__builtin_cpu_supports("avx512f")) return exp_of_nonpositive_avx512(x, y, n);
-  for (size_t i = 0; i < n; ++i) y[i] = std::exp(std::max(x[i], -708.0));
+  if (!__builtin_cpu_supports("avx512f")) {
+    for (size_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+    return;
+  }
+  std::vector<std::pair<size_t, double>> subnormal;  // libm's exp there, below the vector loop's range
+  for (size_t i = 0; i < n; ++i)
+    if (x[i] < -708.0 && x[i] > -746.0) subnormal.push_back({i, std::exp(x[i])});
+  exp_of_nonpositive_avx512(x, y, n);
+  for (const auto& [i, value] : subnormal) y[i] = value;
 }
 
 namespace {
@@ -54,7 +61,7 @@ constexpr double kRemoved = -std::numeric_limits<double>::infinity();
 
 // The largest of x (no NaN), and the sum of x in 8 interleaved partial sums: loops the compiler
 // vectorizes (cloned per instruction set), where one running maximum or sum is a chain of dependent
-// operations, 9 us over a row of 8,192.
+// operations.
 [[gnu::target_clones("avx512f", "avx2", "default")]] double max_of(const double* x, size_t n) {
   constexpr size_t kLanes = 8;
   double lane[kLanes];
@@ -90,10 +97,8 @@ struct Weights {
   std::vector<double> weight;
   explicit Weights(const std::vector<double>& s) : weight(s.size()) {
     const double top = max_of(s.data(), s.size());
-    for (size_t i = 0; i < s.size(); ++i) weight[i] = s[i] - top;
+    for (size_t i = 0; i < s.size(); ++i) weight[i] = s[i] - top;  // -inf for the removed: exp 0
     detail::exp_of_nonpositive(weight.data(), weight.data(), weight.size());
-    for (size_t i = 0; i < s.size(); ++i)  // removed, or below exp's normal range (libm's subnormals)
-      if (s[i] == kRemoved || s[i] - top < -708.0) weight[i] = s[i] == kRemoved ? 0.0 : std::exp(s[i] - top);
   }
   double total() const { return sum_of(weight.data(), weight.size()); }
   void remove(std::vector<double>& s, size_t i) {
@@ -107,8 +112,9 @@ struct Weights {
 // removed tokens are those before one boundary token in that order. The scores are binned by value
 // (2,048 bins, in order, equal scores in one bin); the bins' masses find the bin where the cumulative
 // crosses 1 - top_p; only that bin's tokens are sorted. Two passes over the row, where a stable sort of
-// 8,192 tokens took 423 us, most of a step of 32 requests. The sums run by bins rather than token by
-// token, which moves a decision only where the cumulative lies within rounding of 1 - top_p.
+// it took most of a step of 32 requests (docs/perf.md, "Sampling at 32 requests"). The sums run by bins
+// rather than token by token, which moves a decision only where the cumulative lies within rounding of
+// 1 - top_p.
 void remove_past_top_p(std::vector<double>& s, Weights& w, double top_p) {
   constexpr size_t kBins = 2048;
   const size_t V = s.size();

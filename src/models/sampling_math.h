@@ -5,7 +5,7 @@
 
 namespace dew::detail {
 
-// y = exp(x) for each x in [-708, 0], within 2 ulp (x below -708 gives exp(-708); x may be y).
+// y = exp(x) for each x <= 0 (-inf included), within 2 ulp of libm's (x may be y).
 void exp_of_nonpositive(const double* x, double* y, size_t n);
 
 }  // namespace dew::detail

@@ -156,13 +156,18 @@ TEST(Sampling, TopPKeepsWhatAWholeAscendingSortKeepsOnWideRowsWithTies) {
   }
 }
 
-// The softmax's vectorized exp: within 2 ulp of libm's over its whole range, exactly 1 at 0.
+// The softmax's vectorized exp: within 2 ulp of libm's over its whole range (libm's own subnormals and
+// zeros below it), exactly 1 at 0.
 TEST(Sampling, ExpOfNonpositiveIsWithinTwoUlp) {
   std::vector<double> x;
   for (int i = 0; i <= 200000; ++i) x.push_back(-708.0 * i / 200000);
-  for (double v : {-0.0, -1e-300, -1e-17, -0.5 * std::log(2.0), -std::log(2.0), -707.9999}) x.push_back(v);
-  std::vector<double> y(x.size());
+  for (double v : {-0.0, -1e-300, -1e-17, -0.5 * std::log(2.0), -std::log(2.0), -707.9999, -708.5, -744.0,
+                   -745.2, -800.0, -double(INFINITY)})
+    x.push_back(v);
+  std::vector<double> y(x.size()), in_place = x;
   detail::exp_of_nonpositive(x.data(), y.data(), x.size());
+  detail::exp_of_nonpositive(in_place.data(), in_place.data(), in_place.size());
+  EXPECT_EQ(in_place, y);
   EXPECT_EQ(y[0], 1.0);
   for (size_t i = 0; i < x.size(); ++i) {
     const double e = std::exp(x[i]), ulp = std::nextafter(e, INFINITY) - e;

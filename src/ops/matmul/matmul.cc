@@ -6,6 +6,7 @@
 #include "core/autograd.h"
 #include "core/strided.h"
 #include "ops/activation.h"
+#include "ops/glu/glu.h"
 #include "ops/unary/unary.h"
 
 namespace dew::ops {
@@ -392,18 +393,16 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options) {
   const bool recorded = detail::grad_mode() && (needs_grad(a) || needs_grad(b) || needs_grad(options.bias) ||
                                                 needs_grad(options.residual));
   if (options.activation != Activation::none && recorded) {
+    if (options.glu) ops::Matmul::infer(ops::MatmulArgs{a, b, options});  // the fused call's checks
     MatmulOptions product = options;
     product.activation = Activation::none;
     product.residual = Tensor();
     product.glu = false;
     const Tensor z = ops::run_op<ops::Matmul>(ops::MatmulArgs{a, b, product})[0];
     if (options.glu) {
-      ops::Matmul::infer(ops::MatmulArgs{a, b, options});  // its checks, as the fused call makes them
       const int64_t F = z.size(-1) / 2;
-      const Tensor gate = z.slice(-1, 0, F), up = z.slice(-1, F, 2 * F);
-      return options.activation == Activation::silu
-                 ? swiglu(gate, up)
-                 : geglu(gate, up, options.activation == Activation::gelu_tanh);
+      return ops::run_op<ops::Glu>(
+          ops::GluArgs{Tensor(), z.slice(-1, 0, F), z.slice(-1, F, 2 * F), options.activation, false})[0];
     }
     const Tensor y = ops::run_op<ops::Unary>(ops::UnaryArgs{z, ops::unary_of(options.activation)})[0];
     return options.residual.defined() ? add(y, options.residual) : y;
