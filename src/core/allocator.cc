@@ -67,6 +67,24 @@ void* system_allocate(size_t bytes) {
   return p;
 }
 
+}  // namespace
+
+void back_with_huge_pages(const void* p, size_t nbytes) {
+#if defined(__linux__)
+  constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
+  constexpr int kCollapse = 25;  // MADV_COLLAPSE (Linux 6.1), which glibc 2.36's headers do not name yet
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + nbytes + kHugePage - 1) & ~(kHugePage - 1);
+  // One huge page at a time: one the kernel refuses (not mapped, or not anonymous) leaves the others.
+  for (uintptr_t page = begin; page < end; page += kHugePage)
+    (void)::madvise(reinterpret_cast<void*>(page), kHugePage, kCollapse);
+#else
+  (void)p, (void)nbytes;
+#endif
+}
+
+namespace {
+
 CpuAllocator& allocator() {
   static CpuAllocator* a = [] {
     keep_freed_memory();

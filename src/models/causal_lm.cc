@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/allocator.h"
 #include "io/files.h"
 #include "models/families.h"
 
@@ -418,6 +419,9 @@ void CausalLM::pack_projections() {
     models::pack_gpt2_projections(config_, parameters_);
   else if (!is_mamba2(config_))
     models::pack_llama_projections(config_, parameters_);
+  for (const auto& [name, t] : parameters_)
+    if (t.device() == Device::cpu())
+      detail::back_with_huge_pages(t.raw_data(), size_t(t.numel()) * dtype_size(t.dtype()));
 }
 
 Tensor CausalLM::run_family(const Tensor& ids, const Tensor& positions, LayerAttention& attention,
