@@ -20,10 +20,9 @@ KvBlockPool::KvBlockPool(const ModelConfig& c, DType dtype, int64_t blocks, int6
               dtype_name(dtype));
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {  // a recurrent layer keeps no keys
     const bool attends = c.attends(i);
-    keys_.push_back(attends ? Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype)
-                            : Tensor());
-    values_.push_back(attends ? Tensor::empty({blocks, block_size, c.num_key_value_heads, c.head_dim}, dtype)
-                              : Tensor());
+    const Shape shape{blocks, c.num_key_value_heads, block_size, c.head_dim};  // as paged_attention reads it
+    keys_.push_back(attends ? Tensor::empty(shape, dtype) : Tensor());
+    values_.push_back(attends ? Tensor::empty(shape, dtype) : Tensor());
   }
   for (int64_t b = blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 handed out first
 }

@@ -1,5 +1,5 @@
 // The paged KV cache's storage and its block bookkeeping: one pool of fixed-size blocks per layer
-// (keys and values, (blocks, block_size, Hkv, D)), reference counts, and the prefix cache — full blocks
+// (keys and values, (blocks, Hkv, block_size, D)), reference counts, and the prefix cache — full blocks
 // known by their tokens and everything before them, kept after their last user until the pool needs
 // them back (least recently used first). Not thread-safe: the engine's one thread owns it.
 #pragma once

@@ -4,6 +4,8 @@
 
 #include <dew/ops.h>
 
+#include "ops/attention/paged.h"
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -46,22 +48,23 @@ PagedStepAttention::PagedStepAttention(KvBlockPool& pool, std::vector<StepPiece>
 void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tensor& v) {
   const int64_t bs = pool_.block_size();
   for (auto [x, cache] : {std::pair{&k, &pool_.keys(layer)}, {&v, &pool_.values(layer)}}) {
-    // (1,N,Hkv,D): each token's Hkv x D values copied from where they lie when they lie together in the
+    // (1,N,Hkv,D): each token's D values of each head copied from where they lie when they are in the
     // cache's dtype (v is a view of the joined q, k, v product), else from a contiguous copy.
-    const auto& st = x->strides();
-    const bool in_place = x->dim() == 4 && x->dtype() == cache->dtype() && st[3] == 1 && st[2] == x->size(3);
+    const bool in_place = x->dim() == 4 && x->dtype() == cache->dtype() && x->strides()[3] == 1;
     const Tensor rows = in_place ? *x : as_dtype(*x, cache->dtype()).contiguous();
-    const size_t element = dtype_size(rows.dtype()),
-                 row_bytes = size_t(rows.size(2) * rows.size(3)) * element;
-    const size_t token_bytes = size_t(rows.strides()[1]) * element;
+    const int64_t Hkv = rows.size(2), D = rows.size(3);
+    const size_t element = dtype_size(rows.dtype()), head_bytes = size_t(D) * element;
+    const size_t token_stride = size_t(rows.strides()[1]), head_stride = size_t(rows.strides()[2]);
     const char* from = static_cast<const char*>(rows.raw_data());
     char* to = static_cast<char*>(cache->raw_data());
     for (const StepPiece& p : pieces_)
-      for (int64_t t = 0; t < p.count; ++t) {
-        const int64_t position = p.position + t;
-        const int64_t slot = (*p.blocks)[size_t(position / bs)] * bs + position % bs;
-        std::memcpy(to + size_t(slot) * row_bytes, from + size_t(p.start + t) * token_bytes, row_bytes);
-      }
+      for (int64_t t = 0; t < p.count; ++t)
+        for (int64_t h = 0; h < Hkv; ++h) {
+          const int64_t at = ops::paged_key_offset(p.blocks->data(), p.position + t, h, Hkv, bs, D);
+          std::memcpy(to + size_t(at) * element,
+                      from + (size_t(p.start + t) * token_stride + size_t(h) * head_stride) * element,
+                      head_bytes);
+        }
     Tensor(*cache).bump_version();
   }
 }
@@ -72,7 +75,7 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
   write_cache(layer, k, v);
   const Tensor& keys = pool_.keys(layer);
   const Tensor& values = pool_.values(layer);
-  const int64_t N = q.size(1), H = q.size(2), D = q.size(3), Hkv = keys.size(2), bs = pool_.block_size();
+  const int64_t N = q.size(1), H = q.size(2), D = q.size(3), Hkv = keys.size(1), bs = pool_.block_size();
   const DType cache_dtype = keys.dtype();
   AttentionOptions options = mask;
   options.causal = true;
@@ -97,27 +100,27 @@ Tensor PagedStepAttention::attend(int64_t layer, const Tensor& q, const Tensor& 
   for (const StepPiece& p : pieces_)
     if (!paged(p)) groups[{p.count, p.position}].push_back(&p);
   const Tensor queries = q.contiguous();
-  const size_t block_bytes = size_t(bs * Hkv * D) * dtype_size(cache_dtype);
+  const size_t head_bytes = size_t(D) * dtype_size(cache_dtype);
   for (const auto& [shape, group] : groups) {
     const auto [count, position] = shape;
-    const int64_t G = int64_t(group.size()), S = position + count, blocks = (S + bs - 1) / bs;
-    // Each piece's keys and values, whole blocks at a time, then cut to S; its queries.
-    Tensor dense_k = Tensor::empty({G, blocks * bs, Hkv, D}, cache_dtype);
-    Tensor dense_v = Tensor::empty({G, blocks * bs, Hkv, D}, cache_dtype);
+    const int64_t G = int64_t(group.size()), S = position + count;
+    // Each piece's S keys and values (S,Hkv,D) gathered from its blocks' heads; its queries.
+    Tensor dense_k = Tensor::empty({G, S, Hkv, D}, cache_dtype);
+    Tensor dense_v = Tensor::empty({G, S, Hkv, D}, cache_dtype);
     Tensor group_q = Tensor::empty({G, count, H, D}, q.dtype());
     for (int64_t g = 0; g < G; ++g) {
       const StepPiece& p = *group[size_t(g)];
-      for (int64_t b = 0; b < blocks; ++b) {
-        copy_rows(keys, (*p.blocks)[size_t(b)], dense_k, g * blocks + b, 1, block_bytes);
-        copy_rows(values, (*p.blocks)[size_t(b)], dense_v, g * blocks + b, 1, block_bytes);
-      }
+      for (int64_t j = 0; j < S; ++j)
+        for (int64_t h = 0; h < Hkv; ++h) {
+          const int64_t at = ops::paged_key_offset(p.blocks->data(), j, h, Hkv, bs, D);
+          copy_rows(keys, at / D, dense_k, (g * S + j) * Hkv + h, 1, head_bytes);
+          copy_rows(values, at / D, dense_v, (g * S + j) * Hkv + h, 1, head_bytes);
+        }
       copy_rows(queries, p.start, group_q, g * count, count, out_row);
     }
-    const Tensor o = as_dtype(attention(as_dtype(group_q, cache_dtype), dense_k.slice(1, 0, S),
-                                        dense_v.slice(1, 0, S), options)
-                                  .out,
-                              q.dtype())
-                         .contiguous();
+    const Tensor o =
+        as_dtype(attention(as_dtype(group_q, cache_dtype), dense_k, dense_v, options).out, q.dtype())
+            .contiguous();
     for (int64_t g = 0; g < G; ++g) copy_rows(o, g * count, out, group[size_t(g)]->start, count, out_row);
   }
   return out;

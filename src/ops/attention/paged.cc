@@ -20,15 +20,15 @@ void validate(const PagedAttentionArgs& a) {
       "[paged_attention] q is {}; expected a contiguous floating (N,H,D) tensor, one query per sequence",
       q.describe());
   DEW_REQUIRE(k.dim() == 4 && k.dtype() == q.dtype() && k.size(3) == q.size(2) && k.is_contiguous(),
-              "[paged_attention] k_cache is {}; expected a contiguous {}(blocks,block_size,Hkv,D={})",
+              "[paged_attention] k_cache is {}; expected a contiguous {}(blocks,Hkv,block_size,D={})",
               k.describe(), dtype_name(q.dtype()), q.size(2));
   DEW_REQUIRE(v.shape() == k.shape() && v.dtype() == k.dtype() && v.is_contiguous(),
               "[paged_attention] v_cache is {}; expected k_cache's shape and dtype {}", v.describe(),
               k.describe());
   DEW_REQUIRE(
-      k.size(2) > 0 && q.size(1) % k.size(2) == 0,
+      k.size(1) > 0 && q.size(1) % k.size(1) == 0,
       "[paged_attention] q has {} heads and the cache {}; expected the KV heads to divide the query heads",
-      q.size(1), k.size(2));
+      q.size(1), k.size(1));
   DEW_REQUIRE(a.block_tables.dtype() == DType::i64 && a.block_tables.dim() == 2 &&
                   a.block_tables.size(0) == q.size(0) && a.block_tables.is_contiguous(),
               "[paged_attention] block_tables is {}; expected contiguous i64[{},max_blocks]",
@@ -49,7 +49,7 @@ void validate(const PagedAttentionArgs& a) {
                 o.sinks.describe(), dtype_name(stat_dtype(q.dtype())), q.size(1));
   // The tables and lengths are read by the kernels: every block they name must exist.
   if (q.device().kind != Device::Kind::cpu) return;
-  const int64_t blocks = k.size(0), block_size = k.size(1), M = a.block_tables.size(1);
+  const int64_t blocks = k.size(0), block_size = k.size(2), M = a.block_tables.size(1);
   const int64_t* table = a.block_tables.data<int64_t>();
   const int64_t* lengths = a.lengths.data<int64_t>();
   for (int64_t n = 0; n < q.size(0); ++n) {
@@ -99,8 +99,8 @@ double PagedAttention::flops(const Args& a) {
 }
 
 std::vector<Truth> PagedAttention::reference(const Args& args) {
-  const int64_t N = args.q.size(0), H = args.q.size(1), D = args.q.size(2), Hkv = args.k_cache.size(2),
-                block_size = args.k_cache.size(1), M = args.block_tables.size(1);
+  const int64_t N = args.q.size(0), H = args.q.size(1), D = args.q.size(2), Hkv = args.k_cache.size(1),
+                block_size = args.k_cache.size(2), M = args.block_tables.size(1);
   const std::vector<double> k = args.k_cache.to_f64_vector(), v = args.v_cache.to_f64_vector();
   const std::vector<double> q = args.q.to_f64_vector();
   const int64_t* table = args.block_tables.data<int64_t>();
@@ -109,11 +109,12 @@ std::vector<Truth> PagedAttention::reference(const Args& args) {
   for (int64_t n = 0; n < N; ++n) {
     const int64_t S = args.lengths.data<int64_t>()[n];
     std::vector<double> ks(size_t(S * Hkv * D)), vs(ks.size());
-    for (int64_t j = 0; j < S; ++j) {  // the dense row of sequence n's keys
-      const size_t from = size_t((table[n * M + j / block_size] * block_size + j % block_size) * Hkv * D);
-      std::copy_n(k.begin() + long(from), Hkv * D, ks.begin() + j * Hkv * D);
-      std::copy_n(v.begin() + long(from), Hkv * D, vs.begin() + j * Hkv * D);
-    }
+    for (int64_t j = 0; j < S; ++j)  // the dense row of sequence n's keys (S,Hkv,D)
+      for (int64_t h = 0; h < Hkv; ++h) {
+        const long from = long(paged_key_offset(table + n * M, j, h, Hkv, block_size, D));
+        std::copy_n(k.begin() + from, D, ks.begin() + (j * Hkv + h) * D);
+        std::copy_n(v.begin() + from, D, vs.begin() + (j * Hkv + h) * D);
+      }
     AttentionOptions o = args.options;
     o.causal = true;
     const std::vector<double> qn(q.begin() + n * H * D, q.begin() + (n + 1) * H * D);
@@ -166,8 +167,8 @@ PagedAttentionArgs make_paged(const PagedCase& c, DType t, RandomKey key) {
   int64_t M = 0;
   for (int64_t len : c.lengths) M = std::max(M, (len + c.block_size - 1) / c.block_size);
   PagedAttentionArgs a{random_input({N, c.H, c.D}, t, key),
-                       random_input({c.blocks, c.block_size, c.Hkv, c.D}, t, {key.seed, key.stream + 1}),
-                       random_input({c.blocks, c.block_size, c.Hkv, c.D}, t, {key.seed, key.stream + 2}),
+                       random_input({c.blocks, c.Hkv, c.block_size, c.D}, t, {key.seed, key.stream + 1}),
+                       random_input({c.blocks, c.Hkv, c.block_size, c.D}, t, {key.seed, key.stream + 2}),
                        Tensor::full({N, M}, -1, DType::i64),
                        Tensor::empty({N}, DType::i64),
                        c.options};

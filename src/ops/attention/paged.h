@@ -1,6 +1,6 @@
 // paged_attention: decode attention through a paged KV cache. One query per sequence, q (N,H,D), sitting
 // after the keys it sees: sequence n's key j (0 <= j < lengths[n]) lives in k_cache and v_cache
-// (blocks, block_size, Hkv, D) at block block_tables[n, j / block_size], slot j % block_size. Scores,
+// (blocks, Hkv, block_size, D) at block block_tables[n, j / block_size], slot j % block_size. Scores,
 // window, softcap, sinks and grouped KV heads as attention has them (the query is at position
 // lengths[n] - 1, so causal changes nothing); segments are refused. Outputs out (N,H,D) and lse (N,H).
 // NOTE [paged partitions]: the keys of a sequence are split into partitions of kPagedPartition keys
@@ -31,6 +31,17 @@ struct PagedAttention {
   // Inference only: the cache is written in place and nothing upstream of it is differentiated.
   static Differentiation differentiation(std::string_view) { return Differentiation::non_differentiable; }
 };
+
+// NOTE [a KV head's keys together]: a block holds each KV head's block_size keys one after another (as
+// vLLM's blocks do), so the keys of one KV head, which a kernel item reads, lie in runs of block_size x D
+// rather than in runs of D, one a key; with the next tile's lines asked for ahead, the cache of 32
+// sequences of 1,024 keys is read at two thirds of the triad's rate, where it was read at half
+// (docs/perf.md, "Paged attention's cache layout").
+// The element offset of key j's D values for KV head h, through one sequence's block table.
+inline int64_t paged_key_offset(const int64_t* table, int64_t j, int64_t h, int64_t Hkv, int64_t block_size,
+                                int64_t D) {
+  return ((table[j / block_size] * Hkv + h) * block_size + j % block_size) * D;
+}
 
 // The keys sequence n sees: [first, lengths[n]), first > 0 under a sliding window.
 inline int64_t paged_first_key(int64_t length, int64_t window) {

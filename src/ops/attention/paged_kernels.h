@@ -27,8 +27,8 @@ void paged_attention_forward(const PagedAttentionArgs& a, std::vector<Tensor>& o
   using Acc = AccumulatorOf<T>;
   constexpr Acc kMinusInf = -std::numeric_limits<Acc>::infinity();
   const AttentionOptions& o = a.options;
-  const int64_t N = a.q.size(0), H = a.q.size(1), D = a.q.size(2), Hkv = a.k_cache.size(2),
-                block_size = a.k_cache.size(1), M = a.block_tables.size(1), group = H / Hkv;
+  const int64_t N = a.q.size(0), H = a.q.size(1), D = a.q.size(2), Hkv = a.k_cache.size(1),
+                block_size = a.k_cache.size(2), M = a.block_tables.size(1), group = H / Hkv;
   const Acc scale = Acc(o.scale > 0 ? o.scale : 1.0 / std::sqrt(double(D))), cap = Acc(o.softcap);
   const T *q = a.q.data<T>(), *kc = a.k_cache.data<T>(), *vc = a.v_cache.data<T>();
   const int64_t *tables = a.block_tables.data<int64_t>(), *lengths = a.lengths.data<int64_t>();
@@ -77,10 +77,10 @@ void paged_attention_forward(const PagedAttentionArgs& a, std::vector<Tensor>& o
       for (int64_t j0 = first; j0 < last; j0 += kPagedKeyTile) {  // key tiles
         const int64_t j1 = std::min(last, j0 + kPagedKeyTile);
         for (int64_t j = j0; j < j1; ++j) {  // gather the tile's rows through the block table
-          const int64_t row = (tables[n * M + j / block_size] * block_size + j % block_size) * Hkv + hk;
+          const int64_t row = paged_key_offset(tables + n * M, j, hk, Hkv, block_size, D);
           for (int64_t d = 0; d < D; ++d) {
-            kt[size_t((j - j0) * D + d)] = widen<Acc>(kc[row * D + d]);
-            vt[size_t((j - j0) * D + d)] = widen<Acc>(vc[row * D + d]);
+            kt[size_t((j - j0) * D + d)] = widen<Acc>(kc[row + d]);
+            vt[size_t((j - j0) * D + d)] = widen<Acc>(vc[row + d]);
           }
         }
         for (int64_t g = 0; g < group; ++g) {

@@ -15,7 +15,7 @@ struct Pool {
 };
 
 Pool random_pool(int64_t blocks, int64_t block_size, int64_t Hkv, int64_t D, DType t) {
-  Pool p{Tensor::empty({blocks, block_size, Hkv, D}, t), Tensor::empty({blocks, block_size, Hkv, D}, t)};
+  Pool p{Tensor::empty({blocks, Hkv, block_size, D}, t), Tensor::empty({blocks, Hkv, block_size, D}, t)};
   fill_normal(p.k, {.seed = 11}, 0, 1);
   fill_normal(p.v, {.seed = 12}, 0, 1);
   return p;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "ops/attention/paged.h"
 #include "simd/float_vec.h"
 #include "simd/vector_math.h"
 
@@ -21,8 +22,18 @@ struct PagedRows {
   const T *k_cache, *v_cache;
   const int64_t* table;  // the sequence's blocks
   int64_t block_size, kv_heads, head, D;
-  int64_t row(int64_t key) const {
-    return ((table[key / block_size] * block_size + key % block_size) * kv_heads + head) * D;
+  int64_t row(int64_t key) const { return paged_key_offset(table, key, head, kv_heads, block_size, D); }
+  // The lines of keys [first, last) and their values asked for (into L2), a tile ahead of their use
+  // (NOTE [a KV head's keys together]). Inlined: called, the kernel ran 7% slower.
+  [[gnu::always_inline]] void prefetch(int64_t first, int64_t last) const {
+    constexpr int64_t kLine = 64 / int64_t(sizeof(T));
+    for (int64_t j = first; j < last; ++j) {
+      const int64_t r = row(j);
+      for (int64_t d = 0; d < D; d += kLine) {
+        __builtin_prefetch(k_cache + r + d, 0, 2);
+        __builtin_prefetch(v_cache + r + d, 0, 2);
+      }
+    }
   }
 };
 
@@ -95,6 +106,7 @@ void paged_keys_vec(const PagedRows<T>& rows, int64_t first, int64_t last, const
       const int64_t r = rows.row(j0 + j);
       k[j] = rows.k_cache + r, v[j] = rows.v_cache + r;
     }
+    rows.prefetch(j0 + W, std::min(last, j0 + 2 * W));
     for (int64_t g = 0; g < group; ++g) {
       const float* qg = q + g * D;
       // kInterleave keys' dots side by side, so that their chains of multiply-adds overlap; a key past
