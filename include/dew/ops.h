@@ -153,7 +153,7 @@ struct AttentionGradients {
 AttentionGradients attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                       const AttentionResult& forward, const AttentionOptions& options = {});
 // Decode attention through a paged KV cache: q (N,H,D), one query per sequence, after its keys;
-// sequence n's key j lives in k_cache and v_cache (blocks, block_size, Hkv, D) at block
+// sequence n's key j lives in k_cache and v_cache (blocks, Hkv, block_size, D) at block
 // block_tables[n, j / block_size] (i64 (N, max_blocks)), slot j % block_size, for j < lengths[n] (i64
 // (N)). Scale, softcap, window and sinks as attention's; segments refused. out (N,H,D), lse (N,H).
 AttentionResult paged_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
