@@ -24,18 +24,32 @@ thread_local bool inside_pool_body = false;
 // finishes polls for the next job, and the caller for its workers' completion, for a short while
 // before sleeping on the atomic — as OpenMP runtimes do. The atomic's wait still carries every
 // wake-up that a poll misses.
+// NOTE [yielding before sleeping]: a thread woken from its futex sleep on an idle vCPU starts 30-40 us
+// later here (the hypervisor wakes the halted vCPU first), so every parallel op after something that
+// outlasted the spin — a oneDNN product, whose OpenMP threads need the cores — paid that much: bf16
+// decode's row ops ran 3-8x their time (docs/perf.md, "Waiting without sleeping"). Past the spin, the
+// poll goes on between sched_yield calls, which hand the core to any thread that wants it (OpenMP's),
+// keeping it awake otherwise, up to kYield: the small products of a decode batch fit in it. Polling
+// so for 2 ms slowed the prefill's longer oneDNN products by a fifth: the yields do not hand over all
+// of the core.
 constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kYield = std::chrono::microseconds(300);
 
 template <class Ready>
 bool spin_until(Ready ready) {
-  const auto until = std::chrono::steady_clock::now() + kSpin;
+  const auto start = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
     if (ready()) return true;
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return false;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > start + kSpin) break;
 #if defined(__x86_64__)
     __builtin_ia32_pause();
 #endif
   }
+  while (std::chrono::steady_clock::now() < start + kYield) {
+    if (ready()) return true;
+    std::this_thread::yield();
+  }
+  return ready();
 }
 
 int default_threads() {
