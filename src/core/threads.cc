@@ -83,6 +83,7 @@ class Pool {
     stop();
     threads_ = threads;
     claimed_ = std::make_unique<std::atomic<bool>[]>(size_t(threads));
+    asleep_ = std::make_unique<std::atomic<bool>[]>(size_t(threads));
     quit_.store(false);
     // A new worker waits for the next job, not one that ran before it existed (its job_ is gone).
     const uint32_t current = generation_.load();
@@ -91,9 +92,11 @@ class Pool {
 
   // Runs job(chunk) for chunk in [0, chunks), chunk 0 on the calling thread.
   // NOTE [unstarted chunks]: a chunk runs on whichever thread claims it first: its worker, or the caller
-  // once its own chunk is done. A worker still waking (30-40 us from a sleep here, NOTE [yielding
-  // before sleeping]) so costs the caller its chunk's time instead of the wake. The ranges are the
-  // chunks' as before: only the thread that computes a range changes.
+  // once its own chunk is done and the worker was asleep when it looked. A worker still waking (30-40
+  // us from a sleep here, NOTE [yielding before sleeping]) so costs the caller its chunk's time instead
+  // of the wake; one that polls, even if the system has not given it a core yet, keeps its chunk, and
+  // its pace is what parallel_for_paced learns. The ranges are the chunks' as before: only the thread
+  // that computes a range changes.
   void run(int chunks, const std::function<void(int)>& job) {
     std::unique_lock call_lock(call_mutex_);
     job_ = &job;
@@ -107,7 +110,9 @@ class Pool {
     try {
       job(0);
       for (int c = 1; c < chunks; ++c)
-        if (!claimed_[size_t(c)].exchange(true, std::memory_order_acq_rel)) job(c);
+        if (asleep_[size_t(c)].load(std::memory_order_acquire) &&
+            !claimed_[size_t(c)].exchange(true, std::memory_order_acq_rel))
+          job(c);
     } catch (...) {
       error = std::current_exception();
     }
@@ -126,8 +131,11 @@ class Pool {
     inside_pool_body = true;
     detail::Untracked kernels_only;  // workers run kernel bodies: their views never join a graph
     for (;;) {
-      if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
+      if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+        asleep_[size_t(index)].store(true, std::memory_order_release);
         generation_.wait(seen, std::memory_order_acquire);
+        asleep_[size_t(index)].store(false, std::memory_order_release);
+      }
       const uint32_t now = generation_.load(std::memory_order_acquire);
       if (now == seen) continue;  // woken spuriously
       seen = now;
@@ -157,7 +165,8 @@ class Pool {
   std::mutex call_mutex_, error_mutex_;
   // Written by the caller before generation_'s release store, read by workers after its acquire load.
   const std::function<void(int)>* job_ = nullptr;
-  std::unique_ptr<std::atomic<bool>[]> claimed_;  // per chunk: taken by a thread (NOTE [unstarted chunks])
+  // Per chunk: taken by a thread; per worker: sleeping on generation_ (NOTE [unstarted chunks]).
+  std::unique_ptr<std::atomic<bool>[]> claimed_, asleep_;
   int chunks_ = 0;
   std::atomic<int> pending_ = 0;
   std::atomic<uint32_t> generation_ = 0;

@@ -4,6 +4,7 @@
 #include <dew/tensor.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -49,9 +50,22 @@ TEST(ElementwiseRows, OneLongRowRunsOnEveryThread) {
   Tensor x = Tensor::empty({8 * ops::kRowPiece}, DType::f32);
   std::mutex m;
   std::set<std::thread::id> threads;
+  // Each piece waits (10 s at most) for a second thread to come: pieces all in one chunk would wait
+  // alone, and a caller may run a sleeping worker's chunk only once its own is done.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   ops::for_each_row<1>(x.shape(), {x}, [&](const ops::RowView<1>&, int64_t) {
-    std::lock_guard<std::mutex> lock(m);
-    threads.insert(std::this_thread::get_id());
+    {
+      std::lock_guard<std::mutex> lock(m);
+      threads.insert(std::this_thread::get_id());
+    }
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        if (threads.size() >= 2) break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::yield();
+    }
   });
   set_num_threads(before);
   EXPECT_EQ(threads.size(), 2u);
