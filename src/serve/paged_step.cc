@@ -4,12 +4,12 @@
 
 #include <dew/ops.h>
 
-#include "ops/attention/paged.h"
-
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <utility>
+
+#include "ops/attention/paged.h"
 
 namespace dew::serve {
 namespace {

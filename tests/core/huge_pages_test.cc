@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/allocator.h"
@@ -72,15 +71,6 @@ TEST(HugePages, MemoryInSmallPagesComesBackInHugeOnesWithItsContents) {
   for (size_t i = 0; i < words; ++i) wrong += region[i] != uint32_t(i * 2654435761u);
   EXPECT_EQ(wrong, 0u);
   munmap(mapping, 12 * kMiB);
-}
-
-TEST(HugePages, MemoryTheSystemCannotCollapseIsLeftAsItIs) {
-  // Not mapped at all: the advice is refused page by page, and nothing fails.
-  void* mapping = mmap(nullptr, 4 << 20, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mapping, MAP_FAILED);
-  munmap(mapping, 4 << 20);
-  detail::back_with_huge_pages(mapping, 4 << 20);
-  SUCCEED();
 }
 
 }  // namespace
