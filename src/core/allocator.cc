@@ -54,9 +54,9 @@ void keep_freed_memory() {
 #endif
 }
 
-// A block from the system. Large ones are asked for in transparent huge pages (2 MiB aligned): the
-// first touch of fresh memory is what a new block costs (the kernel clears it), and one fault per
-// 2 MiB is cheaper than 512 faults of 4 KiB.
+// NOTE [large blocks in huge pages]: a block from the system. Large ones are asked for in transparent
+// huge pages (2 MiB aligned): the first touch of fresh memory is what a new block costs (the kernel
+// clears it), and one fault per 2 MiB is cheaper than 512 faults of 4 KiB.
 void* system_allocate(size_t bytes) {
   constexpr size_t kHugePage = size_t(2) << 20;
   if (bytes < 2 * kHugePage) return std::aligned_alloc(64, bytes);

@@ -18,11 +18,20 @@ KvBlockPool::KvBlockPool(const ModelConfig& c, DType dtype, int64_t blocks, int6
       blocks, block_size);
   DEW_REQUIRE(dtype == DType::f32 || dtype == DType::bf16, "[serve] KV blocks of {}; expected f32 or bf16",
               dtype_name(dtype));
-  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {  // a recurrent layer keeps no keys
+  // Every layer's keys and values in one storage, each a view of it: one block as large as the whole
+  // cache comes in huge pages (the allocator's, NOTE [large blocks in huge pages]), where a layer's own
+  // block of a few MiB came in 4 KiB pages, and the blocks of 32 sequences read at every layer outran
+  // the TLB (docs/perf.md, "The KV cache in huge pages").
+  int64_t attending = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) attending += c.attends(i);
+  const Shape shape{blocks, c.num_key_value_heads, block_size, c.head_dim};  // as paged_attention reads it
+  Shape every = shape;
+  every.insert(every.begin(), 2 * attending);
+  const Tensor storage = attending > 0 ? Tensor::empty(every, dtype) : Tensor();
+  for (int64_t i = 0, next = 0; i < c.num_hidden_layers; ++i) {  // a recurrent layer keeps no keys
     const bool attends = c.attends(i);
-    const Shape shape{blocks, c.num_key_value_heads, block_size, c.head_dim};  // as paged_attention reads it
-    keys_.push_back(attends ? Tensor::empty(shape, dtype) : Tensor());
-    values_.push_back(attends ? Tensor::empty(shape, dtype) : Tensor());
+    keys_.push_back(attends ? storage.select(0, next++) : Tensor());
+    values_.push_back(attends ? storage.select(0, next++) : Tensor());
   }
   for (int64_t b = blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 handed out first
 }

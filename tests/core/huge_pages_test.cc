@@ -3,47 +3,18 @@
 // a kernel before MADV_COLLAPSE).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
-#include <sys/utsname.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "core/allocator.h"
+#include "huge_pages.h"
 
 namespace dew {
 namespace {
 
-// The kB of huge pages backing the mapping that holds address p (-1: no such mapping).
-int64_t anon_huge_kb_at(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto address = reinterpret_cast<uintptr_t>(p);
-  std::string line;
-  bool inside = false;
-  while (std::getline(smaps, line)) {
-    unsigned long begin = 0, end = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 && line.find(':') > line.find(' ')) {
-      inside = address >= begin && address < end;
-      continue;
-    }
-    long kb = 0;
-    if (inside && std::sscanf(line.c_str(), "AnonHugePages: %ld kB", &kb) == 1) return kb;
-  }
-  return -1;
-}
-
-// Why the kernel here cannot collapse pages, or "" where it can.
-std::string why_no_collapse() {
-  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string modes((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
-  if (modes.empty() || modes.find("[never]") != std::string::npos) return "transparent huge pages are off";
-  utsname u{};
-  int major = 0, minor = 0;
-  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 || major * 100 + minor < 601)
-    return "the kernel predates MADV_COLLAPSE (6.1)";
-  return "";
-}
+using testing::anon_huge_kb_at;
+using testing::why_no_collapse;
 
 TEST(HugePages, MemoryInSmallPagesComesBackInHugeOnesWithItsContents) {
   if (const std::string why = why_no_collapse(); !why.empty()) GTEST_SKIP() << why;
