@@ -3,6 +3,7 @@
 #include "serve/paged_step.h"
 
 #include <dew/ops.h>
+#include <dew/runtime.h>
 
 #include <algorithm>
 #include <cstring>
@@ -13,6 +14,8 @@
 
 namespace dew::serve {
 namespace {
+
+constexpr int64_t kCopiesAThread = 256;  // a thread's least share of a step's cache writes
 
 // Copies `rows` rows of `row_bytes` from x's row `from` to y's row `to` (both contiguous).
 void copy_rows(const Tensor& x, int64_t from, Tensor& y, int64_t to, int64_t rows, size_t row_bytes) {
@@ -57,14 +60,23 @@ void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tenso
     const size_t token_stride = size_t(rows.strides()[1]), head_stride = size_t(rows.strides()[2]);
     const char* from = static_cast<const char*>(rows.raw_data());
     char* to = static_cast<char*>(cache->raw_data());
-    for (const StepPiece& p : pieces_)
-      for (int64_t t = 0; t < p.count; ++t)
-        for (int64_t h = 0; h < Hkv; ++h) {
-          const int64_t at = ops::paged_key_offset(p.blocks->data(), p.position + t, h, Hkv, bs, D);
-          std::memcpy(to + size_t(at) * element,
-                      from + (size_t(p.start + t) * token_stride + size_t(h) * head_stride) * element,
-                      head_bytes);
-        }
+    // A prompt's rows on both threads (each copy a miss on its destination's lines); a decode step's
+    // few on the caller, where a parallel region cost more than its copies.
+    const int64_t tokens = pieces_.empty() ? 0 : pieces_.back().start + pieces_.back().count;
+    const int64_t grain =
+        std::max<int64_t>(1, int64_t(pieces_.size()) * kCopiesAThread / std::max<int64_t>(1, tokens * Hkv));
+    parallel_for(int64_t(pieces_.size()), grain, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const StepPiece& p = pieces_[size_t(i)];
+        for (int64_t t = 0; t < p.count; ++t)
+          for (int64_t h = 0; h < Hkv; ++h) {
+            const int64_t at = ops::paged_key_offset(p.blocks->data(), p.position + t, h, Hkv, bs, D);
+            std::memcpy(to + size_t(at) * element,
+                        from + (size_t(p.start + t) * token_stride + size_t(h) * head_stride) * element,
+                        head_bytes);
+          }
+      }
+    });
     Tensor(*cache).bump_version();
   }
 }

@@ -157,6 +157,23 @@ TEST_P(Families, PromptsOfOneLengthAttendTogether) {
     EXPECT_EQ(outcomes[i].tokens[0], generate_alone(model, prompt_of(lengths[i], int64_t(i)), 3)) << i;
 }
 
+// Prompts whose keys and values are written into the cache on both threads (at least 256 rows of a
+// head a thread, paged_step.cc) get generate()'s tokens too.
+TEST(Engine, LongPromptsWrittenIntoTheCacheOnBothThreadsGetGeneratesTokens) {
+  const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 19);
+  EngineOptions eo;
+  eo.kv_blocks = 128;
+  eo.block_size = 4;
+  Engine engine(model, eo);
+  std::vector<Outcome> outcomes(6);
+  for (int64_t i = 0; i < 6; ++i)
+    submit(engine, prompt_of(60 + i % 2, 50 + i), greedy(3), outcomes[size_t(i)]);
+  run_until_idle(engine);
+  for (int64_t i = 0; i < 6; ++i)
+    EXPECT_EQ(outcomes[size_t(i)].tokens[0], generate_alone(model, prompt_of(60 + i % 2, 50 + i), 3)) << i;
+  EXPECT_EQ(engine.stats().kv_blocks_in_use, 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Engine, Families,
                          ::testing::Values("llama", "mistral", "qwen3", "mixtral", "gemma2", "gpt_oss",
                                            "gpt2", "qwen3_next", "mamba2"));
