@@ -60,6 +60,14 @@ ModelConfig tiny(const std::string& family) {
   return parse_model_config(json, family + " config");
 }
 
+// An engine's options with `blocks` blocks of 4 tokens: short prompts span several.
+EngineOptions blocks_of_four(int64_t blocks) {
+  EngineOptions eo;
+  eo.kv_blocks = blocks;
+  eo.block_size = 4;
+  return eo;
+}
+
 std::vector<int64_t> prompt_of(int64_t length, int64_t salt) {
   std::vector<int64_t> p;
   for (int64_t t = 0; t < length; ++t) p.push_back((t * 31 + salt * 17 + 5) % 97);
@@ -110,9 +118,7 @@ class Families : public ::testing::TestWithParam<std::string> {};
 // decodes, each gets the greedy tokens generate() gives it alone.
 TEST_P(Families, ServedGreedyTokensAreGeneratesTokens) {
   const CausalLM model = CausalLM::init(tiny(GetParam()), DType::f32, 5);
-  EngineOptions eo;
-  eo.kv_blocks = 64;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(64);
   eo.max_step_tokens = 8;
   Engine engine(model, eo);
   const std::vector<int64_t> lengths = {1, 5, 13, 22};
@@ -133,9 +139,7 @@ TEST_P(Families, ServedGreedyTokensAreGeneratesTokens) {
 TEST_P(Families, PromptsOfOneLengthAttendTogether) {
   const ModelConfig c = tiny(GetParam());
   const CausalLM model = CausalLM::init(c, DType::f32, 7);
-  EngineOptions eo;
-  eo.kv_blocks = 64;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(64);
   Engine engine(model, eo);
   const std::vector<int64_t> lengths = {6, 9, 6, 6, 9};
   std::vector<Outcome> outcomes(lengths.size());
@@ -161,9 +165,7 @@ TEST_P(Families, PromptsOfOneLengthAttendTogether) {
 // head a thread, paged_step.cc) get generate()'s tokens too.
 TEST(Engine, LongPromptsWrittenIntoTheCacheOnBothThreadsGetGeneratesTokens) {
   const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 19);
-  EngineOptions eo;
-  eo.kv_blocks = 128;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(128);
   Engine engine(model, eo);
   std::vector<Outcome> outcomes(6);
   for (int64_t i = 0; i < 6; ++i)
@@ -183,9 +185,7 @@ INSTANTIATE_TEST_SUITE_P(Engine, Families,
 TEST(Engine, PreemptedSequencesResumeWithTheSameTokens) {
   for (const std::string family : {"llama", "qwen3_next"}) {
     const CausalLM model = CausalLM::init(tiny(family), DType::f32, 7);
-    EngineOptions eo;
-    eo.kv_blocks = 12;  // 48 tokens; each request needs 7 blocks at its end
-    eo.block_size = 4;
+    EngineOptions eo = blocks_of_four(12);  // 48 tokens; each request needs 7 blocks at its end
     eo.max_step_tokens = 16;
     eo.prefix_caching = false;
     Engine engine(model, eo);
@@ -203,9 +203,7 @@ TEST(Engine, PreemptedSequencesResumeWithTheSameTokens) {
 // state of the recurrent layers after it), and gets its own tokens.
 TEST(Engine, AHybridModelRecomputesSharedPrefixes) {
   const CausalLM model = CausalLM::init(tiny("qwen3_next"), DType::f32, 9);
-  EngineOptions eo;
-  eo.kv_blocks = 64;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(64);
   Engine engine(model, eo);
   const std::vector<int64_t> first = prompt_of(14, 1);
   std::vector<int64_t> second = first;
@@ -224,9 +222,7 @@ TEST(Engine, AHybridModelRecomputesSharedPrefixes) {
 // still gets its own tokens.
 TEST(Engine, ASharedPrefixIsReadFromTheCache) {
   const CausalLM model = CausalLM::init(tiny("qwen3"), DType::f32, 9);
-  EngineOptions eo;
-  eo.kv_blocks = 32;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(32);
   Engine engine(model, eo);
   std::vector<int64_t> first = prompt_of(14, 1), second = first;
   second.resize(12);
@@ -246,9 +242,7 @@ TEST(Engine, ASharedPrefixIsReadFromTheCache) {
 // Cancelled, finished, stopped and preempted requests mixed: afterwards every block is free again.
 TEST(Engine, ThePoolIsFullAgainAfterAnyMixOfEndings) {
   const CausalLM model = CausalLM::init(tiny("gpt2"), DType::f32, 11);
-  EngineOptions eo;
-  eo.kv_blocks = 20;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(20);
   eo.max_step_tokens = 12;
   Engine engine(model, eo);
   std::vector<Outcome> outcomes(6);
@@ -343,9 +337,7 @@ TEST(Engine, StopIdsEndAChoiceAndLogprobsDescribeTheChoice) {
 // others, whose prompts chunk its prefill differently under a small step budget.
 TEST(Engine, BatchInvariantModeGivesTheSameLogprobsAloneAndBatched) {
   const CausalLM model = CausalLM::init(tiny("qwen3"), DType::f32, 29);
-  EngineOptions eo;
-  eo.kv_blocks = 128;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(128);
   eo.max_step_tokens = 6;
   eo.batch_invariant = true;
   RequestOptions o = greedy(6);
@@ -376,9 +368,7 @@ TEST(Engine, BatchInvariantModeGivesTheSameLogprobsAloneAndBatched) {
 // prefix cache.
 TEST(Engine, ChoicesOfOneRequestShareThePromptsBlocks) {
   const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 31);
-  EngineOptions eo;
-  eo.kv_blocks = 64;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(64);
   Engine engine(model, eo);
   RequestOptions o = greedy(5);
   o.n = 4;
@@ -392,9 +382,7 @@ TEST(Engine, ChoicesOfOneRequestShareThePromptsBlocks) {
 
 TEST(Engine, RefusesWhatCouldNeverRun) {
   const CausalLM model = CausalLM::init(tiny("llama"), DType::f32, 19);
-  EngineOptions eo;
-  eo.kv_blocks = 4;
-  eo.block_size = 4;
+  EngineOptions eo = blocks_of_four(4);
   Engine engine(model, eo);
   Outcome out;
   EXPECT_NE(error_of([&] {
