@@ -60,8 +60,8 @@ void PagedStepAttention::write_cache(int64_t layer, const Tensor& k, const Tenso
     const size_t token_stride = size_t(rows.strides()[1]), head_stride = size_t(rows.strides()[2]);
     const char* from = static_cast<const char*>(rows.raw_data());
     char* to = static_cast<char*>(cache->raw_data());
-    // A prompt's rows on both threads (each copy a miss on its destination's lines); a decode step's
-    // few on the caller, where a parallel region cost more than its copies.
+    // A prompt's rows on both threads, each copy a miss on its destination's lines (docs/perf.md, "A
+    // prompt's cache writes on both threads"); a decode step's few rows on the caller.
     const int64_t tokens = pieces_.empty() ? 0 : pieces_.back().start + pieces_.back().count;
     const int64_t grain =
         std::max<int64_t>(1, int64_t(pieces_.size()) * kCopiesAThread / std::max<int64_t>(1, tokens * Hkv));

@@ -30,11 +30,16 @@ inline int64_t anon_huge_kb_at(const void* p) {
   return -1;
 }
 
-// Why the kernel here cannot collapse pages (MADV_COLLAPSE), or "" where it can.
-inline std::string why_no_collapse() {
+// Why the kernel here gives no transparent huge pages, or "" where it does.
+inline std::string why_no_huge_pages() {
   std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string modes((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
-  if (modes.empty() || modes.find("[never]") != std::string::npos) return "transparent huge pages are off";
+  return modes.empty() || modes.find("[never]") != std::string::npos ? "transparent huge pages are off" : "";
+}
+
+// Why the kernel here cannot collapse pages (MADV_COLLAPSE), or "" where it can.
+inline std::string why_no_collapse() {
+  if (std::string why = why_no_huge_pages(); !why.empty()) return why;
   utsname u{};
   int major = 0, minor = 0;
   if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2 || major * 100 + minor < 601)

@@ -3,8 +3,6 @@
 #include <dew/models.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "huge_pages.h"
@@ -14,9 +12,7 @@ namespace dew {
 namespace {
 
 TEST(KvBlockPool, ACacheOfAFewMiBALayerLiesInHugePages) {
-  std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
-  const std::string modes((std::istreambuf_iterator<char>(enabled)), std::istreambuf_iterator<char>());
-  if (modes.empty() || modes.find("[never]") != std::string::npos) GTEST_SKIP() << "huge pages are off";
+  if (const std::string why = testing::why_no_huge_pages(); !why.empty()) GTEST_SKIP() << why;
   const ModelConfig c = parse_model_config(
       R"({"model_type":"llama","vocab_size":97,"hidden_size":64,"intermediate_size":96,"num_hidden_layers":2,
       "num_attention_heads":4,"num_key_value_heads":2,"max_position_embeddings":256})",
